@@ -1,0 +1,48 @@
+# The README's commands. Each installs what is missing first (scripts/setup.sh), then builds
+# incrementally (persistent build dirs and ccache), so a second run starts work in seconds.
+PYTHON ?= python3
+JOBS ?= 2
+STAMPS := build/.stamps
+# Everything the compiled extension modules are built from.
+NATIVE_SOURCES := CMakeLists.txt pyproject.toml $(shell find src -type f \( -name '*.cc' -o -name '*.cpp' -o -name '*.h' -o -name 'CMakeLists.txt' \) 2>/dev/null)
+
+.PHONY: all setup install demo test cpp-test py-test bench clean
+
+all: install
+
+$(STAMPS)/setup: scripts/setup.sh requirements-dev.txt
+	@mkdir -p $(STAMPS)
+	PYTHON=$(PYTHON) scripts/setup.sh
+	@touch $@
+
+setup: $(STAMPS)/setup
+
+# The Python package, installed editable: Python sources are used in place, the extension
+# modules are rebuilt in build/py when a native source changes. flock serialises concurrent
+# runs that share the build directory.
+$(STAMPS)/install: $(STAMPS)/setup $(NATIVE_SOURCES)
+	@mkdir -p $(STAMPS)
+	flock build/.install.lock $(PYTHON) -m pip install --quiet --no-build-isolation --no-deps -e .
+	@touch $@
+
+install: $(STAMPS)/install
+
+demo: install
+	$(PYTHON) examples/train_mlp.py
+
+# The C++ layers build and test without PyTorch.
+cpp-test: setup
+	cmake -S . -B build/cpp -G Ninja -DVTRN_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+	cmake --build build/cpp -j $(JOBS)
+	ctest --test-dir build/cpp -j $(JOBS) --output-on-failure
+
+py-test: install
+	$(PYTHON) -m pytest -q tests/python
+
+test: cpp-test py-test
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+
+clean:
+	rm -rf build

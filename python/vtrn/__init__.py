@@ -1,0 +1,68 @@
+"""vtrn: a software Trainium for PyTorch.
+
+Installing vtrn gives PyTorch the ``neuron`` device. ``import torch`` loads it through the
+``torch.backends`` entry point; importing vtrn first works too. Importing vtrn alone does not
+import torch, so the ``vtrn`` command line stays fast.
+"""
+
+import sys
+import warnings
+
+__version__ = "0.1.0"
+
+__all__ = ["clear_op_tracking", "get_executed_ops", "get_fallback_ops", "register"]
+
+
+def register():
+    """Registers the ``neuron`` device with PyTorch (imports torch). Safe to call again."""
+    from vtrn import _backend
+
+    _backend.register()
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group, called at the end of ``import torch``.
+
+    It never raises: a failure would make every ``import torch`` in this environment fail, so
+    it warns with the reason instead and leaves torch usable without the device.
+    """
+    try:
+        register()
+    except Exception as err:  # noqa: BLE001 - any failure must leave `import torch` working
+        warnings.warn(
+            f"vtrn could not register the 'neuron' device: {type(err).__name__}: {err}. "
+            "torch works without it; reinstall vtrn (`make setup`) or set "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip loading it.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def get_fallback_ops():
+    """Sorted names of the ATen ops that ran through the CPU fallback since the last clear."""
+    register()
+    from vtrn import _C
+
+    return _C.get_fallback_ops()
+
+
+def get_executed_ops():
+    """Sorted names of every ATen op that ran on a neuron device since the last clear."""
+    register()
+    from vtrn import _C
+
+    return _C.get_executed_ops()
+
+
+def clear_op_tracking():
+    """Forgets the recorded ops, so each op warns again on its next fallback."""
+    register()
+    from vtrn import _C
+
+    _C.clear_op_tracking()
+
+
+if "torch" in sys.modules:
+    # torch is already imported (or is importing us as its backend): register now, so that
+    # `import vtrn` works even with TORCH_DEVICE_BACKEND_AUTOLOAD=0.
+    _autoload()

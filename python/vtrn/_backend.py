@@ -1,0 +1,36 @@
+"""Registers the ``neuron`` device with PyTorch: renames PrivateUse1, installs the
+``torch.neuron`` module and the generated ``Tensor.neuron()`` / ``is_neuron`` methods."""
+
+import threading
+
+import torch
+
+_lock = threading.Lock()
+_registered = False
+
+DEVICE_TYPE = "neuron"
+
+
+def register():
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        from vtrn import _C  # noqa: F401 - loading it runs the C++ registrations
+        from vtrn import neuron
+
+        current = torch._C._get_privateuse1_backend_name()
+        if current != DEVICE_TYPE:
+            if current != "privateuseone":
+                raise RuntimeError(
+                    f"PrivateUse1 is already registered as {current!r} by another extension; "
+                    f"one process can hold one such backend. Uninstall the other one to use vtrn."
+                )
+            torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+        if not hasattr(torch, DEVICE_TYPE):
+            torch._register_device_module(DEVICE_TYPE, neuron)
+        if not hasattr(torch.Tensor, "is_neuron"):
+            torch.utils.generate_methods_for_privateuse1_backend(
+                for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+            )
+        _registered = True

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what vtrn needs on a fresh Debian machine and does nothing where it is present:
+# Debian packages (compiler cache, GoogleTest, JSON), then the Python packages, torch==2.13.0
+# (the CPU wheel) among them. The build itself is the Makefile's `install` target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+APT_PACKAGES=(g++ make ccache libgtest-dev nlohmann-json3-dev)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# torch is pinned exactly: anything looser makes pip fetch a multi-GB CUDA build. It is
+# installed on its own first, so that nothing else can pull in another torch.
+if ! "$PYTHON" -c "import importlib.metadata as m, sys; sys.exit(m.version('torch') != '2.13.0')" 2>/dev/null \
+   && ! "$PYTHON" -c "import importlib.metadata as m, sys; sys.exit(not m.version('torch').startswith('2.13.0+'))" 2>/dev/null; then
+  echo "setup: installing torch==2.13.0"
+  "$PYTHON" -m pip install --quiet torch==2.13.0
+fi
+"$PYTHON" -m pip install --quiet -r requirements-dev.txt
