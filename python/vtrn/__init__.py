@@ -20,17 +20,25 @@ def register():
     _backend.register()
 
 
+_autoload_failed = False
+
+
 def _autoload():
     """Entry point of the ``torch.backends`` group, called at the end of ``import torch``.
 
     It never raises: a failure would make every ``import torch`` in this environment fail, so
-    it warns with the reason instead and leaves torch usable without the device.
+    it warns once with the reason instead and leaves torch usable without the device.
     """
+    global _autoload_failed
+    if _autoload_failed:
+        return
     try:
         register()
     except Exception as err:  # noqa: BLE001 - any failure must leave `import torch` working
+        _autoload_failed = True
+        reason = str(err).rstrip(".")
         warnings.warn(
-            f"vtrn could not register the 'neuron' device: {type(err).__name__}: {err}. "
+            f"vtrn could not register the 'neuron' device: {type(err).__name__}: {reason}. "
             "torch works without it; reinstall vtrn (`make setup`) or set "
             "TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip loading it.",
             RuntimeWarning,

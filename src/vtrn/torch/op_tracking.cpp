@@ -49,6 +49,7 @@ void record_fallback(const std::string& name) {
     }
     // Warn outside the lock: TORCH_WARN may reach Python's warning machinery.
     if (first) {
+        // Not verbatim, so Python attributes the warning to the user's line.
         TORCH_WARN("[Neuron] [WARNING] Operator '", name,
                    "' fell back to CPU. It runs on the host, not on a NeuronCore; "
                    "vtrn.get_fallback_ops() lists every op that did.");

@@ -1,0 +1,67 @@
+"""Ops without a native kernel run on the CPU, warn once per op and are recorded."""
+
+import warnings
+
+import pytest
+import torch
+
+import vtrn
+
+
+def fallback_warnings(caught):
+    return [str(w.message) for w in caught if "fell back to CPU" in str(w.message)]
+
+
+def test_fallback_warns_once_per_op_and_is_recorded(clean_tracking):
+    a = torch.arange(6, dtype=torch.float32).to("neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            b = torch.sin(a)
+        c = a * 2
+        c = a * 3
+    messages = fallback_warnings(caught)
+    sin = [m for m in messages if "'aten::sin.out'" in m]
+    mul = [m for m in messages if "'aten::mul.out'" in m]
+    assert len(sin) == 1 and len(mul) == 1, messages
+    assert sin[0].startswith("[Neuron] [WARNING] Operator 'aten::sin.out' fell back to CPU")
+    assert "aten::sin.out" in vtrn.get_fallback_ops()
+    assert "aten::mul.out" in vtrn.get_fallback_ops()
+    assert "aten::sin.out" in vtrn.get_executed_ops()
+    # The results are the CPU's.
+    assert torch.equal(b.cpu(), torch.sin(torch.arange(6, dtype=torch.float32)))
+    assert torch.equal(c.cpu(), torch.arange(6, dtype=torch.float32) * 3)
+    assert b.is_neuron and c.is_neuron
+
+
+def test_clear_op_tracking_forgets_and_rearms_the_warning(clean_tracking):
+    a = torch.ones(3, device="neuron")
+    torch.cos(a)
+    assert "aten::cos.out" in vtrn.get_fallback_ops()
+    vtrn.clear_op_tracking()
+    assert vtrn.get_fallback_ops() == [] and vtrn.get_executed_ops() == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cos(a)
+    assert len([m for m in fallback_warnings(caught) if "aten::cos.out" in m]) == 1
+
+
+def test_fallback_keeps_autograd_working(clean_tracking):
+    w = torch.tensor([1.0, -2.0, 3.0], device="neuron", requires_grad=True)
+    loss = (w * w).sum()
+    loss.backward()
+    assert w.grad.is_neuron
+    assert torch.equal(w.grad.cpu(), torch.tensor([2.0, -4.0, 6.0]))
+
+
+def test_in_place_fallback_updates_the_device_tensor(clean_tracking):
+    a = torch.ones(4, device="neuron")
+    a.add_(torch.full((4,), 2.0, device="neuron"))
+    assert a.cpu().tolist() == [3.0, 3.0, 3.0, 3.0]
+
+
+def test_fallback_error_surfaces_as_the_cpu_error(clean_tracking):
+    a = torch.ones(2, 3, device="neuron")
+    b = torch.ones(4, 5, device="neuron")
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        torch.mm(a, b)
