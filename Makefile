@@ -6,6 +6,13 @@ STAMPS := build/.stamps
 # Everything the compiled extension modules are built from.
 NATIVE_SOURCES := CMakeLists.txt pyproject.toml $(shell find src -type f \( -name '*.cc' -o -name '*.cpp' -o -name '*.h' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 
+# The editable install points at one checkout; when another checkout (a CI clone, say) took it
+# over, this one must install again whatever its stamp says.
+INSTALLED_FROM := $(shell $(PYTHON) -c "import importlib.util as u; s = u.find_spec('vtrn'); print(s.origin if s else '')" 2>/dev/null)
+ifneq ($(INSTALLED_FROM),$(CURDIR)/python/vtrn/__init__.py)
+  $(shell rm -f $(STAMPS)/install)
+endif
+
 .PHONY: all setup install demo test cpp-test py-test bench clean
 
 all: install
