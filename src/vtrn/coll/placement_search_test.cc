@@ -1,0 +1,97 @@
+// Placement search on the layouts the issue names. Found placements are checked against the
+// seed's grid (test_support.h), not against topo::LinkGraph.
+#include "vtrn/coll/placement_search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "vtrn/coll/test_support.h"
+
+namespace vtrn::coll {
+namespace {
+
+using testing::chips_of;
+using testing::seed_connected;
+
+// Every group of every axis sits on chips that are connected on the seed's grid.
+void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const SearchResult& result,
+                              const std::vector<int>& shape, const std::vector<std::string>& names) {
+  ASSERT_TRUE(result.found) << result.message;
+  std::vector<int> sorted = result.placement;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < cluster.world(); ++i) ASSERT_EQ(sorted[i], i);  // a permutation
+  topo::Mesh mesh(cluster, shape, names, result.placement);
+  for (int axis = 0; axis < mesh.dims(); ++axis)
+    for (const auto& group : mesh.groups(axis))
+      EXPECT_TRUE(seed_connected(chips_of(group, cluster.ranks_per_chip()))) << names[axis];
+}
+
+TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"});
+  EXPECT_FALSE(result.default_routable);
+  EXPECT_FALSE(result.is_default);
+  ExpectRoutableOnSeedGrid(cluster, result, {8, 8}, {"dp", "tp"});
+  // TP8 cannot fit a chip (4 ranks): every TP group takes a pair of linked chips.
+  EXPECT_EQ(result.tp_groups_off_chip, 8);
+  topo::Mesh mesh(cluster, {8, 8}, {"dp", "tp"}, result.placement);
+  for (const auto& group : mesh.groups(1)) EXPECT_EQ(chips_of(group, 4).size(), 2u);
+}
+
+TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {2, 32}, {"dp", "tp"});
+  EXPECT_FALSE(result.default_routable);
+  ExpectRoutableOnSeedGrid(cluster, result, {2, 32}, {"dp", "tp"});
+}
+
+TEST(PlacementSearchTest, Tp16Dp8AtLnc1) {
+  topo::Cluster cluster("trn2.48xlarge", 1, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {8, 16}, {"dp", "tp"});
+  EXPECT_FALSE(result.default_routable);
+  ExpectRoutableOnSeedGrid(cluster, result, {8, 16}, {"dp", "tp"});
+}
+
+TEST(PlacementSearchTest, KeepsARoutableDefault) {
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {16, 4}, {"shard", "tp"});
+  EXPECT_TRUE(result.default_routable);
+  ASSERT_TRUE(result.found);
+  EXPECT_TRUE(result.is_default);
+  EXPECT_EQ(result.tp_groups_off_chip, 0);
+}
+
+TEST(PlacementSearchTest, PutsTpInsideAChip) {
+  // TP given outermost: the row-major placement spreads each TP group over 4 chips, which is
+  // routable but not what the seed recommends; the search moves TP inside a chip.
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {4, 16}, {"tp", "shard"});
+  ASSERT_TRUE(result.found);
+  EXPECT_EQ(result.tp_groups_off_chip, 0);
+  topo::Mesh mesh(cluster, {4, 16}, {"tp", "shard"}, result.placement);
+  for (const auto& group : mesh.groups(0)) EXPECT_EQ(chips_of(group, 4).size(), 1u);
+}
+
+TEST(PlacementSearchTest, ExplainsWhenNothingWorks) {
+  // 3 nodes: a TP96 group would put 64 ranks on one node and 32 on another.
+  topo::Cluster cluster("trn2.48xlarge", 2, 3);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {2, 96}, {"dp", "tp"});
+  EXPECT_FALSE(result.found);
+  EXPECT_NE(result.message.find("the same number of ranks on each node"), std::string::npos) << result.message;
+}
+
+TEST(PlacementSearchTest, RejectsBadShape) {
+  topo::Cluster cluster("trn2.48xlarge");
+  topo::LinkGraph graph(cluster);
+  EXPECT_THROW(search_placement(cluster, graph, {8, 4}, {"dp", "tp"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vtrn::coll
