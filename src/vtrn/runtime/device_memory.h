@@ -1,0 +1,127 @@
+// Device memory of the logical cores this process sees: a caching allocator over host memory
+// that enforces each HBM bank's capacity.
+//
+// Promises:
+//  * The budget is checked before host memory is touched: a request that does not fit (after
+//    releasing this bank's cached blocks) returns nullptr with an OutOfMemory report, and
+//    leaves every count as it was.
+//  * Cores that share a bank (two logical cores at LNC1 on trn2) share its capacity, so one
+//    can run out because of its neighbour.
+//  * Freed blocks are cached per device and size and reused; reserved >= allocated always.
+//  * Stats are exact after every call. All methods are thread safe and never call Python.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vtrn/runtime/device_config.h"
+
+namespace vtrn::runtime {
+
+/// Current, peak and accumulated value of one counter (CUDA's allocator stat shape).
+struct MemoryStat {
+  int64_t current = 0;
+  int64_t peak = 0;
+  int64_t allocated = 0;  ///< total ever added
+  int64_t freed = 0;      ///< total ever removed
+
+  void add(int64_t n) {
+    current += n;
+    allocated += n;
+    if (current > peak) peak = current;
+  }
+  void remove(int64_t n) {
+    current -= n;
+    freed += n;
+  }
+};
+
+struct MemoryStats {
+  MemoryStat allocated_bytes;  ///< bytes in live tensors (rounded block sizes)
+  MemoryStat requested_bytes;  ///< bytes the callers asked for
+  MemoryStat reserved_bytes;   ///< allocated plus cached
+  MemoryStat allocations;      ///< live blocks
+  MemoryStat segments;         ///< host allocations held (live + cached)
+  int64_t num_ooms = 0;
+  int64_t num_alloc_retries = 0;  ///< requests that had to release the cache first
+};
+
+/// Why an allocation failed, with what a CUDA-style message needs.
+struct OutOfMemory {
+  int device = 0;
+  uint64_t requested = 0;          ///< bytes asked for (after rounding)
+  uint64_t capacity = 0;           ///< usable bytes of the device's bank
+  uint64_t free = 0;               ///< bytes of the bank not reserved by anyone
+  uint64_t allocated = 0;          ///< bytes this device holds in live tensors
+  uint64_t reserved = 0;           ///< bytes this device holds, cached included
+  std::vector<std::pair<int, uint64_t>> neighbours;  ///< (device, reserved) sharing the bank
+
+  /// "Tried to allocate 2.00 GiB. neuron:3 ... what to do" (without the leading error kind).
+  std::string message(const DeviceConfig& config) const;
+};
+
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(DeviceConfig config);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  /// Allocation granularity: requests are rounded up to a multiple of this.
+  static constexpr uint64_t kRoundBytes = 512;
+  static uint64_t round_size(uint64_t nbytes);
+
+  /// A 64-byte aligned block of at least |nbytes| on |device|, or nullptr with |*oom| filled.
+  /// |nbytes| == 0 returns nullptr without failing.
+  void* allocate(int device, uint64_t nbytes, OutOfMemory* oom);
+
+  /// Returns a block from allocate() to its device's cache.
+  void free(void* ptr);
+
+  /// Releases |device|'s cached blocks (-1: every device).
+  void empty_cache(int device);
+
+  MemoryStats stats(int device) const;
+  void reset_peak(int device);
+  void reset_accumulated(int device);
+
+  /// Usable bytes of |device|'s bank, and what is not reserved in it.
+  uint64_t capacity(int device) const;
+  uint64_t bank_free(int device) const;
+
+  /// The device whose block contains |ptr|, if any.
+  std::optional<int> device_of(const void* ptr) const;
+
+  const DeviceConfig& config() const { return config_; }
+
+ private:
+  struct Block {
+    uint64_t size;       ///< rounded
+    uint64_t requested;
+    int device;
+  };
+  struct DeviceState {
+    MemoryStats stats;
+    std::unordered_map<uint64_t, std::vector<void*>> cache;  ///< size -> free blocks
+  };
+
+  void release_cached_locked(int device);
+  void check_device(int device) const;
+
+  DeviceConfig config_;
+  mutable std::mutex mutex_;
+  std::vector<DeviceState> devices_;
+  std::vector<uint64_t> bank_reserved_;  ///< by bank id
+  std::unordered_map<void*, Block> live_;
+  std::unordered_map<void*, Block> cached_;  ///< cached blocks, for device_of()
+};
+
+/// "1.50 GiB", "512.00 KiB", "10 bytes".
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace vtrn::runtime

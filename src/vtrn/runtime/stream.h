@@ -1,0 +1,113 @@
+// In-order execution queues ("streams") and events, with CUDA's semantics.
+//
+// Promises:
+//  * enqueue() returns at once; the work runs on the stream's own worker thread, in the order
+//    it was enqueued. Work on two streams is ordered only by events.
+//  * A task that throws does not stop the stream. Its error, naming the op, is kept and thrown
+//    by the next synchronize() of that stream (or of its device), then forgotten: the stream
+//    stays usable.
+//  * Event::record() marks the point reached by the stream's work enqueued so far;
+//    Event::block() makes a stream wait for the most recent record, as it stood when block()
+//    was called. An event never recorded is complete.
+//  * A task owns what it captures and destroys it on the worker thread after running.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace vtrn::runtime {
+
+/// The error a queued task raised, surfaced at a synchronization point.
+class QueuedOpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Stream {
+ public:
+  /// |label| names the stream in errors, e.g. "neuron:0 stream 0".
+  explicit Stream(std::string label);
+  ~Stream();  ///< Waits for queued work, then stops the worker.
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// Queues |work|; |op| names it in errors ("aten::fill_.Scalar"). |op| must outlive the
+  /// task (a string literal, or a name kept by the caller).
+  void enqueue(const char* op, std::function<void()> work);
+
+  /// True when everything enqueued so far has run.
+  bool query() const;
+
+  /// Waits for everything enqueued so far, then throws the first error a task raised since
+  /// the last synchronize (QueuedOpError), if any.
+  void synchronize();
+
+  /// Tasks enqueued so far (a sequence number for events).
+  uint64_t enqueued() const { return enqueued_.load(std::memory_order_acquire); }
+
+  const std::string& label() const { return label_; }
+
+ private:
+  struct Task {
+    const char* op;
+    std::function<void()> work;
+  };
+
+  void run();
+  void wait_until_done(uint64_t target);
+
+  std::string label_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  std::deque<Task> tasks_;
+  std::atomic<uint64_t> enqueued_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::string error_;  ///< first error since the last synchronize; empty if none
+  bool stopping_ = false;
+  std::thread worker_;  ///< started on the first enqueue
+};
+
+class Event {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// Marks the current end of |stream|'s queue; the event completes when the stream gets there.
+  void record(Stream& stream);
+
+  /// Makes |stream| wait for the most recent record before running later work.
+  void block(Stream& stream);
+
+  /// True when the most recent record has been reached (or there was none).
+  bool query() const;
+
+  /// Waits on the host for the most recent record.
+  void synchronize() const;
+
+  /// Milliseconds between the completion of |start| and of this event. Both must have been
+  /// recorded and completed; throws std::logic_error otherwise.
+  double elapsed_ms_since(const Event& start) const;
+
+  bool recorded() const;
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done;
+    uint64_t recorded = 0;   ///< generation of the most recent record
+    uint64_t completed = 0;  ///< highest generation reached
+    Clock::time_point completed_at{};
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+}  // namespace vtrn::runtime
