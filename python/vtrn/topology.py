@@ -36,14 +36,10 @@ def load_model():
 
 
 def parse_ints(text: str, what: str) -> list[int]:
-    parts = [p.strip() for p in text.replace("x", ",").split(",") if p.strip()]
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise ValueError(f"{what} must be comma-separated integers such as 16,4; got {text!r}") from None
-    if not values:
-        raise ValueError(f"{what} is empty; give comma-separated integers such as 16,4")
-    return values
+    parts = [p.strip() for p in re.split(r"[,x]", text)]
+    if not all(re.fullmatch(r"\d+", p) for p in parts):
+        raise ValueError(f"{what} must be comma-separated integers such as 16,4; got {text!r}")
+    return [int(p) for p in parts]
 
 
 def parse_names(text: str) -> list[str]:
