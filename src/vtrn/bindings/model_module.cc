@@ -316,6 +316,6 @@ PYBIND11_MODULE(_model, m) {
       .def("analyze_mesh", &Model::analyze_mesh, py::arg("shape"), py::arg("names"), py::arg("placement") = py::none(),
            py::arg("sizes") = py::none(), "Groups, routability, algorithms and modeled times of every axis.")
       .def("search_placement", &Model::search_placement, py::arg("shape"), py::arg("names"),
-           py::arg("cost_bytes") = hw::MiB(64), py::arg("max_steps") = 2'000'000L, py::arg("max_solutions") = 256,
+           py::arg("cost_bytes") = hw::MiB(64), py::arg("max_steps") = 2'000'000L, py::arg("max_solutions") = 1024,
            "A placement where every group is routable (see coll/placement_search.h).");
 }

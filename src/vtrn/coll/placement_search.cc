@@ -136,6 +136,7 @@ struct Search {
     return true;
   }
 
+  // Scores the current chip order; keeps it when it beats the best so far.
   void evaluate() {
     ++solutions;
     std::vector<int> placement(cluster.world());
@@ -186,6 +187,43 @@ struct Search {
     }
   }
 };
+
+// Chip orders with known good structure, tried before the depth-first search: row-major,
+// column-major, snake, the mirrored-row order of NxD's LOGIC2 (rows 0, R-1, 1, R-2, ...), and
+// the seed's pairing of chips across mirrored rows (0,12), (1,13), ... (4,8), (5,9), ...
+std::vector<std::vector<int>> structured_orders(const hw::InstanceSpec& spec) {
+  const int rows = spec.grid_rows, cols = spec.grid_cols;
+  auto chip = [&](int r, int c) { return r * cols + c; };
+  std::vector<int> mirrored_rows;
+  for (int i = 0; i < (rows + 1) / 2; ++i) {
+    mirrored_rows.push_back(i);
+    if (rows - 1 - i != i) mirrored_rows.push_back(rows - 1 - i);
+  }
+  std::vector<std::vector<int>> out(6);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      out[0].push_back(chip(r, c));
+      out[1].push_back(chip(c % rows, r % cols));
+      out[2].push_back(chip(r, r % 2 ? cols - 1 - c : c));
+      out[3].push_back(chip(mirrored_rows[r], c));
+    }
+  if (rows * cols != spec.chips || rows != cols) out[1] = out[0];  // column-major needs a square grid here
+  for (size_t i = 0; i + 1 < mirrored_rows.size(); i += 2)
+    for (int c = 0; c < cols; ++c) {
+      out[4].push_back(chip(mirrored_rows[i], c));
+      out[4].push_back(chip(mirrored_rows[i + 1], c));
+    }
+  for (int i = 0; i + 1 < rows; i += 2)
+    for (int c = 0; c < cols; ++c) {
+      out[5].push_back(chip(i, c));
+      out[5].push_back(chip(i + 1, c));
+    }
+  std::vector<std::vector<int>> valid;
+  for (auto& order : out) {
+    if (static_cast<int>(order.size()) == spec.chips) valid.push_back(std::move(order));
+  }
+  return valid;
+}
 
 }  // namespace
 
@@ -238,6 +276,11 @@ SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGrap
     Search search(cluster, graph, shape, names, options, best, steps, fill);
     if (!search.prepare()) continue;
     any_prepared = true;
+    for (const auto& order : structured_orders(cluster.spec())) {
+      search.order = order;
+      search.evaluate();
+    }
+    search.solutions = 0;
     search.dfs(0, 0);
   }
   best.steps = steps;

@@ -6,7 +6,8 @@
 // cores of chip_order[0], then chip_order[1], ... on every node alike. The seed's chip-pair
 // TP8 x FSDP8 mesh is such a candidate: chip order 0,12,1,13,2,14,3,15,4,8,5,9,6,10,7,11.
 //
-// The chip orders are searched depth first: slot by slot, each constraint (the set of slots one
+// A few structured chip orders are tried first (row-major, column-major, snake, NxD's mirrored
+// rows, the seed's chip pairs across mirrored rows). Then chip orders are searched depth first: slot by slot, each constraint (the set of slots one
 // group touches on a node) is checked when its last slot is placed, and a partial one is pruned
 // when its placed chips can no longer join through the chips still free. Chip 0 takes slot 0
 // (every supported topology is vertex-transitive). Among the placements found, the best has the
@@ -28,7 +29,7 @@ namespace vtrn::coll {
 struct SearchOptions {
   hw::Bytes cost_bytes = hw::MiB(64);  ///< message size of the cost comparison
   long max_steps = 2'000'000;          ///< chip placements tried, over all fill orders
-  int max_solutions = 256;             ///< routable placements compared per fill order
+  int max_solutions = 1024;            ///< routable placements compared per fill order (depth-first part)
 };
 
 struct SearchResult {

@@ -38,6 +38,16 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   EXPECT_EQ(result.tp_groups_off_chip, 8);
   topo::Mesh mesh(cluster, {8, 8}, {"dp", "tp"}, result.placement);
   for (const auto& group : mesh.groups(1)) EXPECT_EQ(chips_of(group, 4).size(), 2u);
+  // At least as good as the seed's chip-pair mesh, the seed's own answer.
+  const int pairs[8][2] = {{0, 12}, {1, 13}, {2, 14}, {3, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}};
+  std::vector<int> seed;
+  for (auto& pair : pairs)
+    for (int chip : pair)
+      for (int core = 0; core < 4; ++core) seed.push_back(4 * chip + core);
+  const hw::Seconds seed_cost =
+      placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed), SearchOptions{}.cost_bytes);
+  ASSERT_GT(seed_cost, 0);
+  EXPECT_LE(result.cost, seed_cost);
 }
 
 TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
