@@ -86,7 +86,8 @@ def test_storage_resize_frees_and_reallocates_like_fsdp2():
     before = torch.accelerator.memory_allocated()
     storage.resize_(0)
     assert storage.nbytes() == 0
-    assert torch.accelerator.memory_allocated() == before - 32
+    # The allocator hands out 512-byte granules, as CUDA's does: 32 bytes hold one.
+    assert torch.accelerator.memory_allocated() == before - 512
     storage.resize_(32)
     t.copy_(torch.arange(8, dtype=torch.float32) * 2)
     assert t.cpu().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]

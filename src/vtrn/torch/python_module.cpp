@@ -1,5 +1,10 @@
 // vtrn._C: the Python face of the torch adapter. Only plain values cross this boundary (ints,
 // strings), so the module needs no torch_python.
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -30,6 +35,40 @@ PYBIND11_MODULE(_C, m) {
     m.def("synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); });
     m.def("manual_seed", [](int index, uint64_t seed) {
         adapter::manual_seed(static_cast<c10::DeviceIndex>(index), seed);
+    });
+    m.def("config_error", [] { return adapter::device_config_error(); });
+    m.def("config", [] {
+        const auto& c = adapter::device_config();
+        py::dict d;
+        d["instance"] = std::string(c.instance->name);
+        d["chip"] = std::string(c.instance->chip->name);
+        d["core"] = std::string(c.instance->chip->core_name);
+        d["lnc"] = c.lnc;
+        d["cores_per_node"] = c.cores_per_node;
+        d["logical_cores_per_chip"] = c.instance->ranks_per_chip(c.lnc);
+        d["visible_cores"] = c.visible_cores;
+        d["bank_bytes"] = c.bank_bytes;
+        d["cores_per_bank"] = c.cores_per_bank;
+        return d;
+    });
+    m.def("get_rng_state", [](int index) {
+        auto state = adapter::rng_state(static_cast<c10::DeviceIndex>(index));
+        return py::bytes(reinterpret_cast<const char*>(state.data()), state.size());
+    });
+    m.def("set_rng_state", [](int index, const py::bytes& state) {
+        const std::string bytes = state;
+        adapter::set_rng_state(static_cast<c10::DeviceIndex>(index), bytes);
+    });
+    m.def("initial_seed", [](int index) { return adapter::initial_seed(static_cast<c10::DeviceIndex>(index)); });
+    // Test hooks, like torch.cuda._sleep: queued work that takes time, or that fails.
+    m.def("_sleep", [](int index, double seconds) {
+        adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_sleep", [seconds] {
+            std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        });
+    });
+    m.def("_enqueue_failure", [](int index, const std::string& message) {
+        adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_fail",
+                         [message] { throw std::runtime_error(message); });
     });
     m.def("get_executed_ops", &adapter::executed_ops);
     m.def("get_fallback_ops", &adapter::fallback_ops);
