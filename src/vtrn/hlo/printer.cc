@@ -1,0 +1,312 @@
+#include "vtrn/hlo/printer.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace vtrn::hlo {
+namespace {
+
+std::string ints(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+std::string array_attr(const std::vector<std::int64_t>& v) {
+  return v.empty() ? "array<i64>" : "array<i64: " + ints(v) + ">";
+}
+
+std::string list(const std::vector<std::int64_t>& v) { return "[" + ints(v) + "]"; }
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "\\%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+template <typename F>
+std::string shortest(F v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string hex_bits(std::uint64_t bits, int bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*llX", bytes * 2, static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+std::string element(const Literal& lit, std::int64_t i) {
+  const DType d = lit.type.dtype;
+  const std::uint8_t* p = lit.data.data() + (lit.splat ? 0 : i) * dtype_size(d);
+  switch (d) {
+    case DType::kPred: return *p ? "true" : "false";
+    case DType::kU64: {
+      std::uint64_t u;
+      std::memcpy(&u, p, 8);
+      return std::to_string(u);
+    }
+    case DType::kC64: {
+      float c[2];
+      std::memcpy(c, p, 8);
+      auto part = [](float f) { return std::isfinite(f) ? shortest(f) : hex_bits(float_bits(f), 4); };
+      return "(" + part(c[0]) + "," + part(c[1]) + ")";
+    }
+    case DType::kF16:
+    case DType::kBF16: {
+      std::uint16_t h;
+      std::memcpy(&h, p, 2);
+      const float f = d == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      return std::isfinite(f) ? shortest(f) : hex_bits(h, 2);
+    }
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isfinite(f) ? shortest(f) : hex_bits(float_bits(f), 4);
+    }
+    case DType::kF64: {
+      double f;
+      std::memcpy(&f, p, 8);
+      std::uint64_t u;
+      std::memcpy(&u, p, 8);
+      return std::isfinite(f) ? shortest(f) : hex_bits(u, 8);
+    }
+    default:
+      return std::to_string(lit.get_int(i));
+  }
+}
+
+void nested(const Literal& lit, int dim, std::int64_t& idx, std::string& out) {
+  if (dim == lit.type.rank()) {
+    out += element(lit, idx++);
+    return;
+  }
+  out += '[';
+  for (std::int64_t i = 0; i < lit.type.dims[dim]; ++i) {
+    if (i) out += ", ";
+    nested(lit, dim + 1, idx, out);
+  }
+  out += ']';
+}
+
+class Printer {
+ public:
+  std::string run(const Module& m) {
+    out_ = "module";
+    if (!m.name.empty()) out_ += " @" + symbol(m.name);
+    out_ += " {\n  func.func @main(";
+    const Block& b = m.main;
+    Names& names = scopes_[&b];
+    for (std::size_t i = 0; i < b.args.size(); ++i) {
+      if (i) out_ += ", ";
+      const std::string n = "%arg" + std::to_string(next_arg_++);
+      names[b.args[i]] = n;
+      out_ += n + ": " + b.type(b.args[i]).str();
+    }
+    out_ += ") -> (";
+    for (std::size_t i = 0; i < b.results.size(); ++i) {
+      if (i) out_ += ", ";
+      out_ += b.type(b.results[i]).str();
+    }
+    out_ += ") {\n";
+    body(b, "    ");
+    out_ += "    return";
+    for (std::size_t i = 0; i < b.results.size(); ++i) out_ += (i ? ", " : " ") + name(b, b.results[i]);
+    if (!b.results.empty()) out_ += " : " + types(b, b.results);
+    out_ += "\n  }\n}\n";
+    return out_;
+  }
+
+ private:
+  using Names = std::map<int, std::string>;
+
+  static std::string symbol(const std::string& s) {
+    bool plain = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
+    for (char c : s) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$');
+    return plain ? s : quote(s);
+  }
+
+  std::string name(const Block& b, int v) { return scopes_[&b].at(v); }
+
+  std::string types(const Block& b, const std::vector<int>& vs) {
+    std::string s;
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+      if (i) s += ", ";
+      s += b.type(vs[i]).str();
+    }
+    return s;
+  }
+
+  void body(const Block& b, const std::string& indent) {
+    for (const Op& op : b.ops) {
+      out_ += indent;
+      Names& names = scopes_[&b];
+      const int id = next_value_++;
+      if (op.results.size() == 1) {
+        names[op.results[0]] = "%" + std::to_string(id);
+        out_ += "%" + std::to_string(id) + " = ";
+      } else if (op.results.size() > 1) {
+        for (std::size_t i = 0; i < op.results.size(); ++i) names[op.results[i]] = "%" + std::to_string(id) + "#" + std::to_string(i);
+        out_ += "%" + std::to_string(id) + ":" + std::to_string(op.results.size()) + " = ";
+      }
+      print_op(b, op, indent);
+      out_ += '\n';
+    }
+  }
+
+  void print_op(const Block& b, const Op& op, const std::string& indent) {
+    const bool same_types = [&] {
+      for (int v : op.operands)
+        if (b.type(v) != b.type(op.results[0])) return false;
+      return true;
+    }();
+    if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind)) && op.kind != OpKind::kConvert && same_types) {
+      out_ += "stablehlo." + std::string(op_name(op.kind));
+      for (std::size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : " ") + name(b, op.operands[i]);
+      out_ += " : " + b.type(op.results[0]).str();
+      return;
+    }
+    out_ += "\"stablehlo." + std::string(op_name(op.kind)) + "\"(";
+    for (std::size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : "") + name(b, op.operands[i]);
+    out_ += ")";
+    if (!op.regions.empty()) {
+      out_ += " (";
+      for (std::size_t r = 0; r < op.regions.size(); ++r) {
+        if (r) out_ += ", ";
+        region(*op.regions[r], indent);
+      }
+      out_ += ")";
+    }
+    const std::string a = attrs(op);
+    if (!a.empty()) out_ += " {" + a + "}";
+    out_ += " : (" + types(b, op.operands) + ") -> ";
+    if (op.results.size() == 1) out_ += b.type(op.results[0]).str();
+    else out_ += "(" + types(b, op.results) + ")";
+  }
+
+  void region(const Block& r, const std::string& indent) {
+    out_ += "{\n" + indent + "^bb0(";
+    Names& names = scopes_[&r];
+    for (std::size_t i = 0; i < r.args.size(); ++i) {
+      if (i) out_ += ", ";
+      const std::string n = "%arg" + std::to_string(next_arg_++);
+      names[r.args[i]] = n;
+      out_ += n + ": " + r.type(r.args[i]).str();
+    }
+    out_ += "):\n";
+    body(r, indent + "  ");
+    out_ += indent + "  \"stablehlo.return\"(";
+    for (std::size_t i = 0; i < r.results.size(); ++i) out_ += (i ? ", " : "") + name(r, r.results[i]);
+    out_ += ") : (" + types(r, r.results) + ") -> ()\n" + indent + "}";
+  }
+
+  static std::string attrs(const Op& op) {
+    switch (op.kind) {
+      case OpKind::kCompare: {
+        std::string s = "comparison_direction = #stablehlo<comparison_direction " + std::string(comparison_name(op.comparison)) + ">";
+        if (op.compare_type != CompareType::kNone) s += ", compare_type = #stablehlo<comparison_type " + std::string(compare_type_name(op.compare_type)) + ">";
+        return s;
+      }
+      case OpKind::kConstant: return "value = " + print_dense(op.literal) + " : " + op.literal.type.str();
+      case OpKind::kIota: return "iota_dimension = " + std::to_string(op.dimension) + " : i64";
+      case OpKind::kBroadcastInDim: return "broadcast_dimensions = " + array_attr(op.dims);
+      case OpKind::kTranspose: return "permutation = " + array_attr(op.dims);
+      case OpKind::kSlice:
+        return "start_indices = " + array_attr(op.start) + ", limit_indices = " + array_attr(op.limit) + ", strides = " + array_attr(op.strides);
+      case OpKind::kDynamicSlice: return "slice_sizes = " + array_attr(op.dims);
+      case OpKind::kConcatenate: return "dimension = " + std::to_string(op.dimension) + " : i64";
+      case OpKind::kPad:
+        return "edge_padding_low = " + array_attr(op.start) + ", edge_padding_high = " + array_attr(op.limit) + ", interior_padding = " + array_attr(op.strides);
+      case OpKind::kReverse:
+      case OpKind::kReduce: return "dimensions = " + array_attr(op.dims);
+      case OpKind::kDotGeneral: {
+        std::string s;
+        auto field = [&](const char* n, const std::vector<std::int64_t>& v) {
+          if (v.empty()) return;
+          if (!s.empty()) s += ", ";
+          s += std::string(n) + " = " + list(v);
+        };
+        field("lhs_batching_dimensions", op.dot.lhs_batch);
+        field("rhs_batching_dimensions", op.dot.rhs_batch);
+        field("lhs_contracting_dimensions", op.dot.lhs_contracting);
+        field("rhs_contracting_dimensions", op.dot.rhs_contracting);
+        return "dot_dimension_numbers = #stablehlo.dot<" + s + ">";
+      }
+      case OpKind::kGather: {
+        const GatherDims& g = op.gather;
+        return "dimension_numbers = #stablehlo.gather<offset_dims = " + list(g.offset_dims) + ", collapsed_slice_dims = " + list(g.collapsed_slice_dims) +
+               ", start_index_map = " + list(g.start_index_map) + ", index_vector_dim = " + std::to_string(g.index_vector_dim) +
+               ">, indices_are_sorted = " + (op.flag ? "true" : "false") + ", slice_sizes = " + array_attr(op.dims);
+      }
+      case OpKind::kScatter: {
+        const ScatterDims& s = op.scatter;
+        return std::string("indices_are_sorted = ") + (op.flag ? "true" : "false") +
+               ", scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " + list(s.update_window_dims) +
+               ", inserted_window_dims = " + list(s.inserted_window_dims) + ", scatter_dims_to_operand_dims = " + list(s.scatter_dims_to_operand_dims) +
+               ", index_vector_dim = " + std::to_string(s.index_vector_dim) + ">, unique_indices = " + (op.flag2 ? "true" : "false");
+      }
+      case OpKind::kSort: return "dimension = " + std::to_string(op.dimension) + " : i64, is_stable = " + (op.flag ? "true" : "false");
+      case OpKind::kRngBitGenerator: return "rng_algorithm = #stablehlo<rng_algorithm " + op.target + ">";
+      case OpKind::kCustomCall: return "backend_config = " + quote(op.backend_config) + ", call_target_name = " + quote(op.target);
+      default: return "";
+    }
+  }
+
+  std::string out_;
+  std::map<const Block*, Names> scopes_;
+  int next_arg_ = 0;
+  int next_value_ = 0;
+};
+
+}  // namespace
+
+std::string print_dense(const Literal& lit) {
+  const std::int64_t n = lit.type.num_elements();
+  if (lit.splat || (n == 1 && lit.type.rank() == 0)) return "dense<" + element(lit, 0) + ">";
+  if (n == 0) return "dense<>";
+  if (n == 1 || n > 64) {
+    if (n == 1) {
+      // A rank>0 single element: nested brackets keep the shape explicit.
+      std::string s;
+      std::int64_t idx = 0;
+      nested(lit, 0, idx, s);
+      return "dense<" + s + ">";
+    }
+    std::string s = "dense<\"0x";
+    static const char* kHex = "0123456789ABCDEF";
+    for (std::uint8_t byte : lit.data) {
+      s += kHex[byte >> 4];
+      s += kHex[byte & 15];
+    }
+    return s + "\">";
+  }
+  std::string s;
+  std::int64_t idx = 0;
+  nested(lit, 0, idx, s);
+  return "dense<" + s + ">";
+}
+
+std::string print_module(const Module& module) { return Printer().run(module); }
+
+}  // namespace vtrn::hlo
