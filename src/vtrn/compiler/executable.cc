@@ -1,0 +1,347 @@
+#include "vtrn/compiler/executable.h"
+
+#include <cstring>
+#include <map>
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "vtrn/compiler/passes.h"
+#include "vtrn/hlo/parser.h"
+#include "vtrn/hlo/printer.h"
+#include "vtrn/hlo/verify.h"
+
+namespace vtrn::compiler {
+
+using hlo::Block;
+using hlo::DType;
+using hlo::Op;
+using hlo::OpKind;
+using hlo::TensorType;
+
+std::string CompileOptions::key() const { return "O" + std::to_string(opt_level) + " fusion=" + (fusion ? "1" : "0"); }
+
+double Executable::modeled_time_s() const {
+  double t = 0;
+  for (const Kernel& k : kernels) t += k.cost.time_s;
+  return t;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+bool transcendental(OpKind k) {
+  switch (k) {
+    case OpKind::kExp: case OpKind::kExpm1: case OpKind::kLog: case OpKind::kLog1p: case OpKind::kLogistic:
+    case OpKind::kTanh: case OpKind::kSqrt: case OpKind::kRsqrt: case OpKind::kPower: case OpKind::kSine:
+    case OpKind::kCosine:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool complex_involved(const Block& b, const Op& op) {
+  for (int v : op.operands)
+    if (hlo::is_complex(b.type(v).dtype)) return true;
+  for (int v : op.results)
+    if (hlo::is_complex(b.type(v).dtype)) return true;
+  return false;
+}
+
+// Can |op| be computed inside a fused loop?
+bool fusible(const Block& b, const Op& op) {
+  if (complex_involved(b, op)) return false;
+  if (hlo::is_elementwise(op.kind)) return true;
+  if (op.kind == OpKind::kBroadcastInDim) return true;
+  if (op.kind == OpKind::kReduce)
+    return op.operands.size() == 2 && op.regions.size() == 1 && hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
+  return false;
+}
+
+hw::DType tensor_dtype(DType d) {
+  switch (d) {
+    case DType::kBF16: return hw::DType::kBF16;
+    case DType::kF16: return hw::DType::kFP16;
+    default: return hw::DType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
+  }
+}
+
+cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostModel& model) {
+  cost::Work w;
+  if (k.kind == KernelKind::kBitcast || k.kind == KernelKind::kConstant) return cost::KernelCost{};
+  std::set<int> inside, inputs;
+  for (int i : k.ops)
+    for (int r : b.ops[i].results) inside.insert(r);
+  for (int i : k.ops)
+    for (int v : b.ops[i].operands)
+      if (!inside.count(v)) inputs.insert(v);
+  for (int v : inputs) w.bytes += static_cast<double>(b.type(v).byte_size());
+  const Op& root = b.ops[k.ops.back()];
+  for (int r : root.results) w.bytes += static_cast<double>(b.type(r).byte_size());
+  if (k.kind == KernelKind::kFused) {
+    for (int i : k.ops) {
+      const Op& op = b.ops[i];
+      const double n = op.kind == OpKind::kReduce ? static_cast<double>(b.type(op.operands[0]).num_elements())
+                                                  : static_cast<double>(b.type(op.results[0]).num_elements());
+      if (op.kind == OpKind::kBroadcastInDim) continue;
+      if (transcendental(op.kind)) w.scalar_ops += n;
+      else w.vector_ops += n;
+    }
+    return model.estimate(w);
+  }
+  switch (root.kind) {
+    case OpKind::kDotGeneral: {
+      const TensorType& l = b.type(root.operands[0]);
+      const TensorType& r = b.type(root.operands[1]);
+      std::int64_t batch = 1, m = 1, n = 1, kk = 1;
+      for (std::int64_t d : root.dot.lhs_batch) batch *= l.dims[d];
+      for (std::int64_t d : root.dot.lhs_contracting) kk *= l.dims[d];
+      m = l.num_elements() / (batch * kk > 0 ? batch * kk : 1);
+      n = r.num_elements() / (batch * kk > 0 ? batch * kk : 1);
+      w.batch = batch;
+      w.m = m;
+      w.n = n;
+      w.k = kk;
+      w.tensor_dtype = tensor_dtype(l.dtype);
+      break;
+    }
+    case OpKind::kScatter:
+      w.vector_ops = static_cast<double>(b.type(root.operands[2]).num_elements());
+      break;
+    case OpKind::kSort: {
+      const double n = static_cast<double>(b.type(root.operands[0]).num_elements());
+      const double len = static_cast<double>(b.type(root.operands[0]).dims[root.dimension]);
+      w.vector_ops = n * std::max(1.0, std::log2(std::max(len, 2.0))) * static_cast<double>(root.operands.size());
+      break;
+    }
+    default:
+      break;
+  }
+  return model.estimate(w);
+}
+
+std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
+  const std::size_t n = b.ops.size();
+  std::vector<int> def(b.types.size(), -1);
+  std::vector<std::vector<int>> users(b.types.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int r : b.ops[i].results) def[r] = static_cast<int>(i);
+    for (int v : b.ops[i].operands) users[v].push_back(static_cast<int>(i));
+  }
+  std::set<int> returned(b.results.begin(), b.results.end());
+  std::vector<int> group(n, -1);
+  std::vector<std::vector<int>> groups;  // op indices
+  std::vector<int> group_root;
+  for (std::size_t ri = n; ri-- > 0;) {
+    if (group[ri] >= 0) continue;
+    const Op& root = b.ops[ri];
+    if (!fusion || !fusible(b, root)) continue;
+    const int g = static_cast<int>(groups.size());
+    groups.push_back({static_cast<int>(ri)});
+    group_root.push_back(static_cast<int>(ri));
+    group[ri] = g;
+    // The iteration domain: the root's result shape, or a reduce's input shape.
+    const std::vector<std::int64_t> domain =
+        root.kind == OpKind::kReduce ? b.type(root.operands[0]).dims : b.type(root.results[0]).dims;
+    std::vector<int> work{static_cast<int>(ri)};
+    while (!work.empty()) {
+      const int oi = work.back();
+      work.pop_back();
+      const Op& op = b.ops[oi];
+      if (op.kind == OpKind::kBroadcastInDim) continue;  // its operand is read by a strided load
+      const std::size_t nin = op.kind == OpKind::kReduce ? 1 : op.operands.size();
+      for (std::size_t k = 0; k < nin; ++k) {
+        const int v = op.operands[k];
+        const int p = def[v];
+        if (p < 0 || group[p] >= 0) continue;
+        const Op& prod = b.ops[p];
+        if (!fusible(b, prod) || prod.kind == OpKind::kReduce) continue;
+        if (b.type(v).dims != domain) continue;
+        if (returned.count(v)) continue;
+        bool all_in = true;
+        for (int u : users[v]) all_in = all_in && group[u] == g;
+        if (!all_in) continue;
+        group[p] = g;
+        groups[g].push_back(p);
+        work.push_back(p);
+      }
+    }
+  }
+  std::vector<Kernel> kernels;
+  std::vector<bool> emitted(groups.size(), false);
+  std::map<std::string, int> counts;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = b.ops[i];
+    Kernel k;
+    if (group[i] >= 0) {
+      // Emit a fused kernel at its root's position (all members come before it).
+      const int g = group[i];
+      if (group_root[g] != static_cast<int>(i)) continue;
+      std::vector<int> ops = groups[g];
+      std::sort(ops.begin(), ops.end());
+      k.kind = KernelKind::kFused;
+      k.ops = ops;
+      k.name = "fusion." + std::to_string(counts["fusion"]++);
+      emitted[g] = true;
+    } else {
+      k.kind = op.kind == OpKind::kReshape ? KernelKind::kBitcast : op.kind == OpKind::kConstant ? KernelKind::kConstant : KernelKind::kOp;
+      k.ops = {static_cast<int>(i)};
+      const std::string base(hlo::op_name(op.kind));
+      k.name = base + "." + std::to_string(counts[base]++);
+    }
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+}  // namespace
+
+Executable compile(const hlo::Module& input, const CompileOptions& options, const cost::CostModel& model) {
+  hlo::verify_module(input);
+  Executable exe;
+  exe.options = options;
+  exe.module = input;
+  renumber(exe.module.main);
+  if (options.opt_level >= 2) {
+    fold_constants(exe.module);
+    eliminate_common_subexpressions(exe.module);
+  }
+  if (options.opt_level >= 1) eliminate_dead_code(exe.module);
+  hlo::verify_module(exe.module);
+  exe.kernels = form_kernels(exe.module.main, options.fusion);
+  for (Kernel& k : exe.kernels) k.cost = kernel_cost(exe.module.main, k, model);
+  return exe;
+}
+
+//===----------------------------------------------------------------------===//
+// Binary format
+//===----------------------------------------------------------------------===//
+
+std::uint64_t fnv1a64(const void* data, std::size_t size) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'V', 'T', 'R', 'N', 'N', 'E', 'F', 'F'};
+constexpr std::uint32_t kHeaderBytes = 32;
+
+struct Writer {
+  std::vector<std::uint8_t> out;
+  template <typename T>
+  void pod(T v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  void str(const std::string& s) {
+    pod<std::uint64_t>(s.size());
+    out.insert(out.end(), s.begin(), s.end());
+  }
+};
+
+struct Reader {
+  std::span<const std::uint8_t> in;
+  std::size_t p = 0;
+  template <typename T>
+  T pod() {
+    if (in.size() - p < sizeof(T)) throw FormatError("executable payload is truncated");
+    T v;
+    std::memcpy(&v, in.data() + p, sizeof(T));
+    p += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    const auto n = pod<std::uint64_t>();
+    if (in.size() - p < n) throw FormatError("executable payload is truncated");
+    std::string s(reinterpret_cast<const char*>(in.data() + p), n);
+    p += n;
+    return s;
+  }
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> serialize(const Executable& exe) {
+  Writer w;
+  w.str(kCompilerVersion);
+  w.pod<std::int32_t>(exe.options.opt_level);
+  w.pod<std::uint8_t>(exe.options.fusion);
+  w.str(hlo::print_module(exe.module));
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(exe.kernels.size()));
+  for (const Kernel& k : exe.kernels) {
+    w.str(k.name);
+    w.pod<std::uint8_t>(static_cast<std::uint8_t>(k.kind));
+    w.pod<std::uint32_t>(static_cast<std::uint32_t>(k.ops.size()));
+    for (int i : k.ops) w.pod<std::int32_t>(i);
+    const cost::KernelCost& c = k.cost;
+    w.pod<std::uint8_t>(static_cast<std::uint8_t>(c.engine));
+    for (double d : {c.flops, c.tile_efficiency, c.tensor_s, c.vector_s, c.scalar_s, c.dma_s, c.fixed_s, c.time_s}) w.pod(d);
+  }
+  Writer h;
+  h.out.insert(h.out.end(), kMagic, kMagic + 8);
+  h.pod<std::uint32_t>(kFormatVersion);
+  h.pod<std::uint32_t>(kHeaderBytes);
+  h.pod<std::uint64_t>(w.out.size());
+  h.pod<std::uint64_t>(fnv1a64(w.out.data(), w.out.size()));
+  h.out.insert(h.out.end(), w.out.begin(), w.out.end());
+  return h.out;
+}
+
+Executable deserialize(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < kHeaderBytes) throw FormatError("executable is truncated: " + std::to_string(bytes.size()) + " bytes, the header alone is 32");
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0) throw FormatError("not a vtrn executable (bad magic)");
+  Reader h{bytes.subspan(8, kHeaderBytes - 8)};
+  const auto version = h.pod<std::uint32_t>();
+  if (version != kFormatVersion)
+    throw FormatError("executable format version " + std::to_string(version) + " is not supported (this build reads version " + std::to_string(kFormatVersion) + "); recompile it");
+  if (h.pod<std::uint32_t>() != kHeaderBytes) throw FormatError("executable header size is wrong");
+  const auto size = h.pod<std::uint64_t>();
+  const auto sum = h.pod<std::uint64_t>();
+  if (bytes.size() - kHeaderBytes != size)
+    throw FormatError("executable payload is " + std::to_string(bytes.size() - kHeaderBytes) + " bytes, the header says " + std::to_string(size) + " (truncated or padded)");
+  const auto payload = bytes.subspan(kHeaderBytes);
+  if (fnv1a64(payload.data(), payload.size()) != sum) throw FormatError("executable checksum mismatch (corrupted)");
+  Reader r{payload};
+  Executable exe;
+  const std::string version_str = r.str();
+  if (version_str != kCompilerVersion) throw FormatError("executable was built by '" + version_str + "', this is '" + kCompilerVersion + "'");
+  exe.options.opt_level = r.pod<std::int32_t>();
+  exe.options.fusion = r.pod<std::uint8_t>() != 0;
+  try {
+    exe.module = hlo::parse_module(r.str());
+  } catch (const hlo::Error& e) {
+    throw FormatError(std::string("executable holds a module that does not parse: ") + e.what());
+  }
+  const auto nk = r.pod<std::uint32_t>();
+  const std::size_t nops = exe.module.main.ops.size();
+  for (std::uint32_t i = 0; i < nk; ++i) {
+    Kernel k;
+    k.name = r.str();
+    k.kind = static_cast<KernelKind>(r.pod<std::uint8_t>());
+    const auto n = r.pod<std::uint32_t>();
+    if (n == 0 || n > nops) throw FormatError("kernel " + k.name + " has a bad op count");
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const auto op = r.pod<std::int32_t>();
+      if (op < 0 || static_cast<std::size_t>(op) >= nops) throw FormatError("kernel " + k.name + " refers to op " + std::to_string(op) + " of " + std::to_string(nops));
+      k.ops.push_back(op);
+    }
+    cost::KernelCost& c = k.cost;
+    c.engine = static_cast<cost::Engine>(r.pod<std::uint8_t>());
+    for (double* d : {&c.flops, &c.tile_efficiency, &c.tensor_s, &c.vector_s, &c.scalar_s, &c.dma_s, &c.fixed_s, &c.time_s}) *d = r.pod<double>();
+    exe.kernels.push_back(std::move(k));
+  }
+  if (r.p != payload.size()) throw FormatError("executable payload has trailing bytes");
+  return exe;
+}
+
+}  // namespace vtrn::compiler

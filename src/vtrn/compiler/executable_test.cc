@@ -1,0 +1,103 @@
+// Kernel formation, cost annotation and the binary format (round trip, corruption, version).
+#include "vtrn/compiler/executable.h"
+
+#include <gtest/gtest.h>
+
+#include "vtrn/hlo/builder.h"
+#include "vtrn/hlo/printer.h"
+
+namespace vtrn::compiler {
+namespace {
+
+using hlo::Builder;
+using hlo::DType;
+using hlo::TensorType;
+using hlo::Value;
+
+hlo::Module mlp() {
+  Builder b("mlp");
+  Value x = b.param(TensorType(DType::kF32, {128, 256}));
+  Value w = b.param(TensorType(DType::kF32, {256, 512}));
+  Value bias = b.param(TensorType(DType::kF32, {512}));
+  Value h = b.matmul(x, w);
+  Value y = b.max(b.add(h, b.broadcast_in_dim(bias, {128, 512}, {1})), b.broadcast_in_dim(b.scalar(DType::kF32, 0), {128, 512}, {}));
+  Value s = b.reduce(b.mul(y, y), b.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd);
+  return b.finish({y, s});
+}
+
+TEST(ExecutableTest, KernelsAndCosts) {
+  Executable exe = compile(mlp());
+  std::vector<std::string> names;
+  for (const Kernel& k : exe.kernels)
+    if (k.kind != KernelKind::kConstant) names.push_back(k.name);
+  // dot_general; bias+relu fused; square+reduce fused.
+  ASSERT_EQ(names, (std::vector<std::string>{"dot_general.0", "fusion.0", "fusion.1"}));
+  const Kernel* dot = nullptr;
+  for (const Kernel& k : exe.kernels)
+    if (k.name == "dot_general.0") dot = &k;
+  ASSERT_TRUE(dot);
+  // 2*128*512*256 = 33554432 FLOP at 20 TFLOPS (FP32), array fully used: 1.68 us. Bytes
+  // (128*256 + 256*512 + 128*512) * 4 = 917504 at 362.5 GB/s: 2.53 us, so it is DMA-bound.
+  EXPECT_DOUBLE_EQ(dot->cost.flops, 33554432.0);
+  EXPECT_NEAR(dot->cost.tensor_s, 33554432.0 / 20e12, 1e-15);
+  EXPECT_NEAR(dot->cost.dma_s, 917504.0 / 362.5e9, 1e-15);
+  EXPECT_EQ(dot->cost.engine, cost::Engine::kDma);
+  EXPECT_NEAR(dot->cost.time_s, 1.3e-6 + 917504.0 / 362.5e9, 1e-15);
+  EXPECT_GT(exe.modeled_time_s(), 0);
+}
+
+TEST(ExecutableTest, OptionsKey) {
+  CompileOptions o;
+  EXPECT_EQ(o.key(), "O2 fusion=1");
+  o.fusion = false;
+  o.opt_level = 0;
+  EXPECT_EQ(o.key(), "O0 fusion=0");
+}
+
+TEST(ExecutableTest, SerializeRoundTrip) {
+  Executable exe = compile(mlp());
+  const std::vector<std::uint8_t> bytes = serialize(exe);
+  Executable back = deserialize(bytes);
+  EXPECT_EQ(hlo::print_module(back.module), hlo::print_module(exe.module));
+  ASSERT_EQ(back.kernels.size(), exe.kernels.size());
+  for (std::size_t i = 0; i < exe.kernels.size(); ++i) {
+    EXPECT_EQ(back.kernels[i].name, exe.kernels[i].name);
+    EXPECT_EQ(back.kernels[i].ops, exe.kernels[i].ops);
+    EXPECT_EQ(back.kernels[i].cost.time_s, exe.kernels[i].cost.time_s);
+  }
+  EXPECT_EQ(serialize(back), bytes);
+}
+
+TEST(ExecutableTest, CorruptionIsDetected) {
+  const std::vector<std::uint8_t> bytes = serialize(compile(mlp()));
+  // Every truncation fails cleanly.
+  for (std::size_t n = 0; n < bytes.size(); n += 7) EXPECT_THROW(deserialize(std::span(bytes).first(n)), FormatError);
+  // A flipped payload byte fails the checksum.
+  std::vector<std::uint8_t> bad = bytes;
+  bad[bad.size() / 2] ^= 0x40;
+  try {
+    deserialize(bad);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos);
+  }
+  // Another format version is refused with the version named.
+  bad = bytes;
+  bad[8] = 99;
+  try {
+    deserialize(bad);
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos);
+  }
+}
+
+TEST(ExecutableTest, Fnv1aKnownValues) {
+  // Published FNV-1a 64 test vectors.
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+
+}  // namespace
+}  // namespace vtrn::compiler

@@ -1,0 +1,289 @@
+#include "vtrn/compiler/passes.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "vtrn/hlo/printer.h"
+#include "vtrn/hlo/verify.h"
+
+namespace vtrn::compiler {
+
+using hlo::Block;
+using hlo::DType;
+using hlo::Literal;
+using hlo::Op;
+using hlo::OpKind;
+using hlo::TensorType;
+
+namespace {
+
+void put(std::string& s, std::int64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_vec(std::string& s, const std::vector<std::int64_t>& v) {
+  put(s, static_cast<std::int64_t>(v.size()));
+  for (std::int64_t x : v) put(s, x);
+}
+void put_type(std::string& s, const TensorType& t) {
+  put(s, static_cast<std::int64_t>(t.dtype));
+  put_vec(s, t.dims);
+}
+
+void block_key(std::string& s, const Block& b) {
+  put(s, static_cast<std::int64_t>(b.types.size()));
+  for (const TensorType& t : b.types) put_type(s, t);
+  for (int a : b.args) put(s, a);
+  for (const Op& op : b.ops) s += op_key(b, op);
+  for (int r : b.results) put(s, r);
+}
+
+}  // namespace
+
+std::string op_key(const Block& block, const Op& op) {
+  std::string s;
+  put(s, static_cast<std::int64_t>(op.kind));
+  put(s, static_cast<std::int64_t>(op.operands.size()));
+  for (int v : op.operands) put(s, v);
+  for (int r : op.results) put_type(s, block.type(r));
+  put_vec(s, op.dims);
+  put_vec(s, op.start);
+  put_vec(s, op.limit);
+  put_vec(s, op.strides);
+  put(s, op.dimension);
+  put(s, static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type));
+  put_vec(s, op.dot.lhs_batch);
+  put_vec(s, op.dot.rhs_batch);
+  put_vec(s, op.dot.lhs_contracting);
+  put_vec(s, op.dot.rhs_contracting);
+  put_vec(s, op.gather.offset_dims);
+  put_vec(s, op.gather.collapsed_slice_dims);
+  put_vec(s, op.gather.start_index_map);
+  put(s, op.gather.index_vector_dim);
+  put_vec(s, op.scatter.update_window_dims);
+  put_vec(s, op.scatter.inserted_window_dims);
+  put_vec(s, op.scatter.scatter_dims_to_operand_dims);
+  put(s, op.scatter.index_vector_dim);
+  put(s, op.flag * 2 + op.flag2);
+  put(s, static_cast<std::int64_t>(op.target.size()));
+  s += op.target;
+  put(s, static_cast<std::int64_t>(op.backend_config.size()));
+  s += op.backend_config;
+  if (op.kind == OpKind::kConstant) {
+    put_type(s, op.literal.type);
+    put(s, op.literal.splat);
+    put(s, static_cast<std::int64_t>(op.literal.data.size()));
+    s.append(reinterpret_cast<const char*>(op.literal.data.data()), op.literal.data.size());
+  }
+  for (const auto& r : op.regions) block_key(s, *r);
+  return s;
+}
+
+void renumber(Block& b) {
+  std::vector<int> map(b.types.size(), -1);
+  std::vector<TensorType> types;
+  auto assign = [&](int v) {
+    map[v] = static_cast<int>(types.size());
+    types.push_back(b.types[v]);
+  };
+  for (int a : b.args) assign(a);
+  for (Op& op : b.ops) {
+    for (int& v : op.operands) v = map[v];
+    for (int r : op.results) assign(r);
+    for (int& r : op.results) r = map[r];
+  }
+  for (int& a : b.args) a = map[a];
+  for (int& r : b.results) r = map[r];
+  b.types = std::move(types);
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr std::int64_t kFoldLimit = 4096;
+
+bool foldable_kind(OpKind k) {
+  switch (k) {
+    case OpKind::kAdd: case OpKind::kSubtract: case OpKind::kMultiply: case OpKind::kDivide: case OpKind::kNegate:
+    case OpKind::kAbs: case OpKind::kMaximum: case OpKind::kMinimum: case OpKind::kConvert:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Exact integer value of element i for integer dtypes.
+std::int64_t int_at(const Literal& l, std::int64_t i) { return l.get_int(i); }
+
+bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const TensorType& out, Literal* result) {
+  const DType din = in[0]->type.dtype;
+  if (hlo::is_complex(din) || hlo::is_complex(out.dtype)) return false;
+  if (op.kind == OpKind::kDivide && !hlo::is_float(din)) return false;  // integer division by zero rules: leave to the executor
+  const std::int64_t n = out.num_elements();
+  if (n > kFoldLimit) return false;
+  const bool all_splat = [&] {
+    for (const Literal* l : in)
+      if (!l->splat && l->type.num_elements() != 1) return false;
+    return true;
+  }();
+  const std::int64_t count = all_splat ? 1 : n;
+  Literal r;
+  r.type = out;
+  r.splat = all_splat && n != 1;
+  const int es = hlo::dtype_size(out.dtype);
+  r.data.resize(static_cast<std::size_t>(count * es));
+  const bool integer = hlo::is_integer(din) || hlo::is_pred(din);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::uint8_t* dst = r.data.data() + i * es;
+    if (integer && op.kind != OpKind::kConvert) {
+      const std::int64_t a = int_at(*in[0], i);
+      const std::int64_t b = in.size() > 1 ? int_at(*in[1], i) : 0;
+      std::uint64_t v = 0;
+      switch (op.kind) {
+        case OpKind::kAdd: v = static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b); break;
+        case OpKind::kSubtract: v = static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b); break;
+        case OpKind::kMultiply: v = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b); break;
+        case OpKind::kNegate: v = 0 - static_cast<std::uint64_t>(a); break;
+        case OpKind::kAbs: v = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a); break;
+        case OpKind::kMaximum: v = static_cast<std::uint64_t>(hlo::is_unsigned(din) ? (static_cast<std::uint64_t>(a) > static_cast<std::uint64_t>(b) ? a : b) : std::max(a, b)); break;
+        case OpKind::kMinimum: v = static_cast<std::uint64_t>(hlo::is_unsigned(din) ? (static_cast<std::uint64_t>(a) < static_cast<std::uint64_t>(b) ? a : b) : std::min(a, b)); break;
+        default: return false;
+      }
+      if (hlo::is_pred(out.dtype)) v = v != 0;
+      std::memcpy(dst, &v, static_cast<std::size_t>(es));  // little-endian truncation wraps
+      continue;
+    }
+    if (op.kind == OpKind::kConvert) {
+      if (integer && (hlo::is_integer(out.dtype) || hlo::is_pred(out.dtype))) {
+        std::uint64_t v = static_cast<std::uint64_t>(int_at(*in[0], i));
+        if (hlo::is_pred(out.dtype)) v = v != 0;
+        std::memcpy(dst, &v, static_cast<std::size_t>(es));
+      } else if (integer && hlo::is_unsigned(din) && din == DType::kU64) {
+        return false;
+      } else {
+        if (!integer && !hlo::is_float(out.dtype) && !hlo::is_pred(out.dtype)) return false;  // float->int: leave to the executor
+        hlo::store_double(out.dtype, in[0]->get_double(i), dst);
+      }
+      continue;
+    }
+    const double a = in[0]->get_double(i);
+    const double b = in.size() > 1 ? in[1]->get_double(i) : 0;
+    double v = 0;
+    switch (op.kind) {
+      case OpKind::kAdd: v = a + b; break;
+      case OpKind::kSubtract: v = a - b; break;
+      case OpKind::kMultiply: v = a * b; break;
+      case OpKind::kDivide: v = a / b; break;
+      case OpKind::kNegate: v = -a; break;
+      case OpKind::kAbs: v = std::fabs(a); break;
+      case OpKind::kMaximum: v = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); break;
+      case OpKind::kMinimum: v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); break;
+      default: return false;
+    }
+    hlo::store_double(out.dtype, v, dst);
+  }
+  *result = std::move(r);
+  return true;
+}
+
+}  // namespace
+
+int fold_constants(hlo::Module& module) {
+  Block& b = module.main;
+  std::unordered_map<int, std::size_t> const_of;  // value -> op index of its constant
+  int folded = 0;
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    Op& op = b.ops[i];
+    if (op.kind == OpKind::kConstant) {
+      const_of[op.results[0]] = i;
+      continue;
+    }
+    std::vector<const Literal*> in;
+    for (int v : op.operands) {
+      auto it = const_of.find(v);
+      if (it == const_of.end()) break;
+      in.push_back(&b.ops[it->second].literal);
+    }
+    if (in.size() != op.operands.size() || in.empty() || op.results.size() != 1) continue;
+    const TensorType& out = b.type(op.results[0]);
+    Literal lit;
+    bool ok = false;
+    if (foldable_kind(op.kind)) {
+      ok = fold_elementwise(op, in, out, &lit);
+    } else if (op.kind == OpKind::kBroadcastInDim && (in[0]->splat || in[0]->type.num_elements() == 1)) {
+      lit.type = out;
+      lit.data.assign(in[0]->data.begin(), in[0]->data.begin() + hlo::dtype_size(out.dtype));
+      lit.splat = out.num_elements() != 1;
+      ok = true;
+    } else if (op.kind == OpKind::kReshape) {
+      lit = *in[0];
+      lit.type = out;
+      ok = true;
+    }
+    if (!ok) continue;
+    Op c;
+    c.kind = OpKind::kConstant;
+    c.results = op.results;
+    c.literal = std::move(lit);
+    op = std::move(c);
+    const_of[op.results[0]] = i;
+    ++folded;
+  }
+  return folded;
+}
+
+int eliminate_common_subexpressions(hlo::Module& module) {
+  Block& b = module.main;
+  std::vector<int> replace(b.types.size());
+  for (std::size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<int>(v);
+  std::unordered_map<std::string, std::size_t> seen;
+  std::vector<Op> kept;
+  int merged = 0;
+  for (Op& op : b.ops) {
+    for (int& v : op.operands) v = replace[v];
+    if (op.kind != OpKind::kRngBitGenerator && op.kind != OpKind::kCustomCall) {
+      const std::string key = op_key(b, op);
+      auto it = seen.find(key);
+      if (it != seen.end()) {
+        const Op& prev = kept[it->second];
+        for (std::size_t r = 0; r < op.results.size(); ++r) replace[op.results[r]] = prev.results[r];
+        ++merged;
+        continue;
+      }
+      seen.emplace(key, kept.size());
+    }
+    kept.push_back(std::move(op));
+  }
+  for (int& r : b.results) r = replace[r];
+  b.ops = std::move(kept);
+  renumber(b);
+  return merged;
+}
+
+int eliminate_dead_code(hlo::Module& module) {
+  Block& b = module.main;
+  std::vector<bool> used(b.types.size(), false);
+  for (int r : b.results) used[r] = true;
+  std::vector<bool> keep(b.ops.size(), false);
+  for (std::size_t i = b.ops.size(); i-- > 0;) {
+    const Op& op = b.ops[i];
+    bool live = op.kind == OpKind::kCustomCall;
+    for (int r : op.results) live = live || used[r];
+    if (!live) continue;
+    keep[i] = true;
+    for (int v : op.operands) used[v] = true;
+  }
+  std::vector<Op> kept;
+  int removed = 0;
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    if (keep[i]) kept.push_back(std::move(b.ops[i]));
+    else ++removed;
+  }
+  b.ops = std::move(kept);
+  renumber(b);
+  return removed;
+}
+
+}  // namespace vtrn::compiler

@@ -1,0 +1,27 @@
+// Module-level passes: constant folding of trivial cases, common-subexpression elimination,
+// dead-code elimination. Each returns a verified module whose values are numbered canonically
+// (arguments first, then op results in order), the numbering the parser produces.
+#pragma once
+
+#include "vtrn/hlo/ir.h"
+
+namespace vtrn::compiler {
+
+/// Folds elementwise add/subtract/multiply/divide/negate/abs/maximum/minimum/convert of
+/// constants (up to 4096 elements), broadcast_in_dim of a one-element constant, and reshape of
+/// a constant. Floating-point folding is exact: operands are widened to double, computed and
+/// rounded once to the result type, which equals the float32 result for these ops.
+int fold_constants(hlo::Module& module);
+/// Replaces an op by an earlier identical one (same kind, operands, attributes, types).
+/// rng_bit_generator and custom_call are never merged.
+int eliminate_common_subexpressions(hlo::Module& module);
+/// Removes ops none of whose results are used (custom_call is kept).
+int eliminate_dead_code(hlo::Module& module);
+/// Renumbers values canonically (see above).
+void renumber(hlo::Block& block);
+
+/// A byte string identifying an op's kind, attributes, operand numbers and types (regions
+/// included); two ops with equal keys compute the same values.
+std::string op_key(const hlo::Block& block, const hlo::Op& op);
+
+}  // namespace vtrn::compiler

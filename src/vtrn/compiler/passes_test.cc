@@ -1,0 +1,74 @@
+// Constant folding, CSE and DCE on small modules with hand-checked outcomes.
+#include "vtrn/compiler/passes.h"
+
+#include <gtest/gtest.h>
+
+#include "vtrn/hlo/builder.h"
+#include "vtrn/hlo/verify.h"
+
+namespace vtrn::compiler {
+namespace {
+
+using hlo::Builder;
+using hlo::DType;
+using hlo::OpKind;
+using hlo::TensorType;
+using hlo::Value;
+
+TEST(PassesTest, FoldsScalarArithmeticAndBroadcast) {
+  Builder b;
+  Value x = b.param(TensorType(DType::kF32, {4}));
+  Value c = b.add(b.scalar(DType::kF32, 1.5), b.scalar(DType::kF32, 2.25));  // 3.75
+  Value bc = b.broadcast_in_dim(c, {4}, {});
+  hlo::Module m = b.finish({b.mul(x, bc)});
+  EXPECT_EQ(fold_constants(m), 2);
+  eliminate_dead_code(m);
+  hlo::verify_module(m);
+  ASSERT_EQ(m.main.ops.size(), 2u);
+  EXPECT_EQ(m.main.ops[0].kind, OpKind::kConstant);
+  EXPECT_TRUE(m.main.ops[0].literal.splat);
+  EXPECT_EQ(m.main.ops[0].literal.get_double(0), 3.75);
+  EXPECT_EQ(m.main.ops[1].kind, OpKind::kMultiply);
+}
+
+TEST(PassesTest, FoldsIntegersWithWrapAndBf16WithRounding) {
+  Builder b;
+  Value i = b.add(b.scalar(DType::kI8, 100), b.scalar(DType::kI8, 100));  // 200 wraps to -56
+  Value h = b.add(b.scalar(DType::kBF16, 1), b.scalar(DType::kBF16, 1.0 / 256));  // 1 + 2^-8: tie, rounds to 1
+  hlo::Module m = b.finish({i, h});
+  fold_constants(m);
+  eliminate_dead_code(m);
+  ASSERT_EQ(m.main.ops.size(), 2u);
+  EXPECT_EQ(m.main.ops[0].literal.get_int(0), -56);
+  EXPECT_EQ(m.main.ops[1].literal.get_double(0), 1.0);
+}
+
+TEST(PassesTest, CseMergesIdenticalOpsButNotRng) {
+  Builder b;
+  Value x = b.param(TensorType(DType::kF32, {4}));
+  Value s = b.param(TensorType(DType::kU64, {2}));
+  Value a1 = b.exp(x), a2 = b.exp(x);
+  auto r1 = b.rng_bit_generator(s, TensorType(DType::kU32, {4}));
+  auto r2 = b.rng_bit_generator(s, TensorType(DType::kU32, {4}));
+  hlo::Module m = b.finish({b.add(a1, a2), r1.second, r2.second});
+  EXPECT_EQ(eliminate_common_subexpressions(m), 1);
+  hlo::verify_module(m);
+  const hlo::Op& add = m.main.ops.back();
+  EXPECT_EQ(add.operands[0], add.operands[1]);
+}
+
+TEST(PassesTest, DceRemovesUnusedOps) {
+  Builder b;
+  Value x = b.param(TensorType(DType::kF32, {4}));
+  b.exp(x);
+  b.neg(x);
+  Value kept = b.unary(OpKind::kAbs, x);
+  hlo::Module m = b.finish({kept});
+  EXPECT_EQ(eliminate_dead_code(m), 2);
+  ASSERT_EQ(m.main.ops.size(), 1u);
+  EXPECT_EQ(m.main.ops[0].kind, OpKind::kAbs);
+  hlo::verify_module(m);
+}
+
+}  // namespace
+}  // namespace vtrn::compiler

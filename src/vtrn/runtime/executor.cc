@@ -1,0 +1,219 @@
+#include "vtrn/runtime/executor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "vtrn/runtime/kernels.h"
+
+namespace vtrn::runtime {
+
+using compiler::Kernel;
+using compiler::KernelKind;
+using hlo::OpKind;
+
+HostTensor HostTensor::from_doubles(hlo::TensorType t, const std::vector<double>& values) {
+  HostTensor h(std::move(t));
+  if (static_cast<std::int64_t>(values.size()) != h.type.num_elements())
+    throw ExecError("HostTensor::from_doubles: " + std::to_string(values.size()) + " values for " + h.type.str());
+  const int es = hlo::dtype_size(h.type.dtype);
+  for (std::size_t i = 0; i < values.size(); ++i) hlo::store_double(h.type.dtype, values[i], h.data.data() + i * es);
+  return h;
+}
+
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, CustomCallFn>& registry() {
+  static std::map<std::string, CustomCallFn> r;
+  return r;
+}
+
+bool fusible_alone(const hlo::Block& b, const hlo::Op& op) {
+  for (int v : op.operands)
+    if (hlo::is_complex(b.type(v).dtype)) return false;
+  for (int v : op.results)
+    if (hlo::is_complex(b.type(v).dtype)) return false;
+  if (hlo::is_elementwise(op.kind) || op.kind == OpKind::kBroadcastInDim) return true;
+  return op.kind == OpKind::kReduce && op.operands.size() == 2 && hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
+}
+
+}  // namespace
+
+void register_custom_call(const std::string& target, CustomCallFn fn) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[target] = std::move(fn);
+}
+
+int executor_threads() {
+  static const int n = [] {
+    int hw = static_cast<int>(std::thread::hardware_concurrency());
+    if (hw <= 0) hw = 1;
+    int want = 2;
+    if (const char* env = std::getenv("VTRN_NUM_THREADS")) want = std::atoi(env);
+    if (want < 1) want = 1;
+    return std::min(want, hw);
+  }();
+  return n;
+}
+
+struct Step {
+  const Kernel* kernel = nullptr;
+  int op = -1;  ///< root op index
+  std::unique_ptr<kernels::FusedProgram> fused;
+};
+
+struct LoadedExecutable::Impl {
+  compiler::Executable exe;
+  std::vector<Step> steps;
+  std::vector<std::vector<std::uint8_t>> constants;  ///< by value number (empty if not a needed constant)
+};
+
+LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_shared<Impl>()) {
+  impl_->exe = std::move(exe);
+  const hlo::Block& b = impl_->exe.module.main;
+  std::vector<const hlo::Literal*> constant_of(b.types.size(), nullptr);
+  for (const hlo::Op& op : b.ops)
+    if (op.kind == OpKind::kConstant) constant_of[op.results[0]] = &op.literal;
+  std::set<int> needed(b.results.begin(), b.results.end());
+  for (const Kernel& k : impl_->exe.kernels) {
+    if (k.kind == KernelKind::kConstant) continue;
+    Step s;
+    s.kernel = &k;
+    s.op = k.ops.back();
+    const hlo::Op& root = b.ops[s.op];
+    if (k.kind == KernelKind::kFused || (k.kind == KernelKind::kOp && fusible_alone(b, root))) {
+      s.fused = std::make_unique<kernels::FusedProgram>(b, k.ops, constant_of);
+      for (int v : s.fused->inputs()) needed.insert(v);
+    } else if (root.kind == OpKind::kCustomCall) {
+      for (int v : root.operands) needed.insert(v);
+    } else {
+      for (int v : root.operands) needed.insert(v);
+    }
+    impl_->steps.push_back(std::move(s));
+  }
+  impl_->constants.resize(b.types.size());
+  for (int v : needed)
+    if (constant_of[v]) impl_->constants[v] = constant_of[v]->expanded();
+}
+
+LoadedExecutable::~LoadedExecutable() = default;
+
+const compiler::Executable& LoadedExecutable::executable() const { return impl_->exe; }
+
+std::vector<hlo::TensorType> LoadedExecutable::input_types() const {
+  std::vector<hlo::TensorType> t;
+  const hlo::Block& b = impl_->exe.module.main;
+  for (int a : b.args) t.push_back(b.type(a));
+  return t;
+}
+
+std::vector<hlo::TensorType> LoadedExecutable::output_types() const {
+  std::vector<hlo::TensorType> t;
+  const hlo::Block& b = impl_->exe.module.main;
+  for (int r : b.results) t.push_back(b.type(r));
+  return t;
+}
+
+void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* const> outputs) const {
+  const hlo::Block& b = impl_->exe.module.main;
+  if (inputs.size() != b.args.size())
+    throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+  if (outputs.size() != b.results.size())
+    throw ExecError("the executable has " + std::to_string(b.results.size()) + " outputs, " + std::to_string(outputs.size()) + " buffers given");
+  const int threads = executor_threads();
+  std::vector<kernels::Buf> values(b.types.size());
+  std::vector<std::unique_ptr<std::uint8_t[]>> owned;
+  for (std::size_t i = 0; i < inputs.size(); ++i) values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
+  for (std::size_t v = 0; v < impl_->constants.size(); ++v)
+    if (!impl_->constants[v].empty()) values[v].ptr = impl_->constants[v].data();
+  // Results computed straight into the caller's buffers.
+  std::map<int, std::uint8_t*> direct;
+  std::set<int> args(b.args.begin(), b.args.end());
+  for (std::size_t j = 0; j < b.results.size(); ++j) {
+    const int r = b.results[j];
+    if (!args.count(r) && !direct.count(r)) direct[r] = static_cast<std::uint8_t*>(outputs[j]);
+  }
+  auto alloc = [&](int v) -> std::uint8_t* {
+    auto it = direct.find(v);
+    std::uint8_t* p;
+    if (it != direct.end()) {
+      p = it->second;
+    } else {
+      owned.emplace_back(new std::uint8_t[static_cast<std::size_t>(std::max<std::int64_t>(b.type(v).byte_size(), 1))]);
+      p = owned.back().get();
+    }
+    values[v].ptr = values[v].mut = p;
+    return p;
+  };
+  std::set<int> written;
+  for (const Step& s : impl_->steps) {
+    const hlo::Op& op = b.ops[s.op];
+    if (s.fused) {
+      std::uint8_t* out = alloc(s.fused->output());
+      s.fused->run(values, out, threads);
+      written.insert(s.fused->output());
+      continue;
+    }
+    if (s.kernel->kind == KernelKind::kBitcast) {
+      values[op.results[0]] = values[op.operands[0]];
+      continue;
+    }
+    std::vector<const std::uint8_t*> in;
+    for (int v : op.operands) in.push_back(values[v].ptr);
+    std::vector<std::uint8_t*> out;
+    for (int r : op.results) {
+      out.push_back(alloc(r));
+      written.insert(r);
+    }
+    if (op.kind == OpKind::kCustomCall) {
+      CustomCallFn fn;
+      {
+        std::lock_guard<std::mutex> lock(registry_mutex());
+        auto it = registry().find(op.target);
+        if (it == registry().end()) throw ExecError("no kernel is registered for stablehlo.custom_call @" + op.target + "; register one with vtrn::runtime::register_custom_call");
+        fn = it->second;
+      }
+      std::vector<hlo::TensorType> it, ot;
+      std::vector<const void*> ip(in.begin(), in.end());
+      std::vector<void*> op_(out.begin(), out.end());
+      for (int v : op.operands) it.push_back(b.type(v));
+      for (int r : op.results) ot.push_back(b.type(r));
+      fn(CustomCallArgs{op.backend_config, it, ip, ot, op_});
+      continue;
+    }
+    kernels::run_op(b, op, in, out, threads);
+  }
+  for (std::size_t j = 0; j < b.results.size(); ++j) {
+    const int r = b.results[j];
+    auto it = direct.find(r);
+    if (it != direct.end() && it->second == outputs[j] && written.count(r)) continue;
+    std::memcpy(outputs[j], values[r].ptr, static_cast<std::size_t>(b.type(r).byte_size()));
+  }
+}
+
+std::vector<HostTensor> LoadedExecutable::run(const std::vector<HostTensor>& inputs) const {
+  const std::vector<hlo::TensorType> in_types = input_types();
+  if (inputs.size() != in_types.size())
+    throw ExecError("the executable takes " + std::to_string(in_types.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+  std::vector<const void*> ip;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].type != in_types[i])
+      throw ExecError("input " + std::to_string(i) + " has type " + inputs[i].type.str() + ", expected " + in_types[i].str());
+    ip.push_back(inputs[i].data.data());
+  }
+  std::vector<HostTensor> outs;
+  for (const hlo::TensorType& t : output_types()) outs.emplace_back(t);
+  std::vector<void*> op;
+  for (HostTensor& h : outs) op.push_back(h.data.data());
+  run(ip, op);
+  return outs;
+}
+
+}  // namespace vtrn::runtime

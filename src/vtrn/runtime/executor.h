@@ -1,0 +1,80 @@
+// The executor: runs a compiled executable on host buffers, kernel by kernel.
+//
+// Fused kernels run as loops over 1024-element chunks: each op of the kernel is one tight loop
+// over the chunk (vectorized by the C++ compiler), so intermediates stay in cache. float16 and
+// bfloat16 are computed in float32 and rounded to nearest even on every store (each op's result
+// is rounded to its dtype, so fusion does not change results); reductions accumulate in
+// float32 (float64 for f64, int64 for integers). dot_general runs through OpenBLAS sgemm/dgemm.
+// Large kernels use two threads (VTRN_NUM_THREADS overrides the count).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vtrn/compiler/executable.h"
+
+namespace vtrn::runtime {
+
+/// A host tensor: its type and its bytes (row-major, little-endian, dtype storage).
+struct HostTensor {
+  hlo::TensorType type;
+  std::vector<std::uint8_t> data;
+
+  HostTensor() = default;
+  explicit HostTensor(hlo::TensorType t) : type(std::move(t)), data(static_cast<std::size_t>(type.byte_size())) {}
+  /// Elements from doubles (bf16/f16 rounded to nearest even).
+  static HostTensor from_doubles(hlo::TensorType t, const std::vector<double>& values);
+  double get(std::int64_t i) const { return hlo::load_double(type.dtype, data.data() + i * hlo::dtype_size(type.dtype)); }
+  template <typename T>
+  const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+  template <typename T>
+  T* as() { return reinterpret_cast<T*>(data.data()); }
+};
+
+/// Raised when an executable cannot run (unsupported dtype for an op, unknown custom call,
+/// wrong input count or type).
+class ExecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A custom_call implementation: reads |inputs| and writes every output buffer.
+struct CustomCallArgs {
+  const std::string& backend_config;
+  const std::vector<hlo::TensorType>& input_types;
+  const std::vector<const void*>& inputs;
+  const std::vector<hlo::TensorType>& output_types;
+  const std::vector<void*>& outputs;
+};
+using CustomCallFn = std::function<void(const CustomCallArgs&)>;
+/// Registers |fn| for `stablehlo.custom_call @target` (replacing an earlier one).
+void register_custom_call(const std::string& target, CustomCallFn fn);
+
+class LoadedExecutable {
+ public:
+  /// Prepares |exe| to run: builds the fused loops and materializes constants.
+  explicit LoadedExecutable(compiler::Executable exe);
+  ~LoadedExecutable();
+
+  const compiler::Executable& executable() const;
+  std::vector<hlo::TensorType> input_types() const;
+  std::vector<hlo::TensorType> output_types() const;
+
+  /// Runs with one buffer per input and output, each of the declared type. Thread-safe.
+  void run(std::span<const void* const> inputs, std::span<void* const> outputs) const;
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Threads the executor uses for large kernels (VTRN_NUM_THREADS, default 2, at most the
+/// number of CPUs).
+int executor_threads();
+
+}  // namespace vtrn::runtime

@@ -1,0 +1,81 @@
+// Internal to the executor: the kernel implementations it dispatches to.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vtrn/hlo/ir.h"
+
+namespace vtrn::runtime::kernels {
+
+/// A value's storage during a run.
+struct Buf {
+  const std::uint8_t* ptr = nullptr;
+  std::uint8_t* mut = nullptr;  ///< same as ptr when writable
+};
+
+/// A fused elementwise loop (optionally ending in a reduce), built once per kernel.
+class FusedProgram {
+ public:
+  /// Builds the loop for ops |op_indices| of |block| (the last one is the root). Throws
+  /// ExecError for a dtype the fused loops do not support.
+  FusedProgram(const hlo::Block& block, const std::vector<int>& op_indices,
+               const std::vector<const hlo::Literal*>& constant_of_value);
+  /// Block values read by the loop.
+  const std::vector<int>& inputs() const { return input_values_; }
+  int output() const { return output_value_; }
+  /// |values| is indexed by block value number.
+  void run(const std::vector<Buf>& values, std::uint8_t* out, int threads) const;
+
+  enum class Cls : std::uint8_t { kF32, kF64, kI64 };  ///< chunk element type
+  struct Slot {
+    Cls cls;
+    hlo::DType dtype;  ///< the value's dtype: results are rounded/wrapped to it
+  };
+  struct Load {
+    int slot;
+    int value;         ///< block value read
+    hlo::DType dtype;
+    int mode;          ///< 0 contiguous, 1 scalar, 2 strided, 3 constant
+    std::vector<std::int64_t> strides;  ///< mode 2: source element stride per domain dim
+    double cd = 0;     ///< mode 3
+    std::int64_t ci = 0;
+  };
+  struct Instr {
+    hlo::OpKind kind;
+    int dst, a = -1, b = -1, c = -1;
+    hlo::Comparison cmp = hlo::Comparison::kEQ;
+    hlo::DType in_dtype;
+  };
+
+ private:
+  void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo, std::int64_t hi, void* acc) const;
+
+  std::vector<std::int64_t> domain_;
+  std::int64_t n_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<Load> loads_;
+  std::vector<Instr> instrs_;
+  std::vector<int> input_values_;
+  int output_value_ = -1;
+  int root_slot_ = -1;
+  hlo::DType out_dtype_ = hlo::DType::kF32;
+  // Reduce root.
+  bool reduce_ = false;
+  hlo::ReduceKind reduce_kind_ = hlo::ReduceKind::kAdd;
+  std::int64_t out_n_ = 0;
+  std::int64_t inner_ = 0;  ///< >0: the reduced dims are the trailing ones, inner_ elements per output
+  std::vector<std::int64_t> out_strides_;  ///< per domain dim, 0 for reduced dims
+  int init_value_ = -1;    ///< block value of the init (when not a constant)
+  double init_const_ = 0;
+  std::int64_t init_const_i_ = 0;
+  bool init_is_const_ = false;
+};
+
+/// Non-fused ops. |in| and |out| point at the operands' and results' storage.
+void run_op(const hlo::Block& block, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,
+            const std::vector<std::uint8_t*>& out, int threads);
+
+void dot_general(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs, const std::uint8_t* rhs, std::uint8_t* out);
+
+}  // namespace vtrn::runtime::kernels

@@ -1,0 +1,412 @@
+// Data-movement kernels (transpose, slice, pad, concatenate, dynamic slices, gather, scatter,
+// sort, iota, rng_bit_generator): dtype-agnostic copies of elements of a given byte size.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "vtrn/runtime/executor.h"
+#include "vtrn/runtime/kernels.h"
+
+namespace vtrn::runtime::kernels {
+
+using hlo::DType;
+using hlo::OpKind;
+using hlo::TensorType;
+using Dims = std::vector<std::int64_t>;
+
+namespace {
+
+Dims strides_of(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// dst[i] = src[base + sum(idx[d] * src_strides[d])] over the row-major index space |out|.
+void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out, const Dims& src_strides, std::int64_t base, int es) {
+  std::int64_t n = 1;
+  for (std::int64_t d : out) n *= d;
+  if (n == 0) return;
+  const int r = static_cast<int>(out.size());
+  if (r == 0) {
+    std::memcpy(dst, src + base * es, static_cast<std::size_t>(es));
+    return;
+  }
+  Dims idx(static_cast<std::size_t>(r), 0);
+  std::int64_t off = base, o = 0;
+  const std::int64_t last = out[r - 1], ls = src_strides[r - 1];
+  while (o < n) {
+    if (ls == 1) {
+      std::memcpy(dst + o * es, src + off * es, static_cast<std::size_t>(last * es));
+    } else {
+      for (std::int64_t j = 0; j < last; ++j) std::memcpy(dst + (o + j) * es, src + (off + j * ls) * es, static_cast<std::size_t>(es));
+    }
+    o += last;
+    for (int d = r - 2; d >= 0; --d) {
+      off += src_strides[d];
+      if (++idx[d] < out[d]) break;
+      off -= src_strides[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+std::int64_t read_index(DType d, const std::uint8_t* p, std::int64_t i) {
+  const std::uint8_t* q = p + i * hlo::dtype_size(d);
+  switch (d) {
+    case DType::kI8: return static_cast<std::int8_t>(*q);
+    case DType::kU8: return *q;
+    case DType::kI16: { std::int16_t v; std::memcpy(&v, q, 2); return v; }
+    case DType::kU16: { std::uint16_t v; std::memcpy(&v, q, 2); return v; }
+    case DType::kI32: { std::int32_t v; std::memcpy(&v, q, 4); return v; }
+    case DType::kU32: { std::uint32_t v; std::memcpy(&v, q, 4); return v; }
+    default: { std::int64_t v; std::memcpy(&v, q, 8); return v; }
+  }
+}
+
+void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, std::uint8_t* out) {
+  const TensorType& xt = b.type(op.operands[0]);
+  const TensorType& it = b.type(op.operands[1]);
+  const TensorType& ot = b.type(op.results[0]);
+  const hlo::GatherDims& g = op.gather;
+  const int es = hlo::dtype_size(xt.dtype);
+  const Dims xs = strides_of(xt.dims), is = strides_of(it.dims);
+  const int orank = ot.rank();
+  std::vector<bool> is_offset(static_cast<std::size_t>(orank), false);
+  for (std::int64_t d : g.offset_dims) is_offset[d] = true;
+  // Operand dims that receive offset dims, in order.
+  Dims window_operand_dims;
+  for (int d = 0; d < xt.rank(); ++d)
+    if (std::find(g.collapsed_slice_dims.begin(), g.collapsed_slice_dims.end(), d) == g.collapsed_slice_dims.end()) window_operand_dims.push_back(d);
+  const std::int64_t n = ot.num_elements();
+  Dims idx(static_cast<std::size_t>(orank), 0), start(static_cast<std::size_t>(xt.rank()));
+  for (std::int64_t o = 0; o < n; ++o) {
+    // Batch index -> position in the indices tensor (index_vector_dim inserted).
+    Dims bidx;
+    Dims off;
+    for (int d = 0; d < orank; ++d) (is_offset[d] ? off : bidx).push_back(idx[d]);
+    std::fill(start.begin(), start.end(), 0);
+    for (std::size_t k = 0; k < g.start_index_map.size(); ++k) {
+      std::int64_t pos = 0;
+      std::size_t bi = 0;
+      for (int d = 0; d < it.rank(); ++d) pos += (d == g.index_vector_dim ? static_cast<std::int64_t>(k) : bidx[bi++]) * is[d];
+      start[g.start_index_map[k]] = read_index(it.dtype, ind, pos);
+    }
+    std::int64_t src = 0;
+    for (int d = 0; d < xt.rank(); ++d) {
+      const std::int64_t s = std::clamp<std::int64_t>(start[d], 0, xt.dims[d] - op.dims[d]);
+      src += s * xs[d];
+    }
+    for (std::size_t w = 0; w < off.size(); ++w) src += off[w] * xs[window_operand_dims[w]];
+    std::memcpy(out + o * es, x + src * es, static_cast<std::size_t>(es));
+    for (int d = orank - 1; d >= 0; --d) {
+      if (++idx[d] < ot.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, const std::uint8_t* upd, std::uint8_t* out) {
+  const TensorType& xt = b.type(op.operands[0]);
+  const TensorType& it = b.type(op.operands[1]);
+  const TensorType& ut = b.type(op.operands[2]);
+  const hlo::ScatterDims& s = op.scatter;
+  const int es = hlo::dtype_size(xt.dtype);
+  if (out != x) std::memcpy(out, x, static_cast<std::size_t>(xt.byte_size()));
+  const bool add = hlo::match_scatter_region(*op.regions[0]) == hlo::ScatterKind::kAdd;
+  const Dims xs = strides_of(xt.dims), is = strides_of(it.dims);
+  std::vector<bool> is_window(static_cast<std::size_t>(ut.rank()), false);
+  for (std::int64_t d : s.update_window_dims) is_window[d] = true;
+  Dims window_operand_dims;
+  for (int d = 0; d < xt.rank(); ++d)
+    if (std::find(s.inserted_window_dims.begin(), s.inserted_window_dims.end(), d) == s.inserted_window_dims.end()) window_operand_dims.push_back(d);
+  const std::int64_t n = ut.num_elements();
+  Dims idx(static_cast<std::size_t>(ut.rank()), 0), full(static_cast<std::size_t>(xt.rank()));
+  for (std::int64_t u = 0; u < n; ++u) {
+    Dims sidx, widx;
+    for (int d = 0; d < ut.rank(); ++d) (is_window[d] ? widx : sidx).push_back(idx[d]);
+    std::fill(full.begin(), full.end(), 0);
+    for (std::size_t k = 0; k < s.scatter_dims_to_operand_dims.size(); ++k) {
+      std::int64_t pos = 0;
+      std::size_t si = 0;
+      for (int d = 0; d < it.rank(); ++d) pos += (d == s.index_vector_dim ? static_cast<std::int64_t>(k) : sidx[si++]) * is[d];
+      full[s.scatter_dims_to_operand_dims[k]] = read_index(it.dtype, ind, pos);
+    }
+    for (std::size_t w = 0; w < widx.size(); ++w) full[window_operand_dims[w]] += widx[w];
+    bool inside = true;
+    std::int64_t dst = 0;
+    for (int d = 0; d < xt.rank(); ++d) {
+      inside = inside && full[d] >= 0 && full[d] < xt.dims[d];
+      dst += full[d] * xs[d];
+    }
+    if (inside) {
+      std::uint8_t* p = out + dst * es;
+      const std::uint8_t* q = upd + u * es;
+      if (!add) {
+        std::memcpy(p, q, static_cast<std::size_t>(es));
+      } else if (xt.dtype == DType::kF32 || xt.dtype == DType::kBF16 || xt.dtype == DType::kF16) {
+        const float v = static_cast<float>(hlo::load_double(xt.dtype, p)) + static_cast<float>(hlo::load_double(xt.dtype, q));
+        hlo::store_double(xt.dtype, v, p);
+      } else if (xt.dtype == DType::kF64) {
+        hlo::store_double(xt.dtype, hlo::load_double(xt.dtype, p) + hlo::load_double(xt.dtype, q), p);
+      } else if (hlo::is_complex(xt.dtype)) {
+        float a[2], c[2];
+        std::memcpy(a, p, 8);
+        std::memcpy(c, q, 8);
+        a[0] += c[0];
+        a[1] += c[1];
+        std::memcpy(p, a, 8);
+      } else {
+        std::uint64_t a = 0, c = 0;
+        std::memcpy(&a, p, static_cast<std::size_t>(es));
+        std::memcpy(&c, q, static_cast<std::size_t>(es));
+        if (xt.dtype == DType::kPred) a = (a | c) != 0;
+        else a += c;
+        std::memcpy(p, &a, static_cast<std::size_t>(es));
+      }
+    }
+    for (int d = ut.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < ut.dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// A sort key: floats order NaN last (ascending), integers exactly.
+struct Key {
+  double f;
+  std::int64_t i;
+  bool nan;
+};
+
+void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in, const std::vector<std::uint8_t*>& out) {
+  int key = 0;
+  bool desc = false;
+  hlo::match_sort_region(*op.regions[0], &key, &desc);
+  const TensorType& t = b.type(op.operands[0]);
+  const DType kd = b.type(op.operands[key]).dtype;
+  const bool fl = hlo::is_float(kd);
+  const Dims st = strides_of(t.dims);
+  const std::int64_t len = t.dims[op.dimension], stride = st[op.dimension];
+  const std::int64_t n = t.num_elements();
+  const std::int64_t outer = len == 0 ? 0 : n / len;
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(len));
+  std::vector<Key> keys(static_cast<std::size_t>(len));
+  for (std::int64_t line = 0; line < outer; ++line) {
+    // Base offset of this 1-D line: enumerate all indices with the sort dim fixed at 0.
+    const std::int64_t hi = line / stride, lo = line % stride;
+    const std::int64_t base = hi * len * stride + lo;
+    for (std::int64_t j = 0; j < len; ++j) {
+      const std::int64_t e = base + j * stride;
+      Key& k = keys[j];
+      if (fl) {
+        k.f = hlo::load_double(kd, in[key] + e * hlo::dtype_size(kd));
+        k.nan = std::isnan(k.f);
+      } else {
+        k.i = kd == DType::kPred ? in[key][e] : read_index(kd == DType::kU64 ? DType::kI64 : kd, in[key], e);
+        k.nan = false;
+      }
+    }
+    std::iota(perm.begin(), perm.end(), 0);
+    auto less = [&](std::int64_t x, std::int64_t y) {
+      const Key &a = keys[x], &c = keys[y];
+      if (fl) {
+        if (a.nan || c.nan) return !a.nan && c.nan ? !desc : false;
+        return desc ? a.f > c.f : a.f < c.f;
+      }
+      if (kd == DType::kU64) return desc ? static_cast<std::uint64_t>(a.i) > static_cast<std::uint64_t>(c.i) : static_cast<std::uint64_t>(a.i) < static_cast<std::uint64_t>(c.i);
+      return desc ? a.i > c.i : a.i < c.i;
+    };
+    std::stable_sort(perm.begin(), perm.end(), less);
+    for (std::size_t o = 0; o < in.size(); ++o) {
+      const int es = hlo::dtype_size(b.type(op.operands[o]).dtype);
+      std::vector<std::uint8_t> tmp(static_cast<std::size_t>(len * es));
+      for (std::int64_t j = 0; j < len; ++j) std::memcpy(tmp.data() + j * es, in[o] + (base + perm[j] * stride) * es, static_cast<std::size_t>(es));
+      for (std::int64_t j = 0; j < len; ++j) std::memcpy(out[o] + (base + j * stride) * es, tmp.data() + j * es, static_cast<std::size_t>(es));
+    }
+  }
+}
+
+// Philox-4x32-10 (Salmon et al., SC'11).
+void philox(std::uint32_t ctr[4], const std::uint32_t key_in[2], std::uint32_t out[4]) {
+  std::uint32_t k0 = key_in[0], k1 = key_in[1];
+  std::uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
+  for (int r = 0; r < 10; ++r) {
+    const std::uint64_t p0 = 0xD2511F53ull * c[0], p1 = 0xCD9E8D57ull * c[2];
+    const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c[1] ^ k0;
+    const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = static_cast<std::uint32_t>(p1);
+    c[2] = n2;
+    c[3] = static_cast<std::uint32_t>(p0);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  std::memcpy(out, c, 16);
+}
+
+void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std::uint8_t* new_state, std::uint8_t* out) {
+  const TensorType& st = b.type(op.operands[0]);
+  const TensorType& ot = b.type(op.results[1]);
+  const std::size_t sbytes = static_cast<std::size_t>(st.byte_size());
+  std::vector<std::uint8_t> s(std::max<std::size_t>(sbytes, 16), 0);
+  std::memcpy(s.data(), state, sbytes);
+  std::uint32_t key[2], ctr[4];
+  std::memcpy(key, s.data(), 8);
+  std::memcpy(ctr, s.data() + 8, 8);
+  ctr[2] = ctr[3] = 0;
+  const std::size_t bytes = static_cast<std::size_t>(ot.byte_size());
+  std::uint64_t blocks = 0;
+  for (std::size_t o = 0; o < bytes; o += 16, ++blocks) {
+    std::uint32_t r[4];
+    std::uint32_t c[4] = {ctr[0], ctr[1], static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(blocks >> 32)};
+    philox(c, key, r);
+    std::memcpy(out + o, r, std::min<std::size_t>(16, bytes - o));
+  }
+  // New state: the 64-bit counter advanced by one.
+  std::uint64_t counter;
+  std::memcpy(&counter, s.data() + 8, 8);
+  ++counter;
+  std::memcpy(s.data() + 8, &counter, 8);
+  std::memcpy(new_state, s.data(), sbytes);
+}
+
+}  // namespace
+
+void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in, const std::vector<std::uint8_t*>& out, int threads) {
+  const TensorType& ot = b.type(op.results[0]);
+  const int es = hlo::dtype_size(ot.dtype);
+  switch (op.kind) {
+    case OpKind::kTranspose: {
+      const Dims src = strides_of(b.type(op.operands[0]).dims);
+      Dims s;
+      for (std::int64_t p : op.dims) s.push_back(src[p]);
+      strided_copy(out[0], in[0], ot.dims, s, 0, es);
+      return;
+    }
+    case OpKind::kBroadcastInDim: {
+      const TensorType& xt = b.type(op.operands[0]);
+      const Dims src = strides_of(xt.dims);
+      Dims s(ot.dims.size(), 0);
+      for (std::size_t i = 0; i < op.dims.size(); ++i)
+        if (xt.dims[i] != 1) s[op.dims[i]] = src[i];
+      strided_copy(out[0], in[0], ot.dims, s, 0, es);
+      return;
+    }
+    case OpKind::kSlice: {
+      const Dims src = strides_of(b.type(op.operands[0]).dims);
+      Dims s;
+      std::int64_t base = 0;
+      for (std::size_t d = 0; d < src.size(); ++d) {
+        s.push_back(src[d] * op.strides[d]);
+        base += op.start[d] * src[d];
+      }
+      strided_copy(out[0], in[0], ot.dims, s, base, es);
+      return;
+    }
+    case OpKind::kReverse: {
+      const Dims src = strides_of(ot.dims);
+      Dims s = src;
+      std::int64_t base = 0;
+      for (std::int64_t d : op.dims) {
+        s[d] = -src[d];
+        base += (ot.dims[d] - 1) * src[d];
+      }
+      if (ot.num_elements() > 0) strided_copy(out[0], in[0], ot.dims, s, base, es);
+      return;
+    }
+    case OpKind::kDynamicSlice: {
+      const TensorType& xt = b.type(op.operands[0]);
+      const Dims src = strides_of(xt.dims);
+      std::int64_t base = 0;
+      for (int d = 0; d < xt.rank(); ++d) {
+        const std::int64_t st = std::clamp<std::int64_t>(read_index(b.type(op.operands[1 + d]).dtype, in[1 + d], 0), 0, xt.dims[d] - op.dims[d]);
+        base += st * src[d];
+      }
+      strided_copy(out[0], in[0], ot.dims, src, base, es);
+      return;
+    }
+    case OpKind::kDynamicUpdateSlice: {
+      const TensorType& ut = b.type(op.operands[1]);
+      if (out[0] != in[0]) std::memcpy(out[0], in[0], static_cast<std::size_t>(ot.byte_size()));
+      const Dims dst = strides_of(ot.dims);
+      std::int64_t base = 0;
+      for (int d = 0; d < ot.rank(); ++d) {
+        const std::int64_t st = std::clamp<std::int64_t>(read_index(b.type(op.operands[2 + d]).dtype, in[2 + d], 0), 0, ot.dims[d] - ut.dims[d]);
+        base += st * dst[d];
+      }
+      // Scatter the update's rows into the destination.
+      const Dims us = strides_of(ut.dims);
+      const std::int64_t n = ut.num_elements();
+      Dims idx(ut.dims.size(), 0);
+      for (std::int64_t u = 0; u < n; ++u) {
+        std::int64_t o = base;
+        for (int d = 0; d < ut.rank(); ++d) o += idx[d] * dst[d];
+        std::memcpy(out[0] + o * es, in[1] + u * es, static_cast<std::size_t>(es));
+        for (int d = ut.rank() - 1; d >= 0; --d) {
+          if (++idx[d] < ut.dims[d]) break;
+          idx[d] = 0;
+        }
+      }
+      (void)us;
+      return;
+    }
+    case OpKind::kConcatenate: {
+      const std::int64_t dim = op.dimension;
+      std::int64_t outer = 1;
+      for (std::int64_t d = 0; d < dim; ++d) outer *= ot.dims[d];
+      std::int64_t inner = 1;
+      for (int d = static_cast<int>(dim) + 1; d < ot.rank(); ++d) inner *= ot.dims[d];
+      std::int64_t at = 0;
+      const std::int64_t row = ot.dims[dim] * inner;
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        const std::int64_t chunk = b.type(op.operands[k]).dims[dim] * inner;
+        for (std::int64_t o = 0; o < outer; ++o)
+          std::memcpy(out[0] + (o * row + at) * es, in[k] + o * chunk * es, static_cast<std::size_t>(chunk * es));
+        at += chunk;
+      }
+      return;
+    }
+    case OpKind::kPad: {
+      const TensorType& xt = b.type(op.operands[0]);
+      const std::int64_t n = ot.num_elements();
+      for (std::int64_t i = 0; i < n; ++i) std::memcpy(out[0] + i * es, in[1], static_cast<std::size_t>(es));
+      const Dims dst = strides_of(ot.dims);
+      const std::int64_t m = xt.num_elements();
+      Dims idx(xt.dims.size(), 0);
+      for (std::int64_t e = 0; e < m; ++e) {
+        bool inside = true;
+        std::int64_t o = 0;
+        for (int d = 0; d < xt.rank(); ++d) {
+          const std::int64_t p = op.start[d] + idx[d] * (op.strides[d] + 1);
+          inside = inside && p >= 0 && p < ot.dims[d];
+          o += p * dst[d];
+        }
+        if (inside) std::memcpy(out[0] + o * es, in[0] + e * es, static_cast<std::size_t>(es));
+        for (int d = xt.rank() - 1; d >= 0; --d) {
+          if (++idx[d] < xt.dims[d]) break;
+          idx[d] = 0;
+        }
+      }
+      return;
+    }
+    case OpKind::kIota: {
+      const Dims st = strides_of(ot.dims);
+      const std::int64_t n = ot.num_elements();
+      const std::int64_t len = ot.dims[op.dimension], stride = st[op.dimension];
+      for (std::int64_t i = 0; i < n; ++i) hlo::store_double(ot.dtype, static_cast<double>((i / stride) % len), out[0] + i * es);
+      return;
+    }
+    case OpKind::kGather: gather(b, op, in[0], in[1], out[0]); return;
+    case OpKind::kScatter: scatter(b, op, in[0], in[1], in[2], out[0]); return;
+    case OpKind::kSort: sort(b, op, in, out); return;
+    case OpKind::kRngBitGenerator: rng(b, op, in[0], out[0], out[1]); return;
+    case OpKind::kDotGeneral: dot_general(b, op, in[0], in[1], out[0]); return;
+    default: break;
+  }
+  (void)threads;
+  throw ExecError("the vtrn executor has no kernel for stablehlo." + std::string(hlo::op_name(op.kind)) + " on " + ot.str());
+}
+
+}  // namespace vtrn::runtime::kernels

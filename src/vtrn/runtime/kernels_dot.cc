@@ -1,0 +1,184 @@
+// dot_general through OpenBLAS: operands are laid out as [batch, m, k] and [batch, k, n]
+// (converted to float32, or float64 for f64), multiplied with cblas_sgemm/dgemm per batch,
+// and stored with round-to-nearest-even. bf16 x bf16 uses cblas_sbgemm when the OpenBLAS in
+// use exports it (Debian's 0.3.21 does not; the float32 path gives the same result, as bf16
+// products are exact in float32).
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "vtrn/runtime/executor.h"
+#include "vtrn/runtime/kernels.h"
+
+namespace vtrn::runtime::kernels {
+
+using hlo::DType;
+using Dims = std::vector<std::int64_t>;
+
+namespace {
+
+Dims strides_of(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// Copies |src| (type |t|) permuted by |perm| into a contiguous array of T.
+template <typename T>
+void permute_to(const hlo::TensorType& t, const std::uint8_t* src, const Dims& perm, T* dst) {
+  const Dims st = strides_of(t.dims);
+  Dims out_dims, s;
+  for (std::int64_t p : perm) {
+    out_dims.push_back(t.dims[p]);
+    s.push_back(st[p]);
+  }
+  const std::int64_t n = t.num_elements();
+  const int r = static_cast<int>(perm.size());
+  Dims idx(static_cast<std::size_t>(r), 0);
+  std::int64_t off = 0;
+  const int es = hlo::dtype_size(t.dtype);
+  const bool f32 = t.dtype == DType::kF32;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (f32) {
+      float v;
+      std::memcpy(&v, src + off * 4, 4);
+      dst[i] = static_cast<T>(v);
+    } else {
+      dst[i] = static_cast<T>(hlo::load_double(t.dtype, src + off * es));
+    }
+    for (int d = r - 1; d >= 0; --d) {
+      off += s[d];
+      if (++idx[d] < out_dims[d]) break;
+      off -= s[d] * out_dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+using SbgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float, const std::uint16_t*,
+                          blasint, const std::uint16_t*, blasint, float, float*, blasint);
+
+SbgemmFn sbgemm() {
+  static SbgemmFn fn = reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  return fn;
+}
+
+bool is_identity(const Dims& p) {
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+}  // namespace
+
+void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs, const std::uint8_t* rhs, std::uint8_t* out) {
+  const hlo::TensorType& lt = b.type(op.operands[0]);
+  const hlo::TensorType& rt = b.type(op.operands[1]);
+  const hlo::TensorType& ot = b.type(op.results[0]);
+  if (hlo::is_complex(lt.dtype) || hlo::is_complex(rt.dtype)) throw ExecError("stablehlo.dot_general on complex64 is not supported by the vtrn executor");
+  const hlo::DotDims& d = op.dot;
+  auto free_dims = [](int rank, const Dims& batch, const Dims& contract) {
+    Dims f;
+    for (int i = 0; i < rank; ++i)
+      if (std::find(batch.begin(), batch.end(), i) == batch.end() && std::find(contract.begin(), contract.end(), i) == contract.end()) f.push_back(i);
+    return f;
+  };
+  const Dims lf = free_dims(lt.rank(), d.lhs_batch, d.lhs_contracting);
+  const Dims rf = free_dims(rt.rank(), d.rhs_batch, d.rhs_contracting);
+  std::int64_t B = 1, M = 1, N = 1, K = 1;
+  for (std::int64_t i : d.lhs_batch) B *= lt.dims[i];
+  for (std::int64_t i : lf) M *= lt.dims[i];
+  for (std::int64_t i : rf) N *= rt.dims[i];
+  for (std::int64_t i : d.lhs_contracting) K *= lt.dims[i];
+  Dims lp = d.lhs_batch, rp = d.rhs_batch;
+  lp.insert(lp.end(), lf.begin(), lf.end());
+  lp.insert(lp.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  rp.insert(rp.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
+  rp.insert(rp.end(), rf.begin(), rf.end());
+  const std::int64_t on = ot.num_elements();
+
+  const bool integer = !hlo::is_float(lt.dtype) || !hlo::is_float(rt.dtype);
+  if (integer || lt.dtype == DType::kF64 || rt.dtype == DType::kF64 || ot.dtype == DType::kF64) {
+    std::vector<double> a(static_cast<std::size_t>(lt.num_elements())), c(static_cast<std::size_t>(rt.num_elements()));
+    permute_to(lt, lhs, lp, a.data());
+    permute_to(rt, rhs, rp, c.data());
+    std::vector<double> o(static_cast<std::size_t>(on), 0.0);
+    if (integer) {
+      for (std::int64_t bb = 0; bb < B; ++bb)
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t k = 0; k < K; ++k) {
+            const double av = a[(bb * M + i) * K + k];
+            for (std::int64_t j = 0; j < N; ++j) o[(bb * M + i) * N + j] += av * c[(bb * K + k) * N + j];
+          }
+    } else {
+      for (std::int64_t bb = 0; bb < B; ++bb)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0,
+                    a.data() + bb * M * K, static_cast<blasint>(K), c.data() + bb * K * N, static_cast<blasint>(N), 0.0, o.data() + bb * M * N,
+                    static_cast<blasint>(N));
+    }
+    const int es = hlo::dtype_size(ot.dtype);
+    for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
+    return;
+  }
+  // Float32 accumulation.
+  float* o = ot.dtype == DType::kF32 ? reinterpret_cast<float*>(out) : nullptr;
+  std::vector<float> otmp;
+  if (!o) {
+    otmp.resize(static_cast<std::size_t>(on));
+    o = otmp.data();
+  }
+  if (lt.dtype == DType::kBF16 && rt.dtype == DType::kBF16 && sbgemm()) {
+    std::vector<std::uint16_t> a, c;
+    const std::uint16_t* pa = reinterpret_cast<const std::uint16_t*>(lhs);
+    const std::uint16_t* pc = reinterpret_cast<const std::uint16_t*>(rhs);
+    if (!is_identity(lp)) {
+      std::vector<float> fa(static_cast<std::size_t>(lt.num_elements()));
+      permute_to(lt, lhs, lp, fa.data());
+      a.resize(fa.size());
+      for (std::size_t i = 0; i < fa.size(); ++i) a[i] = hlo::f32_to_bf16(fa[i]);
+      pa = a.data();
+    }
+    if (!is_identity(rp)) {
+      std::vector<float> fc(static_cast<std::size_t>(rt.num_elements()));
+      permute_to(rt, rhs, rp, fc.data());
+      c.resize(fc.size());
+      for (std::size_t i = 0; i < fc.size(); ++i) c[i] = hlo::f32_to_bf16(fc[i]);
+      pc = c.data();
+    }
+    for (std::int64_t bb = 0; bb < B; ++bb)
+      sbgemm()(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
+               pa + bb * M * K, static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f, o + bb * M * N, static_cast<blasint>(N));
+  } else {
+    std::vector<float> a, c;
+    const float* pa = reinterpret_cast<const float*>(lhs);
+    const float* pc = reinterpret_cast<const float*>(rhs);
+    if (lt.dtype != DType::kF32 || !is_identity(lp)) {
+      a.resize(static_cast<std::size_t>(lt.num_elements()));
+      permute_to(lt, lhs, lp, a.data());
+      pa = a.data();
+    }
+    if (rt.dtype != DType::kF32 || !is_identity(rp)) {
+      c.resize(static_cast<std::size_t>(rt.num_elements()));
+      permute_to(rt, rhs, rp, c.data());
+      pc = c.data();
+    }
+    if (K == 0) std::fill_n(o, on, 0.0f);
+    else
+      for (std::int64_t bb = 0; bb < B; ++bb)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
+                    pa + bb * M * K, static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f, o + bb * M * N,
+                    static_cast<blasint>(N));
+  }
+  if (!otmp.empty()) {
+    const int es = hlo::dtype_size(ot.dtype);
+    if (ot.dtype == DType::kBF16)
+      for (std::int64_t i = 0; i < on; ++i) reinterpret_cast<std::uint16_t*>(out)[i] = hlo::f32_to_bf16(o[i]);
+    else
+      for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
+  }
+}
+
+}  // namespace vtrn::runtime::kernels
