@@ -972,6 +972,7 @@ class Parser {
 
   std::string value_def_name() {
     ws();
+    if (at_end()) error("unexpected end of input, expected a value name such as %0");
     if (peek_char() != '%') error("expected a value name such as %0");
     ++p_;
     const std::size_t s = p_;
