@@ -13,7 +13,17 @@ add_library(vtrn_runtime_exec STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kernels_dot.cc
   ${CMAKE_CURRENT_LIST_DIR}/compile_cache.cc)
 target_include_directories(vtrn_runtime_exec PRIVATE ${VTRN_CBLAS_INCLUDE})
+# The fused loops rely on auto-vectorization, which GCC's -O2 cost model mostly skips.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/kernels_fused.cc PROPERTIES COMPILE_OPTIONS "-O3")
 target_link_libraries(vtrn_runtime_exec PUBLIC vtrn_compiler PRIVATE ${BLAS_LIBRARIES} Threads::Threads ${CMAKE_DL_LIBS})
 
 vtrn_add_test(vtrn_runtime_executor_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_test.cc LIBS vtrn_runtime_exec)
 vtrn_add_test(vtrn_runtime_compile_cache_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/compile_cache_test.cc LIBS vtrn_runtime_exec)
+
+# bench/bench_compiler.cc: cmake -DVTRN_BUILD_BENCH=ON, then build vtrn_bench_compiler.
+option(VTRN_BUILD_BENCH "Build the C++ benchmarks under bench/" OFF)
+if(VTRN_BUILD_BENCH)
+  add_executable(vtrn_bench_compiler ${PROJECT_SOURCE_DIR}/bench/bench_compiler.cc)
+  target_include_directories(vtrn_bench_compiler PRIVATE ${VTRN_CBLAS_INCLUDE})
+  target_link_libraries(vtrn_bench_compiler PRIVATE vtrn_runtime_exec ${BLAS_LIBRARIES})
+endif()

@@ -139,7 +139,7 @@ template <typename T>
 T fmin_nan(T a, T b) { return (a < b || a != a) ? a : b; }
 
 template <typename T>
-void unary_float(OpKind k, const T* a, T* o, std::int64_t n) {
+void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
   switch (k) {
     case OpKind::kAbs: for (std::int64_t i = 0; i < n; ++i) o[i] = std::fabs(a[i]); return;
     case OpKind::kCeil: for (std::int64_t i = 0; i < n; ++i) o[i] = std::ceil(a[i]); return;
@@ -162,7 +162,7 @@ void unary_float(OpKind k, const T* a, T* o, std::int64_t n) {
 }
 
 template <typename T>
-void binary_float(OpKind k, const T* a, const T* b, T* o, std::int64_t n) {
+void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o, std::int64_t n) {
   switch (k) {
     case OpKind::kAdd: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i]; return;
     case OpKind::kSubtract: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i]; return;
@@ -202,7 +202,7 @@ void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::i
   }
 }
 
-void binary_int(OpKind k, DType d, const std::int64_t* a, const std::int64_t* b, std::int64_t* o, std::int64_t n) {
+void binary_int(OpKind k, DType d, const std::int64_t* __restrict a, const std::int64_t* __restrict b, std::int64_t* __restrict o, std::int64_t n) {
   using U = std::uint64_t;
   const bool uns = hlo::is_unsigned(d);
   switch (k) {
@@ -530,25 +530,29 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   auto slot_ptr = [&](int s) -> void* { return scratch.get() + static_cast<std::size_t>(s) * kChunk; };
   const int rank = static_cast<int>(domain_.size());
   std::vector<std::int64_t> idx(static_cast<std::size_t>(rank));
+  // Constant and scalar slots are filled once: no op writes them.
+  for (const Load& l : loads_) {
+    if (l.mode != 3 && l.mode != 1) continue;
+    void* dst = slot_ptr(l.slot);
+    const Cls c = slots_[l.slot].cls;
+    double dv = l.cd;
+    std::int64_t iv = l.ci;
+    if (l.mode == 1) {
+      const std::uint8_t* p = values[l.value].ptr;
+      if (c == Cls::kI64) iv = load_elem<std::int64_t>(l.dtype, p, 0);
+      else if (c == Cls::kF64) dv = load_elem<double>(l.dtype, p, 0);
+      else dv = load_elem<float>(l.dtype, p, 0);
+    }
+    if (c == Cls::kF32) std::fill_n(static_cast<float*>(dst), kChunk, static_cast<float>(dv));
+    else if (c == Cls::kF64) std::fill_n(static_cast<double*>(dst), kChunk, dv);
+    else std::fill_n(static_cast<std::int64_t*>(dst), kChunk, iv);
+  }
   for (std::int64_t start = lo; start < hi; start += kChunk) {
     const std::int64_t len = std::min(kChunk, hi - start);
     for (const Load& l : loads_) {
+      if (l.mode == 3 || l.mode == 1) continue;
       void* dst = slot_ptr(l.slot);
       const Cls c = slots_[l.slot].cls;
-      if (l.mode == 3 || l.mode == 1) {
-        double dv = l.cd;
-        std::int64_t iv = l.ci;
-        if (l.mode == 1) {
-          const std::uint8_t* p = values[l.value].ptr;
-          if (c == Cls::kI64) iv = load_elem<std::int64_t>(l.dtype, p, 0);
-          else if (c == Cls::kF64) dv = load_elem<double>(l.dtype, p, 0);
-          else dv = load_elem<float>(l.dtype, p, 0);
-        }
-        if (c == Cls::kF32) std::fill_n(static_cast<float*>(dst), len, static_cast<float>(dv));
-        else if (c == Cls::kF64) std::fill_n(static_cast<double*>(dst), len, dv);
-        else std::fill_n(static_cast<std::int64_t*>(dst), len, iv);
-        continue;
-      }
       const std::uint8_t* p = values[l.value].ptr;
       if (l.mode == 0) {
         load_contiguous(l.dtype, p, start, len, dst);
