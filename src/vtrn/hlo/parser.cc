@@ -36,14 +36,17 @@ struct Attr {
   double f = 0;
   std::string s;
   std::vector<Attr> items;
-  std::vector<std::pair<std::string, Attr>> fields;
+  // Struct fields and dictionary entries (two vectors: a vector of pair<string, Attr> would need
+  // Attr to be complete here).
+  std::vector<std::string> field_names;
+  std::vector<Attr> field_values;
   std::shared_ptr<DenseBody> dense;
   std::optional<TensorType> dense_type;
   std::vector<TensorType> fn_results;  // function_type attributes
 
   const Attr* field(std::string_view name) const {
-    for (const auto& [k, v] : fields)
-      if (k == name) return &v;
+    for (std::size_t i = 0; i < field_names.size(); ++i)
+      if (field_names[i] == name) return &field_values[i];
     return nullptr;
   }
 };
@@ -607,7 +610,10 @@ class Parser {
     }
     if (c == '{') {
       a.kind = Attr::kDict;
-      a.fields = parse_dict();
+      for (auto& [k, v] : parse_dict()) {
+        a.field_names.push_back(k);
+        a.field_values.push_back(std::move(v));
+      }
       return a;
     }
     if (c == '@') {
@@ -637,7 +643,8 @@ class Parser {
             do {
               const std::string key = ident("a field name");
               expect("=", "'=' after field '" + key + "'");
-              a.fields.emplace_back(key, parse_attr());
+              a.field_values.push_back(parse_attr());
+              a.field_names.push_back(key);
             } while (accept(","));
           }
           expect(">", "'>' to close #" + name + "<...>");

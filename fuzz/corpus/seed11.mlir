@@ -1,0 +1,2 @@
+func.func @main(%a: tensor<?xf32>) -> tensor<4xf32> {
+}
