@@ -13,14 +13,16 @@ Stream::~Stream() {
   if (worker_.joinable()) worker_.join();
 }
 
-void Stream::enqueue(const char* op, std::function<void()> work) {
+uint64_t Stream::enqueue(const char* op, std::function<void()> work) {
+  uint64_t sequence;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
     tasks_.push_back(Task{op, std::move(work)});
-    enqueued_.fetch_add(1, std::memory_order_release);
+    sequence = enqueued_.fetch_add(1, std::memory_order_release) + 1;
   }
   work_ready_.notify_one();
+  return sequence;
 }
 
 void Stream::run() {
@@ -73,71 +75,50 @@ void Stream::synchronize() {
   if (!error.empty()) throw QueuedOpError(error);
 }
 
+Event::Point Event::point() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->point;
+}
+
 void Event::record(Stream& stream) {
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    generation = ++state_->recorded;
-  }
-  stream.enqueue("event record", [state = state_, generation] {
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      if (generation > state->completed) {
-        state->completed = generation;
-        state->completed_at = Clock::now();
-      }
-    }
-    state->done.notify_all();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const uint64_t generation = ++state_->generation;
+  // Holding the state lock across enqueue keeps (point, generation) consistent; the marker
+  // takes the lock only when it runs, on the worker.
+  const uint64_t sequence = stream.enqueue("event record", [state = state_, generation] {
+    std::lock_guard<std::mutex> marker_lock(state->mutex);
+    if (state->generation == generation) state->completed_at = Clock::now();
   });
+  state_->point = Point{&stream, sequence};
 }
 
 void Event::block(Stream& stream) {
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    generation = state_->recorded;
-    if (state_->completed >= generation) return;  // nothing to wait for
-  }
-  stream.enqueue("event wait", [state = state_, generation] {
-    std::unique_lock<std::mutex> lock(state->mutex);
-    state->done.wait(lock, [&] { return state->completed >= generation; });
-  });
+  const Point target = point();
+  if (target.reached()) return;  // nothing to wait for
+  stream.enqueue("event wait", [target] { target.stream->wait_until_done(target.sequence); });
 }
 
-bool Event::query() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->completed >= state_->recorded;
-}
+bool Event::query() const { return point().reached(); }
 
 void Event::synchronize() const {
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  const uint64_t generation = state_->recorded;
-  state_->done.wait(lock, [&] { return state_->completed >= generation; });
+  const Point target = point();
+  if (!target.reached()) target.stream->wait_until_done(target.sequence);
 }
 
-bool Event::recorded() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->recorded > 0;
-}
+bool Event::recorded() const { return point().stream != nullptr; }
 
 double Event::elapsed_ms_since(const Event& start) const {
-  Clock::time_point begin, end;
-  {
-    std::lock_guard<std::mutex> lock(start.state_->mutex);
-    if (start.state_->recorded == 0 || start.state_->completed < start.state_->recorded) {
-      throw std::logic_error("elapsed_time: the start event has not been recorded and completed; "
-                             "record it and synchronize first");
+  auto completion = [](const Event& e, const char* which) {
+    const Point p = e.point();
+    if (p.stream == nullptr || !p.reached()) {
+      throw std::logic_error(std::string("elapsed_time: the ") + which +
+                             " event has not been recorded and completed; record it and synchronize first");
     }
-    begin = start.state_->completed_at;
-  }
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->recorded == 0 || state_->completed < state_->recorded) {
-      throw std::logic_error("elapsed_time: the end event has not been recorded and completed; "
-                             "record it and synchronize first");
-    }
-    end = state_->completed_at;
-  }
+    std::lock_guard<std::mutex> lock(e.state_->mutex);
+    return e.state_->completed_at;
+  };
+  const Clock::time_point begin = completion(start, "start");
+  const Clock::time_point end = completion(*this, "end");
   return std::chrono::duration<double, std::milli>(end - begin).count();
 }
 

@@ -41,8 +41,15 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   /// Queues |work|; |op| names it in errors ("aten::fill_.Scalar"). |op| must outlive the
-  /// task (a string literal, or a name kept by the caller).
-  void enqueue(const char* op, std::function<void()> work);
+  /// task (a string literal, or a name kept by the caller). Returns the task's sequence
+  /// number: the stream has run it once completed() reaches that number.
+  uint64_t enqueue(const char* op, std::function<void()> work);
+
+  /// Tasks run so far.
+  uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+
+  /// Waits until the task numbered |sequence| has run.
+  void wait_until_done(uint64_t sequence);
 
   /// True when everything enqueued so far has run.
   bool query() const;
@@ -63,7 +70,6 @@ class Stream {
   };
 
   void run();
-  void wait_until_done(uint64_t target);
 
   std::string label_;
   mutable std::mutex mutex_;
@@ -100,13 +106,19 @@ class Event {
   bool recorded() const;
 
  private:
+  /// The most recent record: the stream and the sequence number of its marker task.
+  struct Point {
+    Stream* stream = nullptr;
+    uint64_t sequence = 0;
+    bool reached() const { return stream == nullptr || stream->completed() >= sequence; }
+  };
   struct State {
     std::mutex mutex;
-    std::condition_variable done;
-    uint64_t recorded = 0;   ///< generation of the most recent record
-    uint64_t completed = 0;  ///< highest generation reached
-    Clock::time_point completed_at{};
+    Point point;
+    uint64_t generation = 0;  ///< records so far
+    Clock::time_point completed_at{};  ///< when the most recent record was reached
   };
+  Point point() const;
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 

@@ -2,6 +2,7 @@
 #include "vtrn/torch/device.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -69,9 +70,13 @@ const runtime::DeviceConfig& device_config() {
   return v.config;
 }
 
-c10::DeviceIndex device_count() noexcept {
+int device_count() noexcept {
   const auto& v = config_or_error();
-  return v.error.empty() ? static_cast<c10::DeviceIndex>(v.config.device_count()) : 0;
+  return v.error.empty() ? v.config.device_count() : 0;
+}
+
+c10::DeviceIndex torch_device_count() noexcept {
+  return static_cast<c10::DeviceIndex>(std::min(device_count(), int{std::numeric_limits<c10::DeviceIndex>::max()}));
 }
 
 c10::DeviceIndex current_device() noexcept { return tls_current_device; }
@@ -80,8 +85,7 @@ void check_device_index(c10::DeviceIndex index) {
   device_config();  // raises the configuration error first, if any
   TORCH_CHECK_INDEX(index >= 0 && index < device_count(), "Invalid device id: neuron:",
                     static_cast<int>(index), " does not exist; this process sees ",
-                    static_cast<int>(device_count()), " neuron devices (neuron:0 to neuron:",
-                    static_cast<int>(device_count()) - 1,
+                    device_count(), " neuron devices (neuron:0 to neuron:", device_count() - 1,
                     "). NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES choose which cores these are.");
 }
 
@@ -169,7 +173,9 @@ class DeviceStreams {
 DeviceStreams& streams_of(c10::DeviceIndex device) {
   static std::vector<std::unique_ptr<DeviceStreams>>* all = [] {
     auto* v = new std::vector<std::unique_ptr<DeviceStreams>>();  // leaked: workers run until exit
-    for (c10::DeviceIndex d = 0; d < device_count(); ++d) v->push_back(std::make_unique<DeviceStreams>(d));
+    for (int d = 0; d < device_count(); ++d) {
+      v->push_back(std::make_unique<DeviceStreams>(static_cast<c10::DeviceIndex>(d)));
+    }
     return v;
   }();
   check_device_index(device);
@@ -282,7 +288,7 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return old;
   }
 
-  c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
+  c10::DeviceIndex deviceCount() const noexcept override { return torch_device_count(); }
 
   bool queryStream(const c10::Stream& stream) const override { return runtime_stream(stream).query(); }
 
@@ -560,7 +566,9 @@ class NeuronGeneratorImpl final : public c10::GeneratorImpl {
 std::vector<at::Generator>& default_generators() {
   static auto* generators = [] {
     auto* v = new std::vector<at::Generator>();
-    for (c10::DeviceIndex i = 0; i < device_count(); ++i) v->push_back(at::make_generator<NeuronGeneratorImpl>(i));
+    for (int i = 0; i < device_count(); ++i) {
+      v->push_back(at::make_generator<NeuronGeneratorImpl>(static_cast<c10::DeviceIndex>(i)));
+    }
     return v;
   }();
   return *generators;
@@ -619,7 +627,7 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
-  c10::DeviceIndex deviceCount() const override { return device_count(); }
+  c10::DeviceIndex deviceCount() const override { return torch_device_count(); }
   void setCurrentDevice(c10::DeviceIndex device) const override { set_device(device); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
 

@@ -30,8 +30,13 @@ const runtime::DeviceConfig& device_config();
 /// Empty when the environment is valid, else the error that disables the device.
 const std::string& device_config_error();
 
-/// Logical NeuronCores this process sees (0 if the environment is invalid).
-c10::DeviceIndex device_count() noexcept;
+/// Logical NeuronCores this process sees (0 if the environment is invalid). An int: at LNC1
+/// a trn2.48xlarge has 128, one more than c10::DeviceIndex (int8) can count.
+int device_count() noexcept;
+
+/// device_count() for PyTorch's interfaces, capped at 127. Indices 0-127 are all valid
+/// DeviceIndex values; only the count 128 does not fit.
+c10::DeviceIndex torch_device_count() noexcept;
 
 /// The calling thread's current device index (0 until set).
 c10::DeviceIndex current_device() noexcept;

@@ -29,10 +29,13 @@ PYBIND11_MODULE(_C, m) {
             PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
         }
     });
-    m.def("device_count", [] { return static_cast<int>(adapter::device_count()); });
+    m.def("device_count", [] { return adapter::device_count(); });
     m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
     m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });
-    m.def("synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); });
+    // Every call that may wait for queued work releases the GIL: the work may drop the last
+    // reference to a tensor that Python also knows, which takes the GIL on the worker thread.
+    const auto no_gil = py::call_guard<py::gil_scoped_release>();
+    m.def("synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); }, no_gil);
     m.def("manual_seed", [](int index, uint64_t seed) {
         adapter::manual_seed(static_cast<c10::DeviceIndex>(index), seed);
     });
@@ -65,11 +68,11 @@ PYBIND11_MODULE(_C, m) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_sleep", [seconds] {
             std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
         });
-    });
+    }, no_gil);
     m.def("_enqueue_failure", [](int index, const std::string& message) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_fail",
                          [message] { throw std::runtime_error(message); });
-    });
+    }, no_gil);
     m.def("get_executed_ops", &adapter::executed_ops);
     m.def("get_fallback_ops", &adapter::fallback_ops);
     m.def("clear_op_tracking", &adapter::clear_op_tracking);

@@ -1,0 +1,116 @@
+#include "vtrn/runtime/stream.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace vtrn::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(StreamTest, RunsInOrderAndSynchronizeWaits) {
+  Stream s("neuron:0 stream 0");
+  std::vector<int> order;
+  for (int i = 0; i < 100; ++i) s.enqueue("push", [&order, i] { order.push_back(i); });
+  s.synchronize();
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_TRUE(s.query());
+}
+
+TEST(StreamTest, EnqueueReturnsBeforeWorkRuns) {
+  Stream s("s");
+  std::atomic<bool> release{false};
+  std::atomic<bool> ran{false};
+  s.enqueue("gate", [&] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  s.enqueue("mark", [&] { ran = true; });
+  EXPECT_FALSE(ran.load());
+  EXPECT_FALSE(s.query());
+  release = true;
+  s.synchronize();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(StreamTest, ErrorSurfacesAtSynchronizeNamingTheOpThenClears) {
+  Stream s("neuron:2 stream 0");
+  std::atomic<int> after{0};
+  s.enqueue("aten::bad", [] { throw std::runtime_error("boom"); });
+  s.enqueue("aten::good", [&] { after = 1; });
+  try {
+    s.synchronize();
+    FAIL() << "expected QueuedOpError";
+  } catch (const QueuedOpError& e) {
+    EXPECT_STREQ(e.what(), "queued op 'aten::bad' on neuron:2 stream 0 failed: boom");
+  }
+  EXPECT_EQ(after.load(), 1);  // the stream kept going
+  EXPECT_NO_THROW(s.synchronize());
+}
+
+TEST(StreamTest, TwoStreamsAreOrderedOnlyByEvents) {
+  // Stream a is held at a gate; b's work must wait for a's write only when b blocks on an
+  // event a recorded after the write.
+  for (bool use_event : {true, false}) {
+    Stream a("a"), b("b");
+    std::atomic<bool> release{false};
+    std::atomic<int> value{0};
+    int seen = -1;
+    a.enqueue("gate", [&] {
+      while (!release.load()) std::this_thread::yield();
+    });
+    a.enqueue("write", [&] { value = 42; });
+    Event written;
+    written.record(a);
+    if (use_event) written.block(b);
+    b.enqueue("read", [&] { seen = value.load(); });
+    if (!use_event) b.synchronize();  // b ran ahead of a's write
+    release = true;
+    a.synchronize();
+    b.synchronize();
+    EXPECT_EQ(seen, use_event ? 42 : 0) << "use_event=" << use_event;
+  }
+}
+
+TEST(EventTest, QueryElapsedAndNeverRecorded) {
+  Stream s("s");
+  Event start, end, never;
+  EXPECT_TRUE(never.query());
+  EXPECT_FALSE(never.recorded());
+  start.record(s);
+  s.enqueue("sleep", [] { std::this_thread::sleep_for(20ms); });
+  end.record(s);
+  end.synchronize();
+  EXPECT_TRUE(end.query());
+  EXPECT_GE(end.elapsed_ms_since(start), 19.0);
+  EXPECT_THROW(never.elapsed_ms_since(start), std::logic_error);
+}
+
+TEST(EventTest, BlockUsesTheRecordAsOfTheCall) {
+  Stream a("a"), b("b");
+  Event e;
+  std::atomic<bool> release{false};
+  e.record(a);
+  a.synchronize();
+  // A later record on a held stream must not hold b, which blocked before it.
+  e.block(b);
+  a.enqueue("gate", [&] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  e.record(a);
+  std::atomic<bool> b_ran{false};
+  b.enqueue("run", [&] { b_ran = true; });
+  b.synchronize();
+  EXPECT_TRUE(b_ran.load());
+  EXPECT_FALSE(e.query());
+  release = true;
+  e.synchronize();
+  EXPECT_TRUE(e.query());
+}
+
+}  // namespace
+}  // namespace vtrn::runtime

@@ -1,0 +1,143 @@
+"""Asynchronous execution, streams and events, as FSDP2's all-gather/reduce-scatter streams use them."""
+
+import os
+
+import pytest
+import torch
+
+import vtrn
+from conftest import run_python
+
+SLOW = 0.3  # seconds of queued work that holds a stream
+
+
+def test_work_is_queued_and_host_reads_wait():
+    t = torch.zeros(4, device="neuron")
+    done = torch.neuron.Event()
+    torch.neuron._sleep(SLOW)
+    t.fill_(5.0)
+    done.record()
+    assert not done.query()  # the host got here before the queued work ran
+    assert t.cpu().tolist() == [5.0] * 4  # .cpu() waited for it
+    assert done.query()
+
+
+def test_two_streams_are_ordered_by_an_event():
+    src = torch.zeros(1024, device="neuron")
+    dst = torch.full((1024,), -1.0, device="neuron")
+    producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
+    with torch.neuron.stream(producer):
+        torch.neuron._sleep(SLOW)
+        src.fill_(1.0)
+        written = producer.record_event()
+    consumer.wait_event(written)
+    with torch.neuron.stream(consumer):
+        dst.copy_(src)
+    consumer.synchronize()
+    assert torch.equal(dst.cpu(), torch.ones(1024))
+
+
+def test_without_the_event_the_consumer_runs_ahead():
+    # The same program without wait_event: the streams are independent, so the copy reads
+    # the producer's input before the producer wrote it. This is what makes the test above
+    # fail when its event wait is removed.
+    src = torch.zeros(1024, device="neuron")
+    dst = torch.full((1024,), -1.0, device="neuron")
+    producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
+    with torch.neuron.stream(producer):
+        torch.neuron._sleep(SLOW)
+        src.fill_(1.0)
+    with torch.neuron.stream(consumer):
+        dst.copy_(src)
+    consumer.synchronize()
+    assert torch.equal(dst.cpu(), torch.zeros(1024))
+    producer.synchronize()
+
+
+def test_wait_stream_orders_all_prior_work():
+    side = torch.neuron.Stream()
+    x = torch.zeros(8, device="neuron")
+    with torch.neuron.stream(side):
+        torch.neuron._sleep(SLOW)
+        x.fill_(3.0)
+    main = torch.neuron.current_stream()
+    main.wait_stream(side)
+    y = torch.empty(8, device="neuron")
+    y.copy_(x)  # on the main stream, after side's work
+    assert y.cpu().tolist() == [3.0] * 8
+
+
+def test_generic_torch_stream_and_event_work():
+    s = torch.Stream(device="neuron")
+    assert s.device.type == "neuron"
+    e = torch.Event(device="neuron", enable_timing=True)
+    e.record(s)
+    e.synchronize()
+    assert e.query() and s.query()
+    with torch.neuron.stream(s):
+        assert torch.neuron.current_stream() == s
+        assert torch.accelerator.current_stream() == s
+    assert torch.neuron.current_stream() == torch.neuron.default_stream()
+    assert isinstance(torch.neuron.Event(), torch.neuron.Event)
+    prioritized = torch.neuron.Stream(priority=-1)  # FSDP2 asks for this
+    assert prioritized != torch.neuron.default_stream()
+
+
+def test_event_elapsed_time_covers_the_queued_work():
+    start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    start.record()
+    torch.neuron._sleep(0.1)
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 100.0 * 0.95
+
+
+def test_record_stream_is_accepted():
+    s = torch.neuron.Stream()
+    t = torch.ones(16, device="neuron")
+    s.wait_stream(torch.neuron.current_stream())  # t is written on the default stream
+    t.record_stream(s)
+    with torch.neuron.stream(s):
+        u = t * 2
+    del t
+    s.synchronize()
+    assert u.cpu().tolist() == [2.0] * 16
+
+
+def test_queued_error_surfaces_at_the_next_sync_naming_the_op():
+    vtrn._C._enqueue_failure(0, "device fault for testing")
+    with pytest.raises(RuntimeError, match=r"queued op 'vtrn::_fail' on neuron:0 stream 0 failed: device fault "
+                                           r"for testing"):
+        torch.neuron.synchronize()
+    # The error is reported once, and the device keeps working.
+    torch.neuron.synchronize()
+    assert (torch.ones(2, device="neuron") + 1).cpu().tolist() == [2.0, 2.0]
+
+
+def test_queued_error_surfaces_at_a_host_read():
+    t = torch.ones(2, device="neuron")
+    vtrn._C._enqueue_failure(0, "fault before read")
+    with pytest.raises(RuntimeError, match="fault before read"):
+        t.cpu()
+
+
+def test_launch_blocking_raises_at_the_op():
+    env = dict(os.environ, NEURON_LAUNCH_BLOCKING="1")
+    result = run_python(
+        """
+        import torch, vtrn
+        t = torch.zeros(4, device="neuron")
+        torch.neuron._sleep(0.2)
+        # The queued work had run before the call returned.
+        print("synchronous:", torch.neuron.current_stream().query())
+        try:
+            vtrn._C._enqueue_failure(0, "fault")
+            print("not raised")
+        except RuntimeError as e:
+            print("raised at the op:", e)
+        """,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "synchronous: True" in result.stdout
+    assert "raised at the op: queued op 'vtrn::_fail'" in result.stdout
