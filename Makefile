@@ -49,6 +49,9 @@ py-test: install
 test: cpp-test py-test
 
 bench: install
+	cmake -S . -B build/bench -G Ninja -DVTRN_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release > /dev/null
+	cmake --build build/bench -j $(JOBS)
+	@for b in build/bench/vtrn_*_bench; do echo "== $$b"; $$b || exit 1; done
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
 clean:
