@@ -141,3 +141,23 @@ def test_launch_blocking_raises_at_the_op():
     assert result.returncode == 0, result.stderr
     assert "synchronous: True" in result.stdout
     assert "raised at the op: queued op 'vtrn::_fail'" in result.stdout
+
+
+def test_forked_child_can_use_the_device():
+    # DataLoader workers fork after the parent used the device; the child gets no threads.
+    import multiprocessing
+
+    torch.ones(4, device="neuron").fill_(1.0).cpu()
+
+    def child(queue):
+        t = torch.zeros(4, device="neuron")
+        t.fill_(7.0)
+        queue.put(t.cpu().tolist())
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=child, args=(queue,))
+    proc.start()
+    proc.join(timeout=60)
+    assert proc.exitcode == 0
+    assert queue.get(timeout=5) == [7.0] * 4

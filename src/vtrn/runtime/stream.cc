@@ -1,6 +1,27 @@
 #include "vtrn/runtime/stream.h"
 
+#include <pthread.h>
+
+#include <new>
+
 namespace vtrn::runtime {
+
+namespace {
+
+// A forked child has none of its parent's threads: a stream whose worker was started before
+// the fork starts a new one on its next enqueue instead of waiting forever.
+std::atomic<uint64_t> fork_generation{0};
+
+uint64_t current_fork_generation() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  return fork_generation.load(std::memory_order_relaxed);
+}
+
+}  // namespace
 
 Stream::Stream(std::string label) : label_(std::move(label)) {}
 
@@ -13,11 +34,34 @@ Stream::~Stream() {
   if (worker_.joinable()) worker_.join();
 }
 
+void Stream::restart_after_fork() {
+  // Only the forking thread survives a fork: the parent's worker does not exist here, and the
+  // mutex and condition variables may still hold its state (a waiter that will never wake).
+  // Nothing else can use this stream yet, so rebuild them in place.
+  new (&worker_) std::thread();
+  new (&mutex_) std::mutex();
+  new (&work_ready_) std::condition_variable();
+  new (&work_done_) std::condition_variable();
+}
+
+void Stream::start_worker_locked() {
+  worker_ = std::thread([this] { run(); });
+  worker_generation_ = current_fork_generation();
+}
+
+void Stream::recover_from_fork() {
+  if (!worker_.joinable() || worker_generation_ == current_fork_generation()) return;
+  restart_after_fork();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!tasks_.empty()) start_worker_locked();  // work the parent queued before the fork
+}
+
 uint64_t Stream::enqueue(const char* op, std::function<void()> work) {
+  recover_from_fork();
   uint64_t sequence;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+    if (!worker_.joinable()) start_worker_locked();
     tasks_.push_back(Task{op, std::move(work)});
     sequence = enqueued_.fetch_add(1, std::memory_order_release) + 1;
   }
@@ -60,6 +104,7 @@ bool Stream::query() const {
 }
 
 void Stream::wait_until_done(uint64_t target) {
+  recover_from_fork();
   if (completed_.load(std::memory_order_acquire) >= target) return;
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) >= target; });

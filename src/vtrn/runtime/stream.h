@@ -70,6 +70,9 @@ class Stream {
   };
 
   void run();
+  void restart_after_fork();
+  void recover_from_fork();
+  void start_worker_locked();
 
   std::string label_;
   mutable std::mutex mutex_;
@@ -80,7 +83,8 @@ class Stream {
   std::atomic<uint64_t> completed_{0};
   std::string error_;  ///< first error since the last synchronize; empty if none
   bool stopping_ = false;
-  std::thread worker_;  ///< started on the first enqueue
+  std::thread worker_;  ///< started on the first enqueue (and again in a forked child)
+  uint64_t worker_generation_ = 0;  ///< fork generation the worker was started in
 };
 
 class Event {
