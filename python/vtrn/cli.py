@@ -18,6 +18,7 @@ import sys
 
 COMMAND_MODULES = (
     "vtrn.topology",  # topo, mesh
+    "vtrn.hlo_cli",  # hlo
 )
 
 
