@@ -19,6 +19,7 @@ import sys
 COMMAND_MODULES = (
     "vtrn.topology",  # topo, mesh
     "vtrn.hlo_cli",  # hlo
+    "vtrn.plan_cli",  # plan
 )
 
 
