@@ -33,4 +33,7 @@ def register():
             torch.utils.generate_methods_for_privateuse1_backend(
                 for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
             )
+        from vtrn import distributed
+
+        distributed.register()
         _registered = True

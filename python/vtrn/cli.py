@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "vtrn.topology",  # topo, mesh
     "vtrn.hlo_cli",  # hlo
     "vtrn.plan_cli",  # plan
+    "vtrn.launch",  # run
 )
 
 

@@ -5,12 +5,13 @@
 #include <stdexcept>
 #include <thread>
 
-#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>
 #include <pybind11/stl.h>
 
 #include <c10/util/Exception.h>
 
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/distributed.h"
 #include "vtrn/torch/op_tracking.h"
 
 namespace py = pybind11;
@@ -73,6 +74,7 @@ PYBIND11_MODULE(_C, m) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_fail",
                          [message] { throw std::runtime_error(message); });
     }, no_gil);
+    adapter::bind_distributed(m);
     m.def("get_executed_ops", &adapter::executed_ops);
     m.def("get_fallback_ops", &adapter::fallback_ops);
     m.def("clear_op_tracking", &adapter::clear_op_tracking);

@@ -1,0 +1,86 @@
+"""``vtrn run``: launch a training script on one or more emulated Trainium nodes.
+
+A thin layer over ``torch.distributed.run`` (torchrun): it starts the processes, and each
+process pins itself to its logical core before the script runs, as the Neuron runtime
+expects: local rank i runs on logical core i of its node (``NEURON_RT_VISIBLE_CORES=i``),
+so ``torch.neuron.current_device()`` is 0 and the core is the rank's own.
+
+    vtrn run --nproc-per-node 8 train.py --steps 10
+    vtrn run --nnodes 2 --node-rank 0 --rdzv-endpoint host:29500 --nproc-per-node 64 train.py
+"""
+
+import os
+import runpy
+import sys
+
+PIN_ENV = "VTRN_RUN_CORE_OFFSET"
+
+
+def register(subparsers):
+    p = subparsers.add_parser("run", help="launch a script on emulated Trainium nodes (torchrun, one core per process)",
+                              description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("--nnodes", default="1", help="nodes, or MIN:MAX (torchrun's --nnodes)")
+    p.add_argument("--nproc-per-node", type=int, default=None,
+                   help="processes per node (default: every logical core of the instance)")
+    p.add_argument("--instance", default=None, help="instance type (NEURON_RT_FAKE_INSTANCE_TYPE)")
+    p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG)")
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (multi-node)")
+    p.add_argument("--master-port", type=int, default=None)
+    p.add_argument("script")
+    p.add_argument("script_args", nargs=__import__("argparse").REMAINDER)
+    p.set_defaults(func=run)
+
+
+def _cores_per_node(env) -> int:
+    """Logical cores of one node of the configured instance (from the hw model; no torch)."""
+    from vtrn import _model
+
+    instance = env.get("NEURON_RT_FAKE_INSTANCE_TYPE", "trn2.48xlarge")
+    lnc_text = env.get("NEURON_LOGICAL_NC_CONFIG", "") or "0"
+    if not lnc_text.isdigit():
+        raise ValueError(f"NEURON_LOGICAL_NC_CONFIG='{lnc_text}' is not a logical NeuronCore setting; use 1 or 2")
+    return _model.Cluster(instance, int(lnc_text), 1).world
+
+
+def run(args) -> int:
+    env = dict(os.environ)
+    if args.instance:
+        env["NEURON_RT_FAKE_INSTANCE_TYPE"] = args.instance
+    if args.lnc is not None:
+        env["NEURON_LOGICAL_NC_CONFIG"] = str(args.lnc)
+    try:
+        cores = _cores_per_node(env)
+    except ValueError as err:
+        print(f"vtrn run: {err}", file=sys.stderr)
+        return 2
+    nproc = args.nproc_per_node if args.nproc_per_node is not None else cores
+    if not 1 <= nproc <= cores:
+        print(f"vtrn run: --nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', 'trn2.48xlarge')}"
+              f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes.",
+              file=sys.stderr)
+        return 2
+    env.pop("NEURON_RT_VISIBLE_CORES", None)
+    env.pop("NEURON_RT_NUM_CORES", None)
+    torchrun = ["--nnodes", str(args.nnodes), "--nproc-per-node", str(nproc), "--node-rank", str(args.node_rank)]
+    if args.rdzv_endpoint:
+        torchrun += ["--rdzv-backend", "c10d", "--rdzv-endpoint", args.rdzv_endpoint]
+    else:
+        torchrun += ["--standalone"] if args.master_port is None else ["--master-port", str(args.master_port)]
+    command = [sys.executable, "-m", "torch.distributed.run", *torchrun, "-m", "vtrn.launch", args.script,
+               *args.script_args]
+    os.execvpe(sys.executable, command, env)
+
+
+def _worker_main():
+    """Runs in each process torchrun starts: pin to the local rank's core, then run the script."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    os.environ["NEURON_RT_VISIBLE_CORES"] = str(local_rank)
+    script, *script_args = sys.argv[1:]
+    sys.argv = [script, *script_args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    _worker_main()

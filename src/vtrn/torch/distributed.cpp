@@ -1,0 +1,421 @@
+// The `neuron` c10d backend.
+//
+// Each collective: checks that every tensor is a neuron tensor; on the group's first
+// collective, checks that the runtime could build an algorithm for the group's placement
+// (coll::route_group) and raises the runtime's error if not; waits for the work queued before
+// it on the current stream; runs the inner Gloo backend on CPU tensors that alias the device
+// bytes (no copies beyond Gloo's own); adds the modeled time to the device's collective clock;
+// and returns completed work whose future holds the neuron tensors.
+#include "vtrn/torch/distributed.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/from_blob.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include "vtrn/coll/model.h"
+#include "vtrn/coll/route.h"
+#include "vtrn/topo/cluster.h"
+#include "vtrn/topo/link_graph.h"
+#include "vtrn/torch/device.h"
+
+namespace vtrn::torch_adapter {
+namespace {
+
+namespace py = pybind11;
+
+//===----------------------------------------------------------------------===//
+// Modeled collective time, per device
+//===----------------------------------------------------------------------===//
+
+std::mutex clock_mutex;
+std::vector<double>& collective_clock() {
+  static auto* seconds = new std::vector<double>();
+  return *seconds;
+}
+
+void add_modeled_seconds(c10::DeviceIndex device, double seconds) {
+  std::lock_guard<std::mutex> lock(clock_mutex);
+  auto& clock = collective_clock();
+  if (clock.size() <= static_cast<size_t>(device)) clock.resize(device + 1, 0.0);
+  clock[device] += seconds;
+}
+
+double modeled_seconds(int device) {
+  std::lock_guard<std::mutex> lock(clock_mutex);
+  const auto& clock = collective_clock();
+  return device >= 0 && static_cast<size_t>(device) < clock.size() ? clock[device] : 0.0;
+}
+
+//===----------------------------------------------------------------------===//
+// Work
+//===----------------------------------------------------------------------===//
+
+// The data has moved by the time the backend returns: work is complete at creation, and its
+// future holds the neuron tensors (DDP's comm hooks read them from it).
+class NeuronWork final : public c10d::Work {
+ public:
+  NeuronWork(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<c10::Device> devices)
+      : c10d::Work(-1, type), outputs_(std::move(outputs)) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::move(devices));
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+  bool isCompleted() override { return true; }
+  bool isSuccess() const override { return true; }
+  bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+//===----------------------------------------------------------------------===//
+// The backend
+//===----------------------------------------------------------------------===//
+
+/// Where each member of a group runs: (node, logical core of the node), by group rank.
+using Placement = std::vector<std::pair<int, int>>;
+
+class NeuronBackend final : public c10d::Backend {
+ public:
+  NeuronBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, const std::string& instance,
+                int lnc, int nodes, const Placement& placement)
+      : c10d::Backend(rank, size), transport_(std::move(transport)) {
+    TORCH_CHECK(static_cast<int>(placement.size()) == size, "neuron backend: ", placement.size(),
+                " placements for a group of ", size);
+    cluster_ = std::make_unique<topo::Cluster>(instance, lnc, nodes);
+    graph_ = std::make_unique<topo::LinkGraph>(*cluster_);
+    for (const auto& [node, core] : placement) cluster_ranks_.push_back(node * cluster_->ranks_per_node() + core);
+  }
+
+  const std::string getBackendName() const override { return "neuron"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    return run("broadcast", c10d::OpType::BROADCAST, coll::Collective::kBroadcast, tensors, tensors,
+               [&](auto& in, auto&) { return transport_->broadcast(in, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    return run("all_reduce", c10d::OpType::ALLREDUCE, coll::Collective::kAllReduce, tensors, tensors,
+               [&](auto& in, auto&) {
+                 c10d::AllreduceOptions o = opts;
+                 const bool avg = to_sum(o.reduceOp);
+                 auto work = transport_->allreduce(in, o);
+                 finish(work, avg, in);
+                 return work;
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = opts.reduceOp;
+      o.timeout = opts.timeout;
+      allreduce(one, o);
+    }
+    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    return run("reduce", c10d::OpType::REDUCE, coll::Collective::kAllReduce, tensors, tensors,
+               [&](auto& in, auto&) {
+                 c10d::ReduceOptions o = opts;
+                 const bool avg = to_sum(o.reduceOp);
+                 auto work = transport_->reduce(in, o);
+                 finish(work, avg && getRank() == o.rootRank, in);
+                 return work;
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override {
+    std::vector<at::Tensor> flat_out = flatten(outputs);
+    check_neuron("all_gather", flat_out);
+    auto out_alias = alias_lists(outputs);
+    return run("all_gather", c10d::OpType::ALLGATHER, coll::Collective::kAllGather, inputs, flat_out,
+               [&](auto& in, auto&) { return transport_->allgather(out_alias, in, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override {
+    std::vector<at::Tensor> in{input}, out{output};
+    return run("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, coll::Collective::kAllGather, in, out,
+               [&](auto& in_alias, auto& out_alias) {
+                 return transport_->_allgather_base(out_alias[0], in_alias[0], opts);
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override {
+    for (size_t i = 0; i < outputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<std::vector<at::Tensor>> out{outputs[i]};
+      std::vector<at::Tensor> in{inputs[i]};
+      allgather(out, in, opts);
+    }
+    return done(c10d::OpType::ALLGATHER_COALESCED, flatten(outputs));
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override {
+    std::vector<at::Tensor> flat_out = flatten(outputs);
+    check_neuron("gather", flat_out);
+    auto out_alias = alias_lists(outputs);
+    return run("gather", c10d::OpType::GATHER, coll::Collective::kAllGather, inputs, flat_out,
+               [&](auto& in, auto&) { return transport_->gather(out_alias, in, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    std::vector<at::Tensor> flat_in = flatten(inputs);
+    check_neuron("scatter", flat_in);
+    sync_all(flat_in);
+    auto in_alias = alias_lists(inputs);
+    return run("scatter", c10d::OpType::SCATTER, coll::Collective::kBroadcast, outputs, outputs,
+               [&](auto& out, auto&) { return transport_->scatter(out, in_alias, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    std::vector<at::Tensor> flat_in = flatten(inputs);
+    check_neuron("reduce_scatter", flat_in);
+    sync_all(flat_in);
+    auto in_alias = alias_lists(inputs);
+    return run("reduce_scatter", c10d::OpType::REDUCE_SCATTER, coll::Collective::kReduceScatter, outputs, outputs,
+               [&](auto& out, auto&) {
+                 c10d::ReduceScatterOptions o = opts;
+                 const bool avg = to_sum(o.reduceOp);
+                 auto work = transport_->reduce_scatter(out, in_alias, o);
+                 finish(work, avg, out);
+                 return work;
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override {
+    std::vector<at::Tensor> in{input}, out{output};
+    check_neuron("reduce_scatter_tensor", out);
+    return run("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, coll::Collective::kReduceScatter, in, out,
+               [&](auto& in_alias, auto& out_alias) {
+                 c10d::ReduceScatterOptions o = opts;
+                 const bool avg = to_sum(o.reduceOp);
+                 // Gloo's reduce-scatter writes its output once more after wait() returns
+                 // (seen as a division undone): it gets a staging buffer, copied out once final.
+                 at::Tensor staging = at::empty_like(out_alias[0]);
+                 auto work = transport_->_reduce_scatter_base(staging, in_alias[0], o);
+                 std::vector<at::Tensor> result{staging};
+                 finish(work, avg, result);
+                 out_alias[0].copy_(staging);
+                 return work;
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override {
+    for (size_t i = 0; i < outputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override {
+    std::vector<at::Tensor> in{input}, out{output};
+    return run("all_to_all_single", c10d::OpType::ALLTOALL_BASE, coll::Collective::kAllToAll, in, out,
+               [&](auto& in_alias, auto& out_alias) {
+                 return transport_->alltoall_base(out_alias[0], in_alias[0], output_split_sizes, input_split_sizes,
+                                                  opts);
+               });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override {
+    return run("all_to_all", c10d::OpType::ALLTOALL, coll::Collective::kAllToAll, inputs, outputs,
+               [&](auto& in_alias, auto& out_alias) { return transport_->alltoall(out_alias, in_alias, opts); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override {
+    return run("send", c10d::OpType::SEND, coll::Collective::kSendRecv, tensors, tensors,
+               [&](auto& in, auto&) { return transport_->send(in, dst_rank, tag); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override {
+    return run("recv", c10d::OpType::RECV, coll::Collective::kSendRecv, tensors, tensors,
+               [&](auto& in, auto&) { return transport_->recv(in, src_rank, tag); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
+    return run("recv", c10d::OpType::RECVANYSOURCE, coll::Collective::kSendRecv, tensors, tensors,
+               [&](auto& in, auto&) { return transport_->recvAnysource(in, tag); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    check_route("barrier");
+    auto work = transport_->barrier(opts);
+    work->wait();
+    return c10::make_intrusive<NeuronWork>(c10d::OpType::BARRIER, std::vector<at::Tensor>{},
+                                           std::vector<c10::Device>{});
+  }
+
+  /// The route check's verdict for this group, computed on first use: "" when routable.
+  const std::string& route_error() {
+    std::call_once(route_once_, [this] {
+      route_ = coll::route_group(*cluster_, *graph_, cluster_ranks_);
+    });
+    return route_.error;
+  }
+
+ private:
+  static bool to_sum(c10d::ReduceOp& op) {
+    // Gloo has no AVG: sum, then divide by the group size.
+    if (op.op_ != c10d::ReduceOp::AVG) return false;
+    op = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    return true;
+  }
+
+  void finish(const c10::intrusive_ptr<c10d::Work>& work, bool average, std::vector<at::Tensor>& results) {
+    work->wait();
+    if (average) {
+      for (auto& t : results) t.div_(getSize());
+    }
+  }
+
+  void check_route(const char* op) {
+    const std::string& error = route_error();
+    TORCH_CHECK_WITH(DistBackendError, error.empty(), op, " on a group of ", getSize(), " ranks: ", error);
+  }
+
+  static void check_neuron(const char* op, const std::vector<at::Tensor>& tensors) {
+    for (const auto& t : tensors) {
+      TORCH_CHECK(!t.defined() || t.device().is_privateuseone(), "a tensor on ", t.device().str(),
+                  " was passed to the neuron collective ", op,
+                  ". Move it to the neuron device first (tensor.to(\"neuron\")), or initialize the process "
+                  "group with \"cpu:gloo,neuron:neuron\" so that cpu tensors use Gloo.");
+    }
+  }
+
+  static void sync_all(const std::vector<at::Tensor>& tensors) {
+    std::vector<c10::DeviceIndex> seen;
+    for (const auto& t : tensors) {
+      if (!t.defined() || t.is_cpu()) continue;
+      const c10::DeviceIndex d = t.device().index();
+      if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+      seen.push_back(d);
+      sync_current_stream(d);
+    }
+  }
+
+  static at::Tensor alias(const at::Tensor& t) {
+    if (!t.defined() || t.is_cpu()) return t;
+    return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  }
+
+  static std::vector<at::Tensor> aliases(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> out;
+    out.reserve(tensors.size());
+    for (const auto& t : tensors) out.push_back(alias(t));
+    return out;
+  }
+
+  static std::vector<std::vector<at::Tensor>> alias_lists(const std::vector<std::vector<at::Tensor>>& lists) {
+    std::vector<std::vector<at::Tensor>> out;
+    for (const auto& l : lists) out.push_back(aliases(l));
+    return out;
+  }
+
+  static std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+    std::vector<at::Tensor> out;
+    for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+    return out;
+  }
+
+  static std::vector<c10::Device> devices_of(const std::vector<at::Tensor>& tensors) {
+    std::vector<c10::Device> devices;
+    for (const auto& t : tensors) {
+      if (t.defined() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+        devices.push_back(t.device());
+      }
+    }
+    return devices;
+  }
+
+  c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, const std::vector<at::Tensor>& outputs) {
+    return c10::make_intrusive<NeuronWork>(type, outputs, devices_of(outputs));
+  }
+
+  /// Checks, waits for the producers, runs |call|(input aliases, output aliases) on the
+  /// transport, waits for it, and charges the modeled time.
+  template <typename Call>
+  c10::intrusive_ptr<c10d::Work> run(const char* op, c10d::OpType type, coll::Collective collective,
+                                     std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs, Call call) {
+    check_neuron(op, inputs);
+    check_neuron(op, outputs);
+    check_route(op);
+    sync_all(inputs);
+    sync_all(outputs);
+    std::vector<at::Tensor> in_alias = aliases(inputs);
+    std::vector<at::Tensor> out_alias = &inputs == &outputs ? in_alias : aliases(outputs);
+    auto work = call(in_alias, out_alias);
+    work->wait();
+    uint64_t bytes = 0;
+    for (const auto& t : (collective == coll::Collective::kReduceScatter ? inputs : outputs)) {
+      if (t.defined()) bytes += t.nbytes();
+    }
+    if (!outputs.empty() && outputs[0].defined() && getSize() > 1) {
+      add_modeled_seconds(outputs[0].device().index(), coll::estimate(*cluster_, route_, collective, bytes).seconds);
+    }
+    return done(type, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Backend> transport_;
+  std::unique_ptr<topo::Cluster> cluster_;
+  std::unique_ptr<topo::LinkGraph> graph_;
+  std::vector<int> cluster_ranks_;
+  std::once_flag route_once_;
+  coll::Route route_;
+};
+
+}  // namespace
+
+void bind_distributed(py::module_& m) {
+  py::class_<NeuronBackend, c10d::Backend, c10::intrusive_ptr<NeuronBackend>>(m, "NeuronBackend")
+      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size,
+                       const std::string& instance, int lnc, int nodes, const Placement& placement) {
+             try {
+               return c10::make_intrusive<NeuronBackend>(transport, rank, size, instance, lnc, nodes, placement);
+             } catch (const std::invalid_argument& e) {
+               throw py::value_error(e.what());
+             }
+           }),
+           py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("instance"), py::arg("lnc"),
+           py::arg("nodes"), py::arg("placement"))
+      .def("route_error", &NeuronBackend::route_error);
+  m.def("modeled_collective_seconds", &modeled_seconds, py::arg("device"),
+        "Modeled time of the collectives this process ran on |device|, in seconds.");
+}
+
+}  // namespace vtrn::torch_adapter

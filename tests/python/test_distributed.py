@@ -1,0 +1,74 @@
+"""The `neuron` c10d backend, `vtrn run`, and topology-checked collectives."""
+
+import os
+import re
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+SCRIPTS = pathlib.Path(__file__).parent / "dist_scripts"
+RUNTIME_ERROR = "failed (2) to init a collective algorithm. reason: no_hier no_mesh"
+
+
+def vtrn_run(*args, env=None, timeout=110):
+    return subprocess.run([sys.executable, "-m", "vtrn.cli", "run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_every_collective_on_four_processes():
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "collectives.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    # Each rank prints "rank R OK" once its checks passed (lines of ranks may interleave).
+    assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1", "2", "3"], result.stdout
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_ddp_and_fsdp2_losses_match_the_cpu_run(mode):
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "train_ddp_fsdp.py"), mode)
+    assert result.returncode == 0, result.stderr[-4000:]
+    steps = [line.split() for line in result.stdout.splitlines() if line.startswith("step ")]
+    assert len(steps) == 5
+    for _, step, distributed, cpu in steps:
+        assert float(distributed) == pytest.approx(float(cpu), rel=1e-5), (mode, step)
+
+
+@pytest.mark.parametrize("rank", [0, 63])
+def test_64_rank_world_checks_the_seed_meshes(rank):
+    result = subprocess.run([sys.executable, str(SCRIPTS / "mesh64.py"), str(rank)], capture_output=True, text=True,
+                            timeout=110)
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = dict(line.split(": ", 1) for line in result.stdout.strip().splitlines())
+    assert lines["TP1 x FSDP64"] == "ok"
+    assert lines["TP4 x FSDP16"] == "ok"
+    assert lines["TP8 x FSDP8 chip pairs"] == "ok"
+    # The default mesh: the TP all-reduce runs first and succeeds; the FSDP all-gather fails.
+    failure = lines["TP8 x FSDP8 default"]
+    assert failure.startswith("RuntimeError: all_gather_into_tensor on a group of 8 ranks")
+    assert RUNTIME_ERROR in failure
+    dp_group = [rank % 8 + 8 * k for k in range(8)]
+    assert f"replica-group: {dp_group}" in failure
+
+
+def test_cpu_tensor_to_a_neuron_collective_is_refused():
+    result = vtrn_run("--nproc-per-node", "2", str(SCRIPTS / "misuse.py"), "cpu-tensor")
+    # Both ranks refuse (their lines may interleave).
+    message = "a tensor on cpu was passed to the neuron collective all_gather"
+    assert result.stdout.count(message) == 2, result.stdout + result.stderr[-3000:]
+
+
+def test_two_processes_on_one_core_are_refused():
+    env = dict(os.environ, NEURON_RT_VISIBLE_CORES="5")
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                             str(SCRIPTS / "misuse.py"), "same-core"], capture_output=True, text=True, timeout=110,
+                            env=env)
+    assert "ranks 0 and 1 both run on logical core 5 of node 0" in result.stdout, result.stdout + result.stderr[-3000:]
+
+
+def test_world_that_does_not_fit_the_instance_is_refused():
+    result = vtrn_run("--nproc-per-node", "65", str(SCRIPTS / "misuse.py"), "x")
+    assert result.returncode == 2
+    assert "--nproc-per-node 65 does not fit: trn2.48xlarge has 64 logical cores per node" in result.stderr
+    result = vtrn_run("--lnc", "1", "--nproc-per-node", "129", str(SCRIPTS / "misuse.py"), "x")
+    assert "has 128 logical cores per node" in result.stderr
