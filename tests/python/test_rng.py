@@ -110,3 +110,28 @@ def test_dropout_drops_p_and_scales_the_rest():
     assert abs(1 - kept.double().mean().item() - 0.3) < 0.01
     assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / 0.7))
     assert torch.equal(torch.nn.functional.dropout(x, p=0.3, training=False).cpu(), x.cpu())
+
+
+def test_dtensor_offset_based_rng_tracker_uses_the_device_generator():
+    # DTensor picks its OffsetBasedRNGTracker when the device module has set_rng_state, and
+    # then reads and writes the (seed, offset) state: random DTensors must be reproducible.
+    result = run_python(
+        """
+        import warnings; warnings.filterwarnings("ignore")
+        import torch, torch.distributed as dist
+        import torch.distributed.tensor._random as dtensor_random
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import DTensor, Shard
+        dist.init_process_group("neuron", store=dist.HashStore(), rank=0, world_size=1)
+        mesh = init_device_mesh("neuron", (1,))
+        draws = []
+        for _ in range(2):
+            torch.manual_seed(5)
+            d = DTensor.from_local(torch.empty(8, device="neuron"), mesh, [Shard(0)]).uniform_()
+            draws.append(d.full_tensor().cpu())
+        print(type(dtensor_random._rng_tracker).__name__, torch.equal(draws[0], draws[1]))
+        dist.destroy_process_group()
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "OffsetBasedRNGTracker True"
