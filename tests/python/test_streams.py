@@ -22,7 +22,12 @@ def test_work_is_queued_and_host_reads_wait():
     assert done.query()
 
 
-def test_two_streams_are_ordered_by_an_event():
+@pytest.mark.parametrize("use_event", [True, False], ids=["with-event", "without-event"])
+def test_two_streams_are_ordered_only_by_an_event(use_event):
+    # The producer is held by queued work, then writes; the consumer copies what it wrote.
+    # With the event wait the copy sees the write. Without it the streams are independent and
+    # the copy runs ahead: the second case is what makes the first fail when its wait is
+    # removed.
     src = torch.zeros(1024, device="neuron")
     dst = torch.full((1024,), -1.0, device="neuron")
     producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
@@ -30,27 +35,13 @@ def test_two_streams_are_ordered_by_an_event():
         torch.neuron._sleep(SLOW)
         src.fill_(1.0)
         written = producer.record_event()
-    consumer.wait_event(written)
+    if use_event:
+        consumer.wait_event(written)
     with torch.neuron.stream(consumer):
         dst.copy_(src)
     consumer.synchronize()
-    assert torch.equal(dst.cpu(), torch.ones(1024))
-
-
-def test_without_the_event_the_consumer_runs_ahead():
-    # The same program without wait_event: the streams are independent, so the copy reads
-    # the producer's input before the producer wrote it. This is what makes the test above
-    # fail when its event wait is removed.
-    src = torch.zeros(1024, device="neuron")
-    dst = torch.full((1024,), -1.0, device="neuron")
-    producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
-    with torch.neuron.stream(producer):
-        torch.neuron._sleep(SLOW)
-        src.fill_(1.0)
-    with torch.neuron.stream(consumer):
-        dst.copy_(src)
-    consumer.synchronize()
-    assert torch.equal(dst.cpu(), torch.zeros(1024))
+    expected = torch.ones(1024) if use_event else torch.zeros(1024)
+    assert torch.equal(dst.cpu(), expected)
     producer.synchronize()
 
 
