@@ -122,6 +122,7 @@ class Parser {
           expect("->", "'->'");
           type_list_in_parens();
         }
+        skip_loc();  // `} loc(#loc)` after the module
         break;
       }
       if (at_end()) {
@@ -137,6 +138,7 @@ class Parser {
       } else {
         name = function_header(nullptr, nullptr);
         skip_balanced_from_here('{');
+        skip_loc();  // `} loc(#loc)` after the body (as_text(debug_info=True))
       }
       if (funcs_.count(name)) error("function @" + name + " is defined twice", start);
       funcs_[name] = start;
@@ -954,6 +956,7 @@ class Parser {
     type_list_in_parens();
     expect("->", "'->'");
     type_list_in_parens();
+    skip_loc();
   }
 
   void region_args(Block& block, Scope& scope) {
@@ -1108,7 +1111,7 @@ class Parser {
 
       std::vector<int> results;
       if (name == "call" || name == "func.call") {
-        results = inline_call(scope);
+        results = inline_call(scope, generic);
       } else {
         RawOp r;
         r.name = name;
@@ -1142,17 +1145,29 @@ class Parser {
     }
   }
 
-  std::vector<int> inline_call(Scope& scope) {
+  // `call @f(%a, %b) : ...` or, in generic form, `"func.call"(%a, %b) <{callee = @f}> : ...`
+  // (older MLIR puts the callee in the `{...}` dictionary instead).
+  std::vector<int> inline_call(Scope& scope, bool generic) {
     const std::size_t pos = p_;
-    const std::string callee = symbol();
+    std::string callee;
+    if (!generic) callee = symbol();
     std::vector<int> args;
-    expect("(", "'(' after the callee");
+    expect("(", generic ? "'(' and the operands of func.call" : "'(' after the callee");
     if (!accept(")")) {
       do args.push_back(value_use(scope));
       while (accept(","));
       expect(")", "')'");
     }
-    if (peek("{")) parse_dict();
+    auto take_callee = [&](const std::vector<std::pair<std::string, Attr>>& dict) {
+      for (const auto& [k, v] : dict)
+        if (k == "callee") callee = v.s;
+    };
+    if (generic && accept("<")) {
+      take_callee(parse_dict());
+      expect(">", "'>' after the properties");
+    }
+    if (peek("{")) take_callee(parse_dict());
+    if (callee.empty()) error("func.call without a callee: expected <{callee = @name}>", pos);
     RawOp r;
     op_types(r);
     std::shared_ptr<Block> f = function(callee);
@@ -1372,6 +1387,7 @@ class Parser {
         const std::string v = value_def_name();
         expect(":", "':'");
         TensorType t = tensor_type();
+        skip_loc();
         (k == 0 ? lhs : rhs).emplace_back(v, t);
       }
       expect(")", "')'");

@@ -209,6 +209,112 @@ TEST(ParserTest, ReadsGenericForm) {
   expect_round_trip(m);
 }
 
+// jax.jit(f).lower(x, y).as_text(debug_info=True): every op, argument and function carries a
+// location, `loc(...)` after the closing braces, and `#loc = loc(...)` aliases before and after
+// the module (the shape jax 0.10 prints; vtrn skips all of them).
+constexpr const char* kJaxDebugInfo = R"mlir(#loc1 = loc("x")
+#loc2 = loc("y")
+module @jit_f attributes {jax.uses_shape_polymorphism = false, mhlo.frontend_attributes = {xla.sdy.meshes = "{}"}, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xf32> loc("x"), %arg1: tensor<3xf32> loc("y")) -> (tensor<3xf32> {jax.result_info = "result"}) {
+    %0 = call @_scale(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc8)
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc)
+    %1 = stablehlo.reduce(%0 init: %cst) across dimensions = [0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>
+     reducer(%arg2: tensor<f32> loc("jit(f)/reduce_sum"(#loc5)), %arg3: tensor<f32> loc("jit(f)/reduce_sum"(#loc5)))  {
+      %3 = stablehlo.add %arg2, %arg3 : tensor<f32> loc(#loc9)
+      stablehlo.return %3 : tensor<f32> loc(#loc9)
+    } loc(#loc9)
+    %2 = stablehlo.add %1, %arg1 : tensor<3xf32> loc(#loc10)
+    return %2 : tensor<3xf32> loc(#loc)
+  } loc(#loc)
+  func.func private @_scale(%arg0: tensor<2x3xf32> loc("jit(f)/jit(_scale)"(#loc5))) -> tensor<2x3xf32> {
+    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32> loc(#loc)
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x3xf32> loc(#loc11)
+    %1 = stablehlo.multiply %arg0, %0 : tensor<2x3xf32> loc(#loc11)
+    return %1 : tensor<2x3xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("/tmp/f.py":7:11 to :23)
+#loc4 = loc("/tmp/f.py":11:0)
+#loc5 = loc("f"(#loc3))
+#loc6 = loc(callsite(#loc5 at #loc4))
+#loc7 = loc(fused[#loc1, #loc2])
+#loc8 = loc("jit(f)/jit(_scale)"(#loc6))
+#loc9 = loc("jit(f)/reduce_sum"(#loc6))
+#loc10 = loc("jit(f)/add"(#loc6))
+#loc11 = loc("jit(f)/jit(_scale)/mul"(#loc6))
+)mlir";
+
+// The same module in generic form with locations
+// (lower().compiler_ir().operation.get_asm(print_generic_op_form=True, enable_debug_info=True)):
+// the call is `"func.call"(...) <{callee = @_scale}>`.
+constexpr const char* kJaxGenericDebugInfo = R"mlir(#loc1 = loc("x")
+#loc2 = loc("y")
+"builtin.module"() <{sym_name = "jit_f"}> ({
+  "func.func"() <{arg_attrs = [{}, {}], function_type = (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>, res_attrs = [{jax.result_info = "result"}], sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<2x3xf32> loc("x"), %arg1: tensor<3xf32> loc("y")):
+    %0 = "func.call"(%arg0) <{callee = @_scale}> : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc8)
+    %1 = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32> loc(#loc)
+    %2 = "stablehlo.reduce"(%0, %1) <{dimensions = array<i64: 0>}> ({
+    ^bb0(%arg2: tensor<f32> loc("jit(f)/reduce_sum"(#loc5)), %arg3: tensor<f32> loc("jit(f)/reduce_sum"(#loc5))):
+      %4 = "stablehlo.add"(%arg2, %arg3) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#loc9)
+      "stablehlo.return"(%4) : (tensor<f32>) -> () loc(#loc9)
+    }) : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32> loc(#loc9)
+    %3 = "stablehlo.add"(%2, %arg1) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc(#loc10)
+    "func.return"(%3) : (tensor<3xf32>) -> () loc(#loc)
+  }) : () -> () loc(#loc)
+  "func.func"() <{function_type = (tensor<2x3xf32>) -> tensor<2x3xf32>, sym_name = "_scale", sym_visibility = "private"}> ({
+  ^bb0(%arg0: tensor<2x3xf32> loc("jit(f)/jit(_scale)"(#loc5))):
+    %0 = "stablehlo.constant"() <{value = dense<2.000000e+00> : tensor<f32>}> : () -> tensor<f32> loc(#loc)
+    %1 = "stablehlo.broadcast_in_dim"(%0) <{broadcast_dimensions = array<i64>}> : (tensor<f32>) -> tensor<2x3xf32> loc(#loc11)
+    %2 = "stablehlo.multiply"(%arg0, %1) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc11)
+    "func.return"(%2) : (tensor<2x3xf32>) -> () loc(#loc)
+  }) : () -> () loc(#loc)
+}) {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} : () -> () loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("/tmp/f.py":7:11 to :23)
+#loc4 = loc("/tmp/f.py":11:0)
+#loc5 = loc("f"(#loc3))
+#loc6 = loc(callsite(#loc5 at #loc4))
+#loc7 = loc(fused[#loc1, #loc2])
+#loc8 = loc("jit(f)/jit(_scale)"(#loc6))
+#loc9 = loc("jit(f)/reduce_sum"(#loc6))
+#loc10 = loc("jit(f)/add"(#loc6))
+#loc11 = loc("jit(f)/jit(_scale)/mul"(#loc6))
+)mlir";
+
+TEST(ParserTest, ReadsJaxTextWithDebugInfoInBothForms) {
+  for (int generic = 0; generic < 2; ++generic) {
+    SCOPED_TRACE(generic ? "generic form" : "pretty form");
+    Module m = parse_module(generic ? kJaxGenericDebugInfo : kJaxDebugInfo);
+    EXPECT_EQ(m.name, "jit_f");
+    ASSERT_EQ(m.main.args.size(), 2u);
+    ASSERT_EQ(m.main.results.size(), 1u);
+    EXPECT_EQ(m.main.type(m.main.results[0]), TensorType(DType::kF32, {3}));
+    // @_scale was inlined: constant, broadcast, multiply, then main's constant, reduce, add.
+    std::vector<OpKind> kinds;
+    for (const Op& op : m.main.ops) kinds.push_back(op.kind);
+    EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::kConstant, OpKind::kBroadcastInDim, OpKind::kMultiply, OpKind::kConstant,
+                                          OpKind::kReduce, OpKind::kAdd}));
+    EXPECT_EQ(match_reduce_region(*m.main.ops[4].regions[0]), ReduceKind::kAdd);
+    expect_round_trip(m);
+  }
+  // Both forms describe the same module.
+  EXPECT_EQ(print_module(parse_module(kJaxDebugInfo)), print_module(parse_module(kJaxGenericDebugInfo)));
+}
+
+TEST(ParserTest, GenericCallWithoutCalleeIsAClearError) {
+  const char* text = R"("builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2xf32>) -> tensor<2xf32>, sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<2xf32>):
+    %0 = "func.call"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>
+    "func.return"(%0) : (tensor<2xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)";
+  EXPECT_NE(parse_error(text).find("func.call without a callee"), std::string::npos) << parse_error(text);
+}
+
 TEST(ParserTest, OldStyleDenseAttributes) {
   const char* text = R"(module {
   func.func @main(%arg0: tensor<4x6xf32>) -> tensor<2x3xf32> {

@@ -1,0 +1,31 @@
+#loc1 = loc("x")
+#loc2 = loc("y")
+module @jit_f attributes {jax.uses_shape_polymorphism = false, mhlo.frontend_attributes = {xla.sdy.meshes = "{}"}, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xf32> loc("x"), %arg1: tensor<3xf32> loc("y")) -> (tensor<3xf32> {jax.result_info = "result"}) {
+    %0 = call @_scale(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc8)
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc)
+    %1 = stablehlo.reduce(%0 init: %cst) across dimensions = [0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>
+     reducer(%arg2: tensor<f32> loc("jit(f)/reduce_sum"(#loc5)), %arg3: tensor<f32> loc("jit(f)/reduce_sum"(#loc5)))  {
+      %3 = stablehlo.add %arg2, %arg3 : tensor<f32> loc(#loc9)
+      stablehlo.return %3 : tensor<f32> loc(#loc9)
+    } loc(#loc9)
+    %2 = stablehlo.add %1, %arg1 : tensor<3xf32> loc(#loc10)
+    return %2 : tensor<3xf32> loc(#loc)
+  } loc(#loc)
+  func.func private @_scale(%arg0: tensor<2x3xf32> loc("jit(f)/jit(_scale)"(#loc5))) -> tensor<2x3xf32> {
+    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32> loc(#loc)
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x3xf32> loc(#loc11)
+    %1 = stablehlo.multiply %arg0, %0 : tensor<2x3xf32> loc(#loc11)
+    return %1 : tensor<2x3xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("/tmp/f.py":7:11 to :23)
+#loc4 = loc("/tmp/f.py":11:0)
+#loc5 = loc("f"(#loc3))
+#loc6 = loc(callsite(#loc5 at #loc4))
+#loc7 = loc(fused[#loc1, #loc2])
+#loc8 = loc("jit(f)/jit(_scale)"(#loc6))
+#loc9 = loc("jit(f)/reduce_sum"(#loc6))
+#loc10 = loc("jit(f)/add"(#loc6))
+#loc11 = loc("jit(f)/jit(_scale)/mul"(#loc6))
