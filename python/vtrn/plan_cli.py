@@ -91,6 +91,10 @@ def print_report(result: dict, args) -> None:
     best = result["layouts"][0]
     print("\nRecommended:" if not args.layout else "\nThis layout:")
     print(best["reason"])
+    if result.get("alternatives"):
+        print("\nThe alternatives:")
+        for line in result["alternatives"]:
+            print(f"  - {line}")
     print("\n" + best["code"])
 
 

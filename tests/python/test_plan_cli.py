@@ -72,6 +72,7 @@ def test_table_code_and_reason(capsys):
     assert "TP4 x FSDP16" in out
     assert 'init_device_mesh("neuron", (16, 4), mesh_dim_names=("shard", "tp"))' in out
     assert "Limiting resource:" in out
+    assert "The alternatives:" in out and "Without TP" in out
     assert "tokens/s" in out
 
 

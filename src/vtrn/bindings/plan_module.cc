@@ -148,6 +148,7 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["evaluated"] = static_cast<long>(evals.size());
     out["factorizations"] = 1;
     out["why_nothing"] = evals.front().valid() ? "" : p.explain(evals.front());
+    out["alternatives"] = std::vector<std::string>{};
   } else {
     plan::SearchOptions o;
     o.checkpointing.clear();
@@ -165,6 +166,7 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["factorizations"] = r.factorizations;
     out["placement_searches"] = r.placement_searches;
     out["why_nothing"] = r.why_nothing;
+    out["alternatives"] = r.alternatives;
   }
   out["search_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out["layouts"] = layouts;

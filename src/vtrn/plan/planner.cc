@@ -711,6 +711,7 @@ SearchResult Planner::search(const SearchOptions& o) const {
     if (ka != kb) return ka < kb;
     return a.memory.total - a.memory.budget < b.memory.total - b.memory.budget;
   });
+  if (!res.ranked.empty()) res.alternatives = alternatives(res.ranked.front(), res.ranked, rejected);
   if (rejected.size() > 20) rejected.resize(20);
   res.rejected = std::move(rejected);
   if (res.ranked.empty()) {
@@ -835,6 +836,62 @@ std::string Planner::explain(const Evaluation& e) const {
   else if (l.shard * l.tp > cluster_.ranks_per_node()) s += "FSDP spans nodes because persistent model state needs the sharding. ";
   s += "Limiting resource: " + e.limiting_resource + ": " + e.advice + ".";
   return s;
+}
+
+}  // namespace vtrn::plan
+
+namespace vtrn::plan {
+
+std::vector<std::string> Planner::alternatives(const Evaluation& best, const std::vector<Evaluation>& ranked,
+                                               const std::vector<Evaluation>& rejected) const {
+  std::vector<std::string> out;
+  auto name = [](const Layout& l) {
+    std::string w;
+    if (l.pp > 1) w += "PP" + std::to_string(l.pp) + " x ";
+    if (l.tp > 1) w += "TP" + std::to_string(l.tp) + " x ";
+    if (l.replicate > 1 && l.shard > 1) w += "HSDP " + std::to_string(l.replicate) + "x" + std::to_string(l.shard);
+    else if (l.shard > 1) w += "FSDP" + std::to_string(l.shard);
+    else if (l.replicate > 1) w += "DDP" + std::to_string(l.replicate);
+    else w += "one rank";
+    return w + " (micro-batch " + std::to_string(l.micro_batch) + ", " + std::string(checkpointing_name(l.checkpointing)) + ")";
+  };
+  // The best valid layout matching |pred|, else the closest rejected one, in one sentence.
+  auto describe = [&](const char* what, auto pred) {
+    for (const Evaluation& e : ranked) {
+      if (!pred(e.layout)) continue;
+      if (&e == &ranked.front() || e.layout.describe() == best.layout.describe()) return;
+      const double slower = 100.0 * (best.tokens_per_second / e.tokens_per_second - 1);
+      out.push_back(std::string(what) + ": the best, " + name(e.layout) + ", is " + fmt("%.1f%%", slower) +
+                    " slower (limiting resource: " + e.limiting_resource + ").");
+      return;
+    }
+    for (const Evaluation& e : rejected) {
+      if (!pred(e.layout) || !e.batch_ok) continue;
+      if (!e.routable) {
+        out.push_back(std::string(what) + ": not routable under any placement tried (collective topology).");
+        return;
+      }
+      out.push_back(std::string(what) + ": nothing fits; the closest, " + name(e.layout) + ", needs " + gib(e.memory.total) +
+                    " of " + gib(e.memory.budget) + " (limiting resource: " + e.limiting_resource + ": " + e.advice + ").");
+      return;
+    }
+  };
+  const Layout& b = best.layout;
+  if (b.tp > 1) describe("Without TP", [](const Layout& l) { return l.tp == 1; });
+  else describe("With TP4", [](const Layout& l) { return l.tp == 4; });
+  if (b.replicate > 1 && b.shard > 1)
+    describe("FSDP over the same ranks without replicas", [&](const Layout& l) { return l.replicate == 1 && l.tp == b.tp && l.pp == b.pp; });
+  else if (cluster_.nodes() > 1 && b.replicate == 1)
+    describe("HSDP (replicas of a smaller sharding group)", [&](const Layout& l) { return l.replicate > 1 && l.shard > 1 && l.tp == b.tp && l.pp == b.pp; });
+  if (b.pp == 1 && cluster_.nodes() > 1) describe("With pipeline stages", [](const Layout& l) { return l.pp > 1; });
+  if (b.checkpointing != Checkpointing::kNone) {
+    const Layout same = b;
+    describe("Without activation checkpointing", [same](const Layout& l) {
+      return l.pp == same.pp && l.replicate == same.replicate && l.shard == same.shard && l.tp == same.tp &&
+             l.checkpointing == Checkpointing::kNone;
+    });
+  }
+  return out;
 }
 
 }  // namespace vtrn::plan

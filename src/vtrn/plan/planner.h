@@ -135,6 +135,9 @@ struct SearchResult {
   int placement_searches = 0;          ///< unroutable defaults handed to the placement search
   int placement_searches_skipped = 0;  ///< unroutable defaults that could not enter the top keep_top
   std::string why_nothing;           ///< when ranked is empty: why, and what would fit
+  /// Why not the nearest alternatives to the best layout (no TP / TP4, FSDP vs HSDP, PP, no
+  /// checkpointing), each in one sentence with its slowdown or why it does not fit.
+  std::vector<std::string> alternatives;
 };
 
 class Planner {
@@ -161,6 +164,10 @@ class Planner {
   std::string mesh_code(const Evaluation& e) const;
   /// A plain-language reason for the choice, in the seed's terms.
   std::string explain(const Evaluation& e) const;
+
+  /// The sentences of SearchResult::alternatives for |best| (search() fills them in).
+  std::vector<std::string> alternatives(const Evaluation& best, const std::vector<Evaluation>& ranked,
+                                        const std::vector<Evaluation>& rejected) const;
 
   /// Per-rank HBM budget of the logical core (hw::InstanceSpec::hbm_per_rank).
   double budget_bytes() const;

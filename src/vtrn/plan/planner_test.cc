@@ -50,6 +50,18 @@ TEST(SeedTable, AddingNodesToAOneNodeLayoutReplicatesIt) {
   EXPECT_EQ(l.describe(), "pp=1,replicate=4,shard=64,tp=1");
 }
 
+// The explanation names the nearest alternatives: 70B without TP needs full recomputation, and
+// without checkpointing TP4 x FSDP64 does not fit.
+TEST(SeedTable, SeventyBExplainsItsAlternatives) {
+  Planner p(find_preset("llama3-70b"), topo::Cluster("trn2.48xlarge", 2, 4), seed_workload(1024));
+  const SearchResult r = p.search();
+  ASSERT_FALSE(r.alternatives.empty());
+  std::string all;
+  for (const auto& s : r.alternatives) all += s + "\n";
+  EXPECT_NE(all.find("Without TP: the best, FSDP256 (micro-batch 1, full)"), std::string::npos) << all;
+  EXPECT_NE(all.find("Without activation checkpointing: nothing fits"), std::string::npos) << all;
+}
+
 // Where the model disagrees: at sequence length 4096 the 70B model's activations no longer fit
 // TP4 without full recomputation (40.5 s b h per layer / 4 x 80 layers = 27 GB > 24 GiB), and full
 // recomputation costs a third more compute than TP8's cross-chip collectives, so the planner
@@ -81,7 +93,9 @@ TEST(Search, RankedBestFirstAndAllValid) {
   ASSERT_GT(r.ranked.size(), 2u);
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     EXPECT_TRUE(r.ranked[i].valid());
-    if (i) EXPECT_GE(r.ranked[i - 1].tokens_per_second, r.ranked[i].tokens_per_second);
+    if (i) {
+      EXPECT_GE(r.ranked[i - 1].tokens_per_second, r.ranked[i].tokens_per_second);
+    }
   }
 }
 
