@@ -49,6 +49,7 @@ struct Search {
   std::vector<ChipMask> constraints;     // slot sets (bit = slot) that must map to connected chips
   std::vector<std::vector<int>> done_at; // slot -> constraints whose highest slot it is
   std::vector<std::vector<int>> open_at; // slot -> constraints still open after it
+  std::vector<std::vector<int>> member_of; // slot -> constraints that hold it
   std::vector<int> order;                // slot -> chip
   int solutions = 0;
   bool stop = false;
@@ -107,7 +108,9 @@ struct Search {
     constraints.assign(unique.begin(), unique.end());
     done_at.assign(chips, {});
     open_at.assign(chips, {});
+    member_of.assign(chips, {});
     for (int i = 0; i < static_cast<int>(constraints.size()); ++i) {
+      for (ChipMask m = constraints[i]; m; m &= m - 1) member_of[std::countr_zero(m)].push_back(i);
       const int lo = std::countr_zero(constraints[i]);
       const int hi = 63 - std::countl_zero(constraints[i]);
       done_at[hi].push_back(i);
@@ -136,6 +139,78 @@ struct Search {
     return true;
   }
 
+  // Every group of the current (complete) chip order is routable.
+  bool constraints_hold() const {
+    for (ChipMask c : constraints) {
+      if (!graph.connected(image(c))) return false;
+    }
+    return true;
+  }
+
+  struct Score {
+    int off = 0;
+    hw::Seconds cost = -1;  // -1: some group is not routable
+    bool better_than(const Score& o) const {
+      return o.cost < 0 || (cost >= 0 && (off < o.off || (off == o.off && cost < o.cost)));
+    }
+  };
+
+  Score score() const {
+    std::vector<int> placement(cluster.world());
+    for (int pos = 0; pos < cluster.world(); ++pos) placement[pos] = rank_at(pos);
+    Score out;
+    out.cost = placement_cost(cluster, graph, topo::Mesh(cluster, shape, names, std::move(placement)),
+                              options.cost_bytes, &out.off);
+    return out;
+  }
+
+  // The best few routable chip orders seen by evaluate(), the starts of improve().
+  static constexpr size_t kStarts = 4;
+  std::vector<std::pair<Score, std::vector<int>>> starts;
+
+  void remember(const Score& sc) {
+    for (const auto& [s, o] : starts) {
+      if (o == order) return;
+    }
+    starts.emplace_back(sc, order);
+    std::sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+    if (starts.size() > kStarts) starts.pop_back();
+  }
+
+  // Local search from each remembered order: swap the chips of two slots while every group
+  // stays routable and the score (TP groups off chip, then cost) drops; repeat until no swap
+  // helps. It uses nothing but the link graph and the cost model, so it works for any grid.
+  void improve() {
+    const auto seeds = starts;
+    for (const auto& [start_score, start] : seeds) {
+      order = start;
+      Score current = start_score;
+      bool improved = true;
+      while (improved && !stop) {
+        improved = false;
+        for (int i = 0; i < chips && !stop; ++i) {
+          for (int j = i + 1; j < chips; ++j) {
+            if (++steps > options.max_steps) {
+              stop = true;
+              break;
+            }
+            std::swap(order[i], order[j]);
+            if (constraints_hold()) {
+              const Score next = score();
+              if (next.better_than(current)) {
+                current = next;
+                improved = true;
+                continue;
+              }
+            }
+            std::swap(order[i], order[j]);
+          }
+        }
+      }
+      evaluate();
+    }
+  }
+
   // Scores the current chip order; keeps it when it beats the best so far.
   void evaluate() {
     ++solutions;
@@ -144,7 +219,8 @@ struct Search {
     topo::Mesh mesh(cluster, shape, names, placement);
     int off = 0;
     const hw::Seconds cost = placement_cost(cluster, graph, mesh, options.cost_bytes, &off);
-    if (cost < 0) return;  // defensive: the constraints should make every group routable
+    if (cost < 0) return;  // not routable (a structured order can fail; the DFS's cannot)
+    remember(Score{off, cost});
     ++best.solutions;
     if (!best.found || off < best.tp_groups_off_chip || (off == best.tp_groups_off_chip && cost < best.cost)) {
       best.found = true;
@@ -164,7 +240,9 @@ struct Search {
       if (solutions >= options.max_solutions) stop = true;
       return;
     }
-    // Candidates: neighbours of the previous slot's chip first, then the rest ascending.
+    // Candidates, most compact first: by the number of links to chips already placed in the
+    // groups this slot belongs to (compact groups have more links, so more bandwidth), then
+    // neighbours of the previous slot's chip, then ascending.
     std::vector<int> candidates;
     if (slot == 0) {
       candidates.push_back(0);
@@ -174,6 +252,14 @@ struct Search {
       for (int chip = 0; chip < chips; ++chip) {
         if (!((used >> chip) & 1) && !((near >> chip) & 1)) candidates.push_back(chip);
       }
+      const ChipMask before = (ChipMask{1} << slot) - 1;
+      std::vector<int> links(chips, 0);
+      for (int chip : candidates) {
+        for (int i : member_of[slot]) {
+          links[chip] += std::popcount(graph.neighbor_mask(chip) & image(constraints[i] & before));
+        }
+      }
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return links[a] > links[b]; });
     }
     for (int chip : candidates) {
       if (++steps > options.max_steps) {
@@ -188,9 +274,11 @@ struct Search {
   }
 };
 
-// Chip orders with known good structure, tried before the depth-first search: row-major,
-// column-major, snake, the mirrored-row order of NxD's LOGIC2 (rows 0, R-1, 1, R-2, ...), and
-// the seed's pairing of chips across mirrored rows (0,12), (1,13), ... (4,8), (5,9), ...
+// Chip orders with known good structure, tried before the depth-first search. They are generic
+// in the grid (rows x cols, any size): row-major, column-major, snake (boustrophedon, a
+// Hamiltonian path of the grid), the mirrored-row order of NxD's LOGIC2 (rows 0, R-1, 1, R-2,
+// ...), and chips paired down the columns of adjacent row pairs. No order is written out for
+// a particular mesh; the search proper is the depth-first part.
 std::vector<std::vector<int>> structured_orders(const hw::InstanceSpec& spec) {
   const int rows = spec.grid_rows, cols = spec.grid_cols;
   auto chip = [&](int r, int c) { return r * cols + c; };
@@ -199,24 +287,19 @@ std::vector<std::vector<int>> structured_orders(const hw::InstanceSpec& spec) {
     mirrored_rows.push_back(i);
     if (rows - 1 - i != i) mirrored_rows.push_back(rows - 1 - i);
   }
-  std::vector<std::vector<int>> out(6);
+  std::vector<std::vector<int>> out(5);
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       out[0].push_back(chip(r, c));
-      out[1].push_back(chip(c % rows, r % cols));
       out[2].push_back(chip(r, r % 2 ? cols - 1 - c : c));
       out[3].push_back(chip(mirrored_rows[r], c));
     }
-  if (rows * cols != spec.chips || rows != cols) out[1] = out[0];  // column-major needs a square grid here
-  for (size_t i = 0; i + 1 < mirrored_rows.size(); i += 2)
-    for (int c = 0; c < cols; ++c) {
-      out[4].push_back(chip(mirrored_rows[i], c));
-      out[4].push_back(chip(mirrored_rows[i + 1], c));
-    }
+  for (int c = 0; c < cols; ++c)
+    for (int r = 0; r < rows; ++r) out[1].push_back(chip(r, c));
   for (int i = 0; i + 1 < rows; i += 2)
     for (int c = 0; c < cols; ++c) {
-      out[5].push_back(chip(i, c));
-      out[5].push_back(chip(i + 1, c));
+      out[4].push_back(chip(i, c));
+      out[4].push_back(chip(i + 1, c));
     }
   std::vector<std::vector<int>> valid;
   for (auto& order : out) {
@@ -276,12 +359,16 @@ SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGrap
     Search search(cluster, graph, shape, names, options, best, steps, fill);
     if (!search.prepare()) continue;
     any_prepared = true;
-    for (const auto& order : structured_orders(cluster.spec())) {
-      search.order = order;
-      search.evaluate();
+    if (options.structured_orders) {
+      for (const auto& order : structured_orders(cluster.spec())) {
+        search.order = order;
+        search.evaluate();
+      }
     }
     search.solutions = 0;
     search.dfs(0, 0);
+    search.stop = false;
+    search.improve();
   }
   best.steps = steps;
   if (!best.found) {

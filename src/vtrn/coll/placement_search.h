@@ -3,17 +3,17 @@
 //
 // A candidate is a fill order of the mesh axes (the given order, and the same order with `tp`
 // moved innermost) plus a chip order: mesh positions, taken in fill order, fill the logical
-// cores of chip_order[0], then chip_order[1], ... on every node alike. The seed's chip-pair
-// TP8 x FSDP8 mesh is such a candidate: chip order 0,12,1,13,2,14,3,15,4,8,5,9,6,10,7,11.
+// cores of chip_order[0], then chip_order[1], ... on every node alike.
 //
-// A few structured chip orders are tried first (row-major, column-major, snake, NxD's mirrored
-// rows, the seed's chip pairs across mirrored rows). Then chip orders are searched depth first: slot by slot, each constraint (the set of slots one
-// group touches on a node) is checked when its last slot is placed, and a partial one is pruned
-// when its placed chips can no longer join through the chips still free. Chip 0 takes slot 0
-// (every supported topology is vertex-transitive). Among the placements found, the best has the
-// fewest TP groups spread over several chips, then the lowest modeled time of the mesh's
-// collectives (the sum over axes of the slowest group's axis collective at `cost_bytes`). A
-// routable row-major placement wins ties.
+// A few structured chip orders, generic in the grid's size, are tried first (row-major,
+// column-major, snake, NxD's mirrored rows, column pairs of adjacent rows); none is written for
+// a particular mesh. Then chip orders are searched depth first: slot by slot, each constraint
+// (the set of slots one group touches on a node) is checked when its last slot is placed, and
+// a partial one is pruned when its placed chips can no longer join through the chips still
+// free. Chip 0 takes slot 0 (every supported topology is vertex-transitive). Among the
+// placements found, the best has the fewest TP groups spread over several chips, then the
+// lowest modeled time of the mesh's collectives (the sum over axes of the slowest group's axis
+// collective at `cost_bytes`). A routable row-major placement wins ties.
 #pragma once
 
 #include <string>
@@ -30,6 +30,7 @@ struct SearchOptions {
   hw::Bytes cost_bytes = hw::MiB(64);  ///< message size of the cost comparison
   long max_steps = 2'000'000;          ///< chip placements tried, over all fill orders
   int max_solutions = 1024;            ///< routable placements compared per fill order (depth-first part)
+  bool structured_orders = true;       ///< also try the structured chip orders (false: depth-first only)
 };
 
 struct SearchResult {

@@ -38,7 +38,8 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   EXPECT_EQ(result.tp_groups_off_chip, 8);
   topo::Mesh mesh(cluster, {8, 8}, {"dp", "tp"}, result.placement);
   for (const auto& group : mesh.groups(1)) EXPECT_EQ(chips_of(group, 4).size(), 2u);
-  // At least as good as the seed's chip-pair mesh, the seed's own answer.
+  // At least as good as the seed's chip-pair mesh, the seed's own answer (which the search
+  // does not contain: it has to find one as good).
   const int pairs[8][2] = {{0, 12}, {1, 13}, {2, 14}, {3, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}};
   std::vector<int> seed;
   for (auto& pair : pairs)
@@ -48,6 +49,37 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
       placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed), SearchOptions{}.cost_bytes);
   ASSERT_GT(seed_cost, 0);
   EXPECT_LE(result.cost, seed_cost);
+}
+
+TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
+  // Without the structured chip orders, only the depth-first search and the local search:
+  // each layout the issue names still gets a routable placement, TP8 x FSDP8 one as fast as
+  // the seed's chip pairs.
+  SearchOptions dfs_only;
+  dfs_only.structured_orders = false;
+  struct Case {
+    int lnc;
+    std::vector<int> shape;
+    int tp_chips;  // whole chips per TP group: TP8 and TP32 at LNC2 (4 ranks a chip), TP16 at LNC1 (8)
+  };
+  for (const Case& c : {Case{2, {8, 8}, 2}, Case{2, {2, 32}, 8}, Case{1, {8, 16}, 2}}) {
+    topo::Cluster cluster("trn2.48xlarge", c.lnc, 1);
+    topo::LinkGraph graph(cluster);
+    SearchResult result = search_placement(cluster, graph, c.shape, {"dp", "tp"}, dfs_only);
+    ExpectRoutableOnSeedGrid(cluster, result, c.shape, {"dp", "tp"});
+    topo::Mesh mesh(cluster, c.shape, {"dp", "tp"}, result.placement);
+    for (const auto& group : mesh.groups(1)) {
+      EXPECT_EQ(static_cast<int>(chips_of(group, cluster.ranks_per_chip()).size()), c.tp_chips);
+    }
+  }
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  topo::LinkGraph graph(cluster);
+  SearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"}, dfs_only);
+  // Seed chip pairs' cost at 64 MiB, by hand: TP8 on 2 linked chips, KangaRing all-reduce
+  //   2 * (3 * 1.5e-6 + 1/2 * 67108864 / 256e9) = 2.71144e-4;
+  // DP on chips 0-7 (3 links each into the group, 768e9), Ring all-gather over 8 chips
+  //   7 * 1.5e-6 + 7/8 * 67108864 / 768e9 = 1.05e-5 + 7.6458667e-5 = 8.6958667e-5.
+  EXPECT_LE(result.cost, 2.71144e-4 + 8.6958666666666667e-5 + 1e-15);
 }
 
 TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
