@@ -1,5 +1,6 @@
 #include "vtrn/coll/model.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -90,12 +91,22 @@ hw::Seconds all_to_all_time(const Tiers& t, double S) {
   return total;
 }
 
-hw::Seconds broadcast_time(const Tiers& t, double S) {
+// The root's message forwarded whole down a binomial tree in each tier the group spans.
+hw::Seconds tree_broadcast_time(const Tiers& t, double S) {
   hw::Seconds total = 0;
   if (t.n > 1) total += ceil_log2(static_cast<int>(t.n)) * t.net_latency + S / t.net_Bps;
   if (t.c > 1) total += ceil_log2(static_cast<int>(t.c)) * t.hop_latency + S / t.node_Bps;
   if (t.k > 1) total += t.dma_latency + S / t.dma_Bps;
   return total;
+}
+
+// The cheaper of the tree and of a scatter followed by an all-gather (van de Geijn) over the
+// algorithm picked for the size. The second moves the same data as an all-reduce, so a
+// broadcast is never modeled slower than an all-reduce of the same buffer: for small messages
+// Mesh's one step beats the tree's ceil(log2 m) hops, for large ones the scatter's split message
+// beats forwarding it whole.
+hw::Seconds broadcast_time(const Choice& choice, const Tiers& t, double S) {
+  return std::min(tree_broadcast_time(t, S), 2 * gather_time(choice, t, S));
 }
 
 hw::Seconds send_recv_time(const Tiers& t, double S) {
@@ -116,6 +127,7 @@ std::string_view algorithm_name(Algorithm algorithm) {
     case Algorithm::kKangaRing: return "KangaRing";
     case Algorithm::kRing: return "Ring";
     case Algorithm::kHierarchical: return "Hierarchical";
+    case Algorithm::kPointToPoint: return "P2P";
   }
   return "?";
 }
@@ -170,7 +182,9 @@ Choice select_algorithm(const Route& route, hw::Bytes bytes) {
 
 Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective, hw::Bytes bytes) {
   Estimate out;
-  out.choice = select_algorithm(route, bytes);
+  out.choice = select_algorithm(route, bytes);  // also rejects an unroutable route
+  // Send/recv is one transfer between two ranks, not one of the group algorithms.
+  if (collective == Collective::kSendRecv) out.choice = Choice{Algorithm::kPointToPoint};
   if (route.ranks < 2) return out;
   const Tiers t = tiers_of(cluster, route);
   const double S = static_cast<double>(bytes);
@@ -179,7 +193,7 @@ Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective c
     case Collective::kReduceScatter: out.seconds = gather_time(out.choice, t, S); break;
     case Collective::kAllReduce: out.seconds = 2 * gather_time(out.choice, t, S); break;
     case Collective::kAllToAll: out.seconds = all_to_all_time(t, S); break;
-    case Collective::kBroadcast: out.seconds = broadcast_time(t, S); break;
+    case Collective::kBroadcast: out.seconds = broadcast_time(out.choice, t, S); break;
     case Collective::kSendRecv: out.seconds = send_recv_time(t, S); break;
   }
   return out;

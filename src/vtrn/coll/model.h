@@ -13,6 +13,8 @@
 //     node = steps_node * α_hop + h * (c-1)/c * S / B_node      (h = mean hops for Mesh, else 1)
 //     chip = α_dma + (k-1)/k * S / B_dma                        (folded into Ring and KangaRing)
 //   all-reduce = reduce-scatter + all-gather
+//   broadcast  = min(binomial tree, scatter + all-gather)            (never above all-reduce)
+//   send/recv  = α + S / B of the widest tier the group spans        (algorithm "P2P")
 //   steps: Mesh 1, RDH ceil(log2 m), Ring m-1 over every rank (c*k - 1 inside a node),
 //          KangaRing c*k/2 - 1 (a ring over one primary per pair of ranks).
 #pragma once
@@ -26,7 +28,8 @@
 
 namespace vtrn::coll {
 
-enum class Algorithm { kNone, kIntraChip, kMesh, kRDH, kKangaRing, kRing, kHierarchical };
+/// kPointToPoint ("P2P") labels send/recv, a single transfer rather than a group algorithm.
+enum class Algorithm { kNone, kIntraChip, kMesh, kRDH, kKangaRing, kRing, kHierarchical, kPointToPoint };
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 inline constexpr int kCollectiveCount = 6;
 inline constexpr std::array<Collective, kCollectiveCount> kCollectives = {
@@ -58,7 +61,8 @@ struct Estimate {
 /// Throws std::invalid_argument when |route| is not routable.
 Choice select_algorithm(const Route& route, hw::Bytes bytes);
 
-/// Modeled time of |collective| with a |bytes| buffer on a routable |route| of |cluster|.
+/// Modeled time of |collective| with a |bytes| buffer on a routable |route| of |cluster|. The
+/// choice is select_algorithm()'s, except send/recv, whose algorithm is kPointToPoint.
 Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective, hw::Bytes bytes);
 
 }  // namespace vtrn::coll

@@ -145,6 +145,41 @@ TEST(ModelTest, SizeThresholds) {
   EXPECT_EQ(three.run({0, 64, 128}, Collective::kAllGather, 16ull << 20).choice.net, Algorithm::kRing);
 }
 
+TEST(ModelTest, BroadcastIsNeverSlowerThanAllReduce) {
+  Fixture f;
+  // The seed's chip-pair DP group [0, 4, ..., 28]: chips 0-7, rows 0 and 1 of the torus. Each
+  // chip has 3 links into the group (two row neighbours, one column neighbour): 768e9 B/s.
+  // Hops from chip 0 inside the group: 1, 3, 4 at 1; 2, 5, 7 at 2; 6 at 3: mean 12/7.
+  const auto group = range(0, 32, 4);
+  // 64 KiB all-reduce, Mesh: 2 * (1.5e-6 + (12/7) * (7/8) * 65536 / 768e9)
+  //   = 2 * (1.5e-6 + 1.28e-7) = 3.256e-6
+  Estimate ar = f.run(group, Collective::kAllReduce, 65536);
+  EXPECT_EQ(ar.choice.algorithm, Algorithm::kMesh);
+  EXPECT_SECONDS(ar.seconds, 3.256e-6);
+  // The binomial tree would take ceil(log2 8) = 3 hops: 4.5e-6 + 65536 / 768e9 = 4.585333e-6;
+  // scatter + all-gather over Mesh takes the all-reduce's 3.256e-6, the cheaper.
+  Estimate bc = f.run(group, Collective::kBroadcast, 65536);
+  EXPECT_EQ(bc.choice.algorithm, Algorithm::kMesh);
+  EXPECT_SECONDS(bc.seconds, 3.256e-6);
+  // 256 MiB, Ring over 8 chips (7 steps): gather = 1.05e-5 + 7/8 * 268435456 / 768e9
+  //   = 1.05e-5 + 3.0583e-4 (3.05834666667e-4); scatter + all-gather = 6.32669333e-4.
+  //   Tree: 4.5e-6 + 268435456 / 768e9 = 4.5e-6 + 3.49525333e-4 = 3.54025333e-4, the cheaper.
+  EXPECT_SECONDS(f.run(group, Collective::kBroadcast, 268435456).seconds, 3.5402533333333333e-4);
+}
+
+TEST(ModelTest, SendRecvIsPointToPoint) {
+  Fixture f("trn2.48xlarge", 2);
+  // PP across two nodes at 16 MiB: one EFA transfer, not the all-gather's Hierarchical choice.
+  // 15e-6 + 16777216 / 25e9 = 1.5e-5 + 6.7108864e-4
+  Estimate e = f.run({0, 64}, Collective::kSendRecv, 16777216);
+  EXPECT_EQ(e.choice.algorithm, Algorithm::kPointToPoint);
+  EXPECT_EQ(e.choice.node, Algorithm::kNone);
+  EXPECT_EQ(e.choice.net, Algorithm::kNone);
+  EXPECT_EQ(algorithm_name(e.choice.algorithm), "P2P");
+  EXPECT_SECONDS(e.seconds, 6.8608864e-4);
+  EXPECT_EQ(f.run({0, 64}, Collective::kAllGather, 16777216).choice.algorithm, Algorithm::kHierarchical);
+}
+
 TEST(ModelTest, NamesAndErrors) {
   EXPECT_EQ(algorithm_name(Algorithm::kKangaRing), "KangaRing");
   EXPECT_EQ(collective_name(Collective::kSendRecv), "send_recv");
