@@ -35,11 +35,28 @@ def load_model():
 # Parsing
 
 
+def max_world() -> int:
+    """The largest world vtrn models (topo::Cluster::kMaxWorld, 2^20 ranks). No mesh axis or rank
+    can exceed it; checking that here makes a value too wide for a C++ int bad input (exit 2)
+    rather than a TypeError from the bindings."""
+    return load_model().MAX_WORLD
+
+
+# Largest message size modeled: 1 TiB, above the whole HBM of a trn2 node (16 x 96 GiB).
+MAX_MESSAGE_BYTES = 1 << 40
+
+
 def parse_ints(text: str, what: str) -> list[int]:
     parts = [p.strip() for p in re.split(r"[,x]", text)]
     if not all(re.fullmatch(r"\d+", p) for p in parts):
         raise ValueError(f"{what} must be comma-separated integers such as 16,4; got {text!r}")
-    return [int(p) for p in parts]
+    values = [int(p) for p in parts]
+    limit = max_world()
+    for v in values:
+        if not 1 <= v <= limit:
+            raise ValueError(f"{what} {text}: axis size {v} is outside 1..{limit}; vtrn models worlds of at "
+                             f"most {limit} ranks, so every axis must be between 1 and that")
+    return values
 
 
 def parse_names(text: str) -> list[str]:
@@ -55,7 +72,33 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else None
     if not match or unit not in _SIZE_UNITS:
         raise ValueError(f"message size {text!r} is not understood; write e.g. 65536, 64KiB, 16MiB or 1GiB")
-    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+    number = match.group(1)
+    if len(number) > 20:  # float() of a longer one can be inf
+        size = MAX_MESSAGE_BYTES + 1
+    else:
+        size = int(float(number) * _SIZE_UNITS[unit])
+    if not 1 <= size <= MAX_MESSAGE_BYTES:
+        raise ValueError(f"message size {text.strip()!r} is outside 1 B..1 TiB; give a size such as 64KiB or 16MiB")
+    return size
+
+
+def parse_sizes(text: str | None) -> list[int] | None:
+    """``--sizes``: None keeps the default sizes; an empty list is bad input."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise ValueError("--sizes is empty; give message sizes such as 64KiB,16MiB,256MiB, or omit --sizes "
+                         "for those defaults")
+    return [parse_size(s) for s in text.split(",")]
+
+
+def make_cluster(model, args):
+    """The model's Cluster for --instance/--lnc/--nodes. --lnc is 1 or 2 when given; without it
+    the instance's default applies. Out-of-range --lnc and --nodes are ValueErrors (exit 2)."""
+    if args.lnc is not None and args.lnc < 1:
+        raise ValueError(f"--lnc {args.lnc} is not a Logical NeuronCore setting; use --lnc 1 or --lnc 2, or omit "
+                         "--lnc for the instance default (LNC2 on trn2 and trn3)")
+    return model.Cluster(args.instance, args.lnc or 0, args.nodes)
 
 
 def load_placement_file(path: str, shape: list[int]) -> list[int]:
@@ -84,6 +127,9 @@ def load_placement_file(path: str, shape: list[int]) -> list[int]:
                 if isinstance(item, bool) or not isinstance(item, int):
                     raise ValueError(f"placement file {path!r}: {where or 'the top level'} holds {item!r}, "
                                      "not an integer rank")
+                if not 0 <= item < max_world():
+                    raise ValueError(f"placement file {path!r}: {where or 'the top level'} holds rank {item}, "
+                                     f"outside 0..{max_world() - 1} (no world vtrn models has it)")
             return list(value)
         out = []
         for i, item in enumerate(value):
@@ -183,7 +229,7 @@ def check_out(path: str | None) -> None:
 def cmd_topo(args) -> int:
     check_out(args.out)
     model = load_model()
-    cluster = model.Cluster(args.instance, args.lnc or 0, args.nodes)
+    cluster = make_cluster(model, args)
     print("\n".join(topo_lines(cluster)))
     if args.out:
         from vtrn import draw
@@ -199,10 +245,10 @@ def cmd_topo(args) -> int:
 
 def mesh_report(model, args) -> dict:
     """Everything ``vtrn mesh`` prints, as the ``--json`` object."""
-    cluster = model.Cluster(args.instance, args.lnc or 0, args.nodes)
+    cluster = make_cluster(model, args)
     shape = parse_ints(args.shape, "--shape")
     names = parse_names(args.names)
-    sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else None
+    sizes = parse_sizes(args.sizes)
     placement = None
     search = None
     source = args.placement
@@ -315,7 +361,7 @@ def cmd_mesh(args) -> int:
     if args.out:
         from vtrn import draw
 
-        draw.save(draw.mesh_picture(model.Cluster(args.instance, args.lnc or 0, args.nodes), report), args.out)
+        draw.save(draw.mesh_picture(make_cluster(model, args), report), args.out)
         if not args.json and not args.code:
             print(f"\nwrote {args.out}")
     return EXIT_UNROUTABLE if unroutable else EXIT_OK
@@ -329,8 +375,11 @@ def _add_cluster_args(parser) -> None:
     parser.add_argument("--instance", default="trn2.48xlarge",
                         help="instance type (trn1.32xlarge, trn2.48xlarge, trn2u.48xlarge, trn2.3xlarge, "
                              "trn3.gen1-server); default trn2.48xlarge")
-    parser.add_argument("--lnc", type=int, default=0, help="Logical NeuronCore setting, 1 or 2 (default: the instance's)")
-    parser.add_argument("--nodes", type=int, default=1, help="number of instances (default 1)")
+    parser.add_argument("--lnc", type=int, default=None,
+                        help="Logical NeuronCore setting, 1 or 2 (default: the instance's, LNC2 on trn2/trn3; "
+                             "trn1 has none)")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="number of instances, 1 to 4096 (default 1); the world is capped at 2^20 ranks")
 
 
 def register(subparsers) -> None:
@@ -350,7 +399,7 @@ def register(subparsers) -> None:
     _add_cluster_args(mesh)
     mesh.add_argument("--placement", default="default", metavar="default|auto|FILE.json",
                       help="row-major (default), searched (auto), or a rank matrix from a JSON file")
-    mesh.add_argument("--sizes", help="message sizes to model, e.g. 64KiB,16MiB,256MiB (the default)")
+    mesh.add_argument("--sizes", help="message sizes to model, 1 B to 1 TiB each, e.g. 64KiB,16MiB,256MiB (the default)")
     out = mesh.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--code", action="store_true",

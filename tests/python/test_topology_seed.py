@@ -6,7 +6,8 @@ used to check searched placements are rebuilt here independently of the model.
 
 import pytest
 
-_model = pytest.importorskip("vtrn._model")
+# Not importorskip: `make test` always builds the bindings, so a missing module is a failure.
+from vtrn import _model
 
 NO_ALGORITHM = "failed (2) to init a collective algorithm. reason: no_hier no_mesh"
 
@@ -34,21 +35,58 @@ def cluster(nodes=1, lnc=2):
     return _model.Cluster("trn2.48xlarge", lnc, nodes)
 
 
-@pytest.mark.parametrize(
-    "nodes, shape, names",
-    [
-        (1, [64], ["shard"]),
-        (1, [16, 4], ["shard", "tp"]),
-        (4, [64, 4], ["shard", "tp"]),
-        (4, [4, 16, 4], ["replicate", "shard", "tp"]),
-        (2, [2, 16, 4], ["pp", "shard", "tp"]),
-    ],
-)
-def test_seed_layout_table(nodes, shape, names):
-    c = cluster(nodes)
-    assert c.world == 64 * nodes
-    report = c.analyze_mesh(shape, names)
-    assert [a["name"] for a in report["axes"]] == names
+def _chips(group, rpc=4):
+    return sorted({r // rpc for r in group})
+
+
+def test_seed_layout_table_fsdp_only():
+    # 1 node, (64,) ("shard",): one FSDP64 group over every rank.
+    report = cluster(1).analyze_mesh([64], ["shard"])
+    (shard,) = report["axes"]
+    assert cluster(1).world == 64 and shard["name"] == "shard"
+    assert shard["groups"] == [list(range(64))]
+    assert report["routable"]
+
+
+def test_seed_layout_table_tp4_fsdp_within_a_node():
+    # 1 node, (16, 4) ("shard", "tp"): "each row is a chip-local TP group. Each column is an FSDP
+    # group spanning the 16 chips": rows [0, 1, 2, 3] ... [60, 61, 62, 63], columns [0, 4, ..., 60].
+    report = cluster(1).analyze_mesh([16, 4], ["shard", "tp"])
+    shard, tp = report["axes"]
+    assert tp["groups"] == [[4 * chip + core for core in range(4)] for chip in range(16)]
+    assert shard["groups"] == [list(range(col, 64, 4)) for col in range(4)]
+    assert all(len(_chips(g)) == 1 for g in tp["groups"])
+    assert all(_chips(g) == list(range(16)) for g in shard["groups"])
+    assert report["routable"]
+
+
+def test_seed_layout_table_tp4_fsdp_spanning_four_nodes():
+    # 4 nodes, (64, 4) ("shard", "tp"): TP4 stays on a chip, the shard group spans all four
+    # nodes: [0, 4, ..., 252], 16 ranks on each node (ranks 64 n .. 64 n + 63).
+    c = cluster(4)
+    assert c.world == 256
+    report = c.analyze_mesh([64, 4], ["shard", "tp"])
+    shard, tp = report["axes"]
+    assert tp["groups"][0] == [0, 1, 2, 3] and tp["groups"][-1] == [252, 253, 254, 255]
+    assert len(tp["groups"]) == 64 and all(len(_chips(g)) == 1 for g in tp["groups"])
+    assert shard["groups"][0] == list(range(0, 256, 4))
+    assert len(shard["groups"]) == 4
+    assert [len([r for r in shard["groups"][0] if r // 64 == node]) for node in range(4)] == [16, 16, 16, 16]
+    assert report["routable"]
+
+
+def test_seed_layout_table_two_pipeline_stages():
+    # 2 nodes, (2, 16, 4) ("pp", "shard", "tp"): one stage per node, TP4 and FSDP16 inside it;
+    # only the pp groups [0, 64], [1, 65], ... cross the node boundary.
+    c = cluster(2)
+    assert c.world == 128
+    report = c.analyze_mesh([2, 16, 4], ["pp", "shard", "tp"])
+    pp, shard, tp = report["axes"]
+    assert pp["groups"] == [[r, r + 64] for r in range(64)]
+    assert shard["groups"][0] == list(range(0, 64, 4))
+    assert shard["groups"][4] == list(range(64, 128, 4))
+    assert all(len({r // 64 for r in g}) == 1 for g in shard["groups"] + tp["groups"])
+    assert tp["groups"][0] == [0, 1, 2, 3]
     assert report["routable"]
 
 
@@ -94,23 +132,44 @@ def test_seed_chip_pair_mesh():
     assert all(dp["group_routable"]) and all(tp["group_routable"])
 
 
+@pytest.mark.parametrize("structured", [True, False], ids=["structured+dfs", "dfs-only"])
 @pytest.mark.parametrize(
-    "lnc, shape",
-    [(2, [8, 8]), (2, [2, 32]), (1, [8, 16])],
+    "lnc, shape, chips_per_tp",
+    # TP8 at LNC2 (4 ranks a chip) fills 2 whole chips; TP32 at LNC2 fills 8; TP16 at LNC1
+    # (8 ranks a chip) fills 2.
+    [(2, [8, 8], 2), (2, [2, 32], 8), (1, [8, 16], 2)],
     ids=["TP8xFSDP8@LNC2", "TP32xDP2@LNC2", "TP16xDP8@LNC1"],
 )
-def test_placement_search_finds_routable_placements(lnc, shape):
+def test_placement_search_finds_routable_placements(lnc, shape, chips_per_tp, structured):
     c = cluster(lnc=lnc)
-    found = c.search_placement(shape, ["dp", "tp"])
+    found = c.search_placement(shape, ["dp", "tp"], structured_orders=structured)
     assert found["found"], found["message"]
     assert not found["default_routable"]
     flat = found["placement"]
     assert sorted(flat) == list(range(c.world))
     rpc = c.ranks_per_chip
-    groups = c.mesh_groups(shape, ["dp", "tp"], flat)
-    for axis in groups:
-        for group in axis:
-            assert seed_connected({r // rpc for r in group}), group
+    dp_groups, tp_groups = c.mesh_groups(shape, ["dp", "tp"], flat)
+    for group in dp_groups + tp_groups:
+        assert seed_connected({r // rpc for r in group}), group
+    # "Prefer TP groups inside a chip": a TP group wider than a chip takes the fewest chips it
+    # can, each one whole (every rank of it in the group).
+    for group in tp_groups:
+        chips = {r // rpc for r in group}
+        assert len(chips) == chips_per_tp, group
+        assert set(group) == {rpc * chip + core for chip in chips for core in range(rpc)}, group
+
+
+def test_placement_search_does_not_need_the_seed_answer():
+    # With only the depth-first search, TP8 x FSDP8 still finds a routable chip-pair layout,
+    # and it is not slower than the seed's own chip-pair mesh at the search's 64 MiB.
+    c = cluster()
+    found = c.search_placement([8, 8], ["dp", "tp"], structured_orders=False)
+    assert found["found"]
+    chip_pairs = [(0, 12), (1, 13), (2, 14), (3, 15), (4, 8), (5, 9), (6, 10), (7, 11)]
+    seed = [4 * chip + core for pair in chip_pairs for chip in pair for core in range(4)]
+    seed_report = c.analyze_mesh([8, 8], ["dp", "tp"], seed, [64 << 20])
+    seed_cost = sum(axis["algorithms"][str(64 << 20)]["seconds"] for axis in seed_report["axes"])
+    assert found["cost_seconds"] <= seed_cost * (1 + 1e-12)
 
 
 def test_model_estimate_matches_hand_value():
@@ -129,3 +188,16 @@ def test_bad_input_raises_value_error():
         cluster().analyze_mesh([64], ["shard"], [0] * 64)
     with pytest.raises(ValueError, match="holds 32 ranks, but the world has 64"):
         cluster().analyze_mesh([8, 4], ["dp", "tp"])
+
+
+def test_out_of_range_integers_raise_value_error():
+    # Caps (topo::Cluster): 1..4096 nodes, at most 2^20 ranks.
+    assert (_model.MAX_NODES, _model.MAX_WORLD) == (4096, 1 << 20)
+    for nodes in (0, 4097, 100_000_000, 3_000_000_000, 10**30):
+        with pytest.raises(ValueError, match=f"nodes {nodes} is out of range: vtrn models 1 to 4096 nodes"):
+            _model.Cluster("trn2.48xlarge", 2, nodes)
+    with pytest.raises(ValueError, match="LNC 1099511627776 is not a Logical NeuronCore setting"):
+        _model.Cluster("trn2.48xlarge", 1 << 40, 1)
+    # 64 * 536903681 * 536838145 = 2^64 + 64 would wrap a 64-bit product to the world of 64.
+    with pytest.raises(ValueError, match="holds more than 9223372036854775807 ranks, but the world has 64"):
+        cluster().analyze_mesh([64, 536903681, 536838145], ["shard", "tp", "dp"])

@@ -126,10 +126,29 @@ std::string_view role_name(topo::AxisRole role) {
   return "?";
 }
 
+// Python ints have no width: one that does not fit a C++ int would otherwise surface as a
+// pybind11 TypeError. These turn it into the model's own ValueError.
+int nodes_arg(const py::int_& nodes) {
+  const py::int_ lo(1), hi(topo::Cluster::kMaxNodes);
+  if (nodes < lo || hi < nodes) throw std::invalid_argument(topo::Cluster::nodes_error_text(py::str(nodes).cast<std::string>()));
+  return nodes.cast<int>();
+}
+
+int lnc_arg(const py::int_& lnc) {
+  // Values in [0, 64] go on to hw::resolve_lnc, which names the instance's allowed settings.
+  const py::int_ lo(0), hi(64);
+  if (lnc < lo || hi < lnc) {
+    throw std::invalid_argument("LNC " + py::str(lnc).cast<std::string>() +
+                                " is not a Logical NeuronCore setting; use LNC 1 or 2 (0 = the instance default)");
+  }
+  return lnc.cast<int>();
+}
+
 /// A cluster and its link graph, the unit every query runs against.
 class Model {
  public:
-  Model(const std::string& instance, int lnc, int nodes) : cluster_(instance, lnc, nodes), graph_(cluster_) {}
+  Model(const std::string& instance, const py::int_& lnc, const py::int_& nodes)
+      : cluster_(instance, lnc_arg(lnc), nodes_arg(nodes)), graph_(cluster_) {}
 
   const topo::Cluster& cluster() const { return cluster_; }
 
@@ -234,8 +253,9 @@ class Model {
   }
 
   py::dict search_placement(const std::vector<int>& shape, const std::vector<std::string>& names, hw::Bytes cost_bytes,
-                            long max_steps, int max_solutions) const {
+                            long max_steps, int max_solutions, bool structured_orders) const {
     coll::SearchOptions options;
+    options.structured_orders = structured_orders;
     options.cost_bytes = cost_bytes;
     options.max_steps = max_steps;
     options.max_solutions = max_solutions;
@@ -286,10 +306,12 @@ PYBIND11_MODULE(_model, m) {
   m.attr("NO_ALGORITHM_TEXT") = std::string(coll::kNoAlgorithmText);
   m.attr("MESH_BELOW_BYTES") = hw::kMeshBelowBytes;
   m.attr("RDH_UP_TO_BYTES") = hw::kRdhUpToBytes;
+  m.attr("MAX_NODES") = topo::Cluster::kMaxNodes;
+  m.attr("MAX_WORLD") = topo::Cluster::kMaxWorld;
 
   py::class_<Model>(m, "Cluster", "A cluster of `nodes` instances at one LNC setting, with its NeuronLink graph.")
-      .def(py::init<const std::string&, int, int>(), py::arg("instance") = "trn2.48xlarge", py::arg("lnc") = 0,
-           py::arg("nodes") = 1)
+      .def(py::init<const std::string&, const py::int_&, const py::int_&>(), py::arg("instance") = "trn2.48xlarge",
+           py::arg("lnc") = 0, py::arg("nodes") = 1)
       .def_property_readonly("instance", [](const Model& m) { return std::string(m.cluster().spec().name); })
       .def_property_readonly("spec", [](const Model& m) { return spec_dict(m.cluster().spec()); })
       .def_property_readonly("lnc", [](const Model& m) {
@@ -317,5 +339,6 @@ PYBIND11_MODULE(_model, m) {
            py::arg("sizes") = py::none(), "Groups, routability, algorithms and modeled times of every axis.")
       .def("search_placement", &Model::search_placement, py::arg("shape"), py::arg("names"),
            py::arg("cost_bytes") = hw::MiB(64), py::arg("max_steps") = 2'000'000L, py::arg("max_solutions") = 1024,
+           py::arg("structured_orders") = true,
            "A placement where every group is routable (see coll/placement_search.h).");
 }

@@ -1,14 +1,22 @@
 #include "vtrn/topo/cluster.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace vtrn::topo {
 
+std::string Cluster::nodes_error_text(std::string_view nodes) {
+  return "nodes " + std::string(nodes) + " is out of range: vtrn models 1 to " + std::to_string(kMaxNodes) +
+         " nodes (and at most " + std::to_string(kMaxWorld) + " ranks); give a node count in that range";
+}
+
+std::string Cluster::nodes_error(long long nodes) {
+  return nodes >= 1 && nodes <= kMaxNodes ? std::string() : nodes_error_text(std::to_string(nodes));
+}
+
 Cluster::Cluster(std::string_view instance, int lnc, int nodes)
     : spec_(&hw::find_instance(instance)), lnc_(hw::resolve_lnc(*spec_, lnc)), nodes_(nodes) {
-  if (nodes < 1) {
-    throw std::invalid_argument("nodes must be at least 1, got " + std::to_string(nodes));
-  }
+  if (std::string error = nodes_error(nodes); !error.empty()) throw std::invalid_argument(error);
   if (nodes > 1 && spec_->efa_Bps <= 0) {
     throw std::invalid_argument(std::string(spec_->name) +
                                 " has no documented EFA bandwidth, so vtrn cannot model " +
@@ -16,6 +24,13 @@ Cluster::Cluster(std::string_view instance, int lnc, int nodes)
                                 "instance such as trn2.48xlarge");
   }
   ranks_per_chip_ = spec_->ranks_per_chip(lnc_);
+  const long long world = static_cast<long long>(ranks_per_chip_) * spec_->chips * nodes;
+  if (world > kMaxWorld) {
+    throw std::invalid_argument(std::to_string(nodes) + " x " + std::string(spec_->name) + " would hold " +
+                                std::to_string(world) + " ranks, more than the " + std::to_string(kMaxWorld) +
+                                " vtrn models; use at most " + std::to_string(kMaxWorld / ranks_per_node()) +
+                                " nodes");
+  }
 }
 
 RankLocation Cluster::locate(int rank) const {

@@ -31,9 +31,23 @@ struct ChipCoord {
 
 class Cluster {
  public:
-  /// Throws std::invalid_argument for an unknown instance, an LNC the instance lacks, nodes < 1,
-  /// or several nodes of an instance whose EFA bandwidth is undocumented.
+  /// The largest cluster vtrn models. 4,096 nodes is 65,536 trn2 chips, and 2^20 ranks is
+  /// 4,096 nodes at LNC1 (128 ranks each) with room to spare. The caps keep every rank, chip id
+  /// and product of mesh axis sizes far inside 32-bit ints, and bound what a report holds (the
+  /// model keeps a few ints per rank and lists every group): `vtrn mesh` on the largest world
+  /// stays in the tens of MB and seconds, instead of hanging or exhausting memory.
+  static constexpr long long kMaxNodes = 4096;
+  static constexpr long long kMaxWorld = 1LL << 20;
+
+  /// Throws std::invalid_argument for an unknown instance, an LNC the instance lacks, nodes
+  /// outside [1, kMaxNodes], a world above kMaxWorld, or several nodes of an instance whose EFA
+  /// bandwidth is undocumented.
   explicit Cluster(std::string_view instance = "trn2.48xlarge", int lnc = 0, int nodes = 1);
+
+  /// The error for a node count outside [1, kMaxNodes], |nodes| as the caller wrote it (it may
+  /// not fit an int); empty when |nodes| is in range.
+  static std::string nodes_error(long long nodes);
+  static std::string nodes_error_text(std::string_view nodes);
 
   const hw::InstanceSpec& spec() const { return *spec_; }
   /// The LNC in effect; 0 for instances without LNC (one rank per physical core).

@@ -79,5 +79,22 @@ TEST(ClusterTest, BadInput) {
   }
 }
 
+TEST(ClusterTest, NodeAndWorldCaps) {
+  // The caps (cluster.h): 4,096 nodes; 4,096 trn2 nodes at LNC1 hold 4096 * 128 = 524,288 ranks,
+  // under the 2^20 world cap.
+  EXPECT_EQ(Cluster("trn2.48xlarge", 1, 4096).world(), 524288);
+  try {
+    Cluster("trn2.48xlarge", 2, 4097);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "nodes 4097 is out of range: vtrn models 1 to 4096 nodes (and at most 1048576 ranks); "
+                           "give a node count in that range");
+  }
+  EXPECT_THROW(Cluster("trn2.48xlarge", 2, 100000000), std::invalid_argument);
+  EXPECT_THROW(Cluster("trn2.48xlarge", 2, -1), std::invalid_argument);
+  EXPECT_EQ(Cluster::nodes_error(4096), "");
+  EXPECT_NE(Cluster::nodes_error(3000000000LL).find("nodes 3000000000 is out of range"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vtrn::topo

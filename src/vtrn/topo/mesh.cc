@@ -1,5 +1,6 @@
 #include "vtrn/topo/mesh.h"
 
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -88,13 +89,17 @@ void Mesh::validate_axes(const Cluster& cluster) {
                                 std::to_string(shape_.size()) + " axes but " +
                                 std::to_string(names_.size()) + " names were given; give one name per axis");
   }
-  long product = 1;
+  // Checked: the shape comes from the user, and a product of several ints overflows any fixed
+  // width (64,536903681,536838145 wraps 64 bits to 64). Once the product passes the world
+  // (at most Cluster::kMaxWorld) it is wrong anyway; it is kept exact while it fits.
+  long long product = 1;
+  bool overflow = false;
   for (size_t d = 0; d < shape_.size(); ++d) {
     if (shape_[d] < 1) {
       throw std::invalid_argument("mesh axis '" + names_[d] + "' has size " + std::to_string(shape_[d]) +
                                   "; every axis needs size 1 or more");
     }
-    product *= shape_[d];
+    if (!overflow && __builtin_mul_overflow(product, static_cast<long long>(shape_[d]), &product)) overflow = true;
     axis_role(names_[d]);  // throws for unknown names
     for (size_t e = 0; e < d; ++e) {
       if (names_[e] == names_[d]) {
@@ -102,8 +107,10 @@ void Mesh::validate_axes(const Cluster& cluster) {
       }
     }
   }
-  if (product != cluster.world()) {
-    throw std::invalid_argument("mesh shape " + tuple_text(shape_) + " holds " + std::to_string(product) +
+  if (overflow || product != cluster.world()) {
+    const std::string holds = overflow ? "more than " + std::to_string(std::numeric_limits<long long>::max())
+                                       : std::to_string(product);
+    throw std::invalid_argument("mesh shape " + tuple_text(shape_) + " holds " + holds +
                                 " ranks, but the world has " + std::to_string(cluster.world()) + " (" +
                                 cluster.describe() + "); make the product of the shape " +
                                 std::to_string(cluster.world()) + " or change --nodes/--lnc");

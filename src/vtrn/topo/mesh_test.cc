@@ -128,5 +128,18 @@ TEST(MeshTest, BadInputSaysWhatToDo) {
             "the placement lists 32 ranks, but the mesh (64,) (\"fsdp\",) has 64 positions; give one rank per position");
 }
 
+TEST(MeshTest, ShapeProductIsCheckedNotWrapped) {
+  Cluster cluster("trn2.48xlarge");
+  // 536903681 = 2^29 + 2^15 + 1 and 536838145 = 2^29 - 2^15 + 1, so their product is 2^58 + 1
+  // and 64 times it is 2^64 + 64: a 64-bit product wraps to exactly the world of 64.
+  EXPECT_EQ(error_of([&] { Mesh(cluster, {64, 536903681, 536838145}, {"shard", "tp", "dp"}); }),
+            "mesh shape (64, 536903681, 536838145) holds more than 9223372036854775807 ranks, but the world has 64 "
+            "(1 x trn2.48xlarge, LNC2, 64 ranks); make the product of the shape 64 or change --nodes/--lnc");
+  // 65536 * 65536 = 2^32 wraps a 32-bit product to 0; held exactly in 64 bits.
+  EXPECT_NE(error_of([&] { Mesh(cluster, {65536, 65536}, {"shard", "tp"}); })
+                .find("mesh shape (65536, 65536) holds 4294967296 ranks, but the world has 64"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace vtrn::topo
