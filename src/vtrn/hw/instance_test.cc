@@ -91,9 +91,25 @@ TEST(InstanceTest, UltraServerAndTrn3) {
   EXPECT_EQ(u.ultraserver_fabric, UltraServerFabric::kZRing);
   EXPECT_DOUBLE_EQ(u.ultraserver_chip_Bps, 256e9);
 
+  // Inside the instance a trn2u.48xlarge is a trn2.48xlarge (trn2-arch.rst): 4x4 torus of
+  // Trainium2, 256 GB/s links, LNC 1/2 (default 2), EFAv3 3,200 Gbps = 400e9 B/s.
+  EXPECT_EQ(u.chip, find_instance("trn2.48xlarge").chip);
+  EXPECT_EQ(u.chips, 16);
+  EXPECT_EQ(u.topology, ChipTopology::kTorus2D);
+  EXPECT_EQ(u.grid_rows * u.grid_cols, 16);
+  EXPECT_DOUBLE_EQ(u.link_Bps, 256e9);
+  EXPECT_EQ(u.lnc_default, 2);
+  EXPECT_EQ(u.lnc_allowed.size(), 2u);
+  EXPECT_DOUBLE_EQ(u.efa_Bps, 400e9);
+  EXPECT_EQ(find_instance("trn2.48xlarge").ultraserver_nodes, 1);
+
   const InstanceSpec& one = find_instance("trn2.3xlarge");
   EXPECT_EQ(one.chips, 1);
   EXPECT_EQ(one.chips * one.ranks_per_chip(2), 4);
+  EXPECT_EQ(one.topology, ChipTopology::kSingleChip);
+  EXPECT_DOUBLE_EQ(one.link_Bps, 0);
+  EXPECT_DOUBLE_EQ(one.efa_Bps, 0);  // undocumented: multi-node refused
+  EXPECT_EQ(one.ultraserver_nodes, 1);
 
   const InstanceSpec& t3 = find_instance("trn3.gen1-server");
   EXPECT_EQ(t3.topology, ChipTopology::kSwitch);

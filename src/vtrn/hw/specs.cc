@@ -108,6 +108,54 @@ constexpr int kLncDefaultTrn2Trn3 = 2;
 // Instances
 //===----------------------------------------------------------------------===//
 
+// trn2-arch.rst: 16 Trainium2 chips in a 4x4 2D torus; each chip links to 4 neighbours.
+constexpr InstanceSpec kTrn2Node{
+    .name = "trn2.48xlarge",
+    .summary = "16 Trainium2 chips, 4x4 torus, NeuronLink-v3, EFAv3 3,200 Gbps",
+    .chip = &kTrainium2,
+    .chips = 16,
+    .topology = ChipTopology::kTorus2D,
+    .grid_rows = 4,
+    .grid_cols = 4,
+    .link_Bps = GBps(1024) / 4,  // derived: 1,024 GB/s per chip over 4 X/Y links = 256 GB/s
+    .hop_latency = kNeuronLinkHopLatency,
+    .lnc_allowed = kLncTrn2Trn3,
+    .lnc_default = kLncDefaultTrn2Trn3,
+    .ultraserver_nodes = 1,
+    .ultraserver_fabric = UltraServerFabric::kNone,
+    .ultraserver_chip_Bps = 0,
+    .efa_Bps = Gbps(3200),       // trn2-arch.rst: EFAv3 3,200 Gbps; collectives.rst: 200 Gbps NIC per chip
+    .efa_latency = kEfaHopLatency,
+};
+
+// One instance of a Trn2 UltraServer (trn2-arch.rst): 4 x trn2u.48xlarge; chips with the same
+// (x, y) in the 4 instances form a ring, giving a 4x4x4 3D torus. Inside the instance it is a
+// trn2.48xlarge (same chips, torus, links, LNC and EFA).
+constexpr InstanceSpec trn2u_node() {
+  InstanceSpec s = kTrn2Node;
+  s.name = "trn2u.48xlarge";
+  s.summary = "Trn2 UltraServer instance: 4x4 torus, Z rings over 4 instances (4x4x4 3D torus)";
+  s.ultraserver_nodes = 4;                       // trn2-arch.rst: 4 x trn2u.48xlarge, 64 chips
+  s.ultraserver_fabric = UltraServerFabric::kZRing;
+  s.ultraserver_chip_Bps = GBps(256);            // trn2-arch.rst: inter-instance 256 GB/s per chip (2 Z links)
+  return s;
+}
+
+// A single-chip Trn2 instance (neuron-ls example, RTD quickstart-build-first-model). Not in the
+// arch table: its EFA bandwidth is undocumented, so multi-node is refused.
+constexpr InstanceSpec trn2_single_chip() {
+  InstanceSpec s = kTrn2Node;
+  s.name = "trn2.3xlarge";
+  s.summary = "1 Trainium2 chip (no NeuronLink peers); EFA undocumented";
+  s.chips = 1;
+  s.topology = ChipTopology::kSingleChip;
+  s.grid_rows = 1;
+  s.grid_cols = 1;
+  s.link_Bps = 0;
+  s.efa_Bps = 0;
+  return s;
+}
+
 const InstanceSpec kInstances[] = {
     {
         // trn1-arch.rst: 16 chips in a 2D torus, 32 NeuronCores, no LNC.
@@ -128,65 +176,9 @@ const InstanceSpec kInstances[] = {
         .efa_Bps = Gbps(800),       // trn1-arch.rst: EFA 800 Gbps (8 EFA devices)
         .efa_latency = kEfaHopLatency,
     },
-    {
-        // trn2-arch.rst: 16 Trainium2 chips in a 4x4 2D torus; each chip links to 4 neighbours.
-        .name = "trn2.48xlarge",
-        .summary = "16 Trainium2 chips, 4x4 torus, NeuronLink-v3, EFAv3 3,200 Gbps",
-        .chip = &kTrainium2,
-        .chips = 16,
-        .topology = ChipTopology::kTorus2D,
-        .grid_rows = 4,
-        .grid_cols = 4,
-        .link_Bps = GBps(1024) / 4,  // derived: 1,024 GB/s per chip over 4 X/Y links = 256 GB/s
-        .hop_latency = kNeuronLinkHopLatency,
-        .lnc_allowed = kLncTrn2Trn3,
-        .lnc_default = kLncDefaultTrn2Trn3,
-        .ultraserver_nodes = 1,
-        .ultraserver_fabric = UltraServerFabric::kNone,
-        .ultraserver_chip_Bps = 0,
-        .efa_Bps = Gbps(3200),       // trn2-arch.rst: EFAv3 3,200 Gbps; collectives.rst: 200 Gbps NIC per chip
-        .efa_latency = kEfaHopLatency,
-    },
-    {
-        // One instance of a Trn2 UltraServer (trn2-arch.rst): 4 x trn2u.48xlarge; chips with the
-        // same (x, y) in the 4 instances form a ring, giving a 4x4x4 3D torus.
-        .name = "trn2u.48xlarge",
-        .summary = "Trn2 UltraServer instance: 4x4 torus, Z rings over 4 instances (4x4x4 3D torus)",
-        .chip = &kTrainium2,
-        .chips = 16,
-        .topology = ChipTopology::kTorus2D,
-        .grid_rows = 4,
-        .grid_cols = 4,
-        .link_Bps = GBps(1024) / 4,  // derived, as trn2.48xlarge
-        .hop_latency = kNeuronLinkHopLatency,
-        .lnc_allowed = kLncTrn2Trn3,
-        .lnc_default = kLncDefaultTrn2Trn3,
-        .ultraserver_nodes = 4,      // trn2-arch.rst: 4 x trn2u.48xlarge, 64 chips
-        .ultraserver_fabric = UltraServerFabric::kZRing,
-        .ultraserver_chip_Bps = GBps(256),  // trn2-arch.rst: inter-instance 256 GB/s per chip (2 Z links)
-        .efa_Bps = Gbps(3200),       // trn2-arch.rst
-        .efa_latency = kEfaHopLatency,
-    },
-    {
-        // A single-chip Trn2 instance (neuron-ls example, RTD quickstart-build-first-model).
-        // Not in the arch table: its EFA bandwidth is undocumented, so multi-node is refused.
-        .name = "trn2.3xlarge",
-        .summary = "1 Trainium2 chip (no NeuronLink peers); EFA undocumented",
-        .chip = &kTrainium2,
-        .chips = 1,
-        .topology = ChipTopology::kSingleChip,
-        .grid_rows = 1,
-        .grid_cols = 1,
-        .link_Bps = 0,
-        .hop_latency = kNeuronLinkHopLatency,
-        .lnc_allowed = kLncTrn2Trn3,
-        .lnc_default = kLncDefaultTrn2Trn3,
-        .ultraserver_nodes = 1,
-        .ultraserver_fabric = UltraServerFabric::kNone,
-        .ultraserver_chip_Bps = 0,
-        .efa_Bps = 0,
-        .efa_latency = kEfaHopLatency,
-    },
+    kTrn2Node,
+    trn2u_node(),
+    trn2_single_chip(),
     {
         // One 16-chip server of a Gen1 Trn3 UltraServer (trn3-arch.rst: 64 chips = 4 servers x 16,
         // all-to-all through NeuronSwitch-v1). The sources name no instance type; vtrn calls it
