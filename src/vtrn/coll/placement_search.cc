@@ -53,6 +53,8 @@ struct Search {
   std::vector<int> order;                // slot -> chip
   int solutions = 0;
   bool stop = false;
+  // TP groups spread over several chips: fixed by the fill order, whatever the chip order.
+  int tp_off_chip = 0;
 
   int rank_at(int pos) const {
     const int q = fill_index[pos];
@@ -102,6 +104,10 @@ struct Search {
         for (auto& [node, entry] : per) {
           if (entry.second != share) return false;
           if (std::popcount(entry.first) > 1) unique.insert(entry.first);
+        }
+        if (positions.role(axis) == topo::AxisRole::kTensor &&
+            (per.size() > 1 || std::popcount(per.begin()->second.first) > 1)) {
+          ++tp_off_chip;
         }
       }
     }
@@ -359,6 +365,9 @@ SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGrap
     Search search(cluster, graph, shape, names, options, best, steps, fill);
     if (!search.prepare()) continue;
     any_prepared = true;
+    // The first criterion is TP groups off chip; a fill order that spreads more of them than
+    // the best found cannot win, whatever its chip order.
+    if (best.found && search.tp_off_chip > best.tp_groups_off_chip) continue;
     if (options.structured_orders) {
       for (const auto& order : structured_orders(cluster.spec())) {
         search.order = order;
