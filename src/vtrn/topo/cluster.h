@@ -35,7 +35,8 @@ class Cluster {
   /// 4,096 nodes at LNC1 (128 ranks each) with room to spare. The caps keep every rank, chip id
   /// and product of mesh axis sizes far inside 32-bit ints, and bound what a report holds (the
   /// model keeps a few ints per rank and lists every group): `vtrn mesh` on the largest world
-  /// stays in the tens of MB and seconds, instead of hanging or exhausting memory.
+  /// takes seconds and under 100 MB (524,288 ranks: 0.5 s text, 2.9 s --json, 88 MB peak)
+  /// instead of hanging or exhausting memory.
   static constexpr long long kMaxNodes = 4096;
   static constexpr long long kMaxWorld = 1LL << 20;
 
