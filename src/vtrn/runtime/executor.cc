@@ -1,5 +1,6 @@
 #include "vtrn/runtime/executor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -72,7 +73,22 @@ struct Step {
 struct LoadedExecutable::Impl {
   compiler::Executable exe;
   std::vector<Step> steps;
+  /// Constants the kernels read as whole buffers, expanded on the first run (a splat stays one
+  /// element until then, so loading or compiling never materializes a large constant).
+  std::vector<int> constant_values;
+  std::once_flag constants_once;
   std::vector<std::vector<std::uint8_t>> constants;  ///< by value number (empty if not a needed constant)
+
+  void materialize_constants() {
+    std::call_once(constants_once, [this] {
+      const hlo::Block& b = exe.module.main;
+      std::vector<std::vector<std::uint8_t>> c(b.types.size());
+      for (const hlo::Op& op : b.ops)
+        if (op.kind == OpKind::kConstant && std::binary_search(constant_values.begin(), constant_values.end(), op.results[0]))
+          c[op.results[0]] = op.literal.expanded();
+      constants = std::move(c);
+    });
+  }
 };
 
 LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_shared<Impl>()) {
@@ -98,9 +114,8 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     }
     impl_->steps.push_back(std::move(s));
   }
-  impl_->constants.resize(b.types.size());
-  for (int v : needed)
-    if (constant_of[v]) impl_->constants[v] = constant_of[v]->expanded();
+  for (int v : needed)  // std::set: sorted, as materialize_constants() expects
+    if (constant_of[v]) impl_->constant_values.push_back(v);
 }
 
 LoadedExecutable::~LoadedExecutable() = default;
@@ -127,6 +142,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
     throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
   if (outputs.size() != b.results.size())
     throw ExecError("the executable has " + std::to_string(b.results.size()) + " outputs, " + std::to_string(outputs.size()) + " buffers given");
+  impl_->materialize_constants();
   const int threads = executor_threads();
   std::vector<kernels::Buf> values(b.types.size());
   std::vector<std::unique_ptr<std::uint8_t[]>> owned;

@@ -55,7 +55,8 @@ void register_custom_call(const std::string& target, CustomCallFn fn);
 
 class LoadedExecutable {
  public:
-  /// Prepares |exe| to run: builds the fused loops and materializes constants.
+  /// Prepares |exe| to run: builds the fused loops. Constants are expanded on the first run(),
+  /// so loading an executable that is never run keeps splat constants one element long.
   explicit LoadedExecutable(compiler::Executable exe);
   ~LoadedExecutable();
 
