@@ -247,6 +247,7 @@ CacheResult CompileCache::get_or_compile(const hlo::Module& module, const compil
     }
   }
   compiler::Executable exe = compiler::compile(module, options);
+  if (before_store_) before_store_();
   if (disk) {
     const std::vector<std::uint8_t> bytes = compiler::serialize(exe);
     std::string err;

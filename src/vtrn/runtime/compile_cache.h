@@ -65,6 +65,9 @@ class CompileCache {
 
   /// Receives warnings (corrupt entries, unwritable directories). Default: stderr.
   void set_warning_handler(std::function<void(const std::string&)> fn);
+  /// Called after a miss has been compiled, just before the executable is written to disk
+  /// (tests use it to make several processes write the same entry at once).
+  void set_before_store_hook(std::function<void()> fn) { before_store_ = std::move(fn); }
 
  private:
   void warn(const std::string& msg);
@@ -73,6 +76,7 @@ class CompileCache {
   std::unordered_map<std::string, std::shared_ptr<const LoadedExecutable>> memory_;
   CacheCounters counters_;
   std::function<void(const std::string&)> warning_;
+  std::function<void()> before_store_;
 };
 
 /// SHA-256 of |data| as 64 lowercase hex digits.

@@ -3,10 +3,12 @@
 #include "vtrn/runtime/compile_cache.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,11 +45,14 @@ std::vector<fs::path> files_in(const fs::path& dir) {
 }
 
 // Runs this test binary's ChildMode test in a new process with |mode| and |dir|; returns a pid.
-pid_t spawn_child(const std::string& mode, const fs::path& dir) {
+// With |barrier| (read end of a pipe, write end of another), the child reports when it has
+// compiled a miss and waits for a byte before it writes the entry.
+pid_t spawn_child(const std::string& mode, const fs::path& dir, const int* barrier = nullptr) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.push_back("VTRN_CACHE_TEST_CHILD=" + mode);
   env_strings.push_back("VTRN_CACHE_TEST_DIR=" + dir.string());
+  if (barrier) env_strings.push_back("VTRN_CACHE_TEST_BARRIER=" + std::to_string(barrier[0]) + "," + std::to_string(barrier[1]));
   std::vector<char*> env;
   for (auto& s : env_strings) env.push_back(s.data());
   env.push_back(nullptr);
@@ -69,6 +74,18 @@ TEST(CompileCacheTest, ChildMode) {
   const char* mode = std::getenv("VTRN_CACHE_TEST_CHILD");
   if (!mode) GTEST_SKIP() << "helper for the multi-process tests";
   CompileCache cache({std::getenv("VTRN_CACHE_TEST_DIR"), ""});
+  if (std::string(mode) == "race") {
+    // Compile, report, wait for the others, then store; exit 0 if this process compiled.
+    int go = -1, ready = -1;
+    if (std::sscanf(std::getenv("VTRN_CACHE_TEST_BARRIER"), "%d,%d", &go, &ready) != 2) std::exit(7);
+    cache.set_before_store_hook([&] {
+      char byte = 'c';
+      if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1) std::exit(8);
+    });
+    CacheResult r = cache.get_or_compile(module_under_test());
+    if (!r.executable) std::exit(4);
+    std::exit(r.source == CacheSource::kCompiled ? 0 : r.source == CacheSource::kDisk ? 6 : 9);
+  }
   CacheResult r = cache.get_or_compile(module_under_test());
   const CacheCounters c = cache.counters();
   if (std::string(mode) == "lookup") std::exit(c.compiles == 0 && c.disk_hits == 1 && r.source == CacheSource::kDisk ? 0 : 3);
@@ -159,14 +176,36 @@ TEST(CompileCacheTest, CorruptAndTruncatedEntriesAreReplaced) {
 
 TEST(CompileCacheTest, ConcurrentWritersLeaveOneValidEntry) {
   const fs::path dir = fresh_dir("concurrent");
+  // Barrier: every child compiles its miss, writes to |ready| and blocks on |go| until all
+  // have, so the four writes of the same entry race for real.
+  int go[2], ready[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(ready), 0);
+  const int barrier[2] = {go[0], ready[1]};
+  constexpr int kChildren = 4;
   std::vector<pid_t> pids;
-  for (int i = 0; i < 4; ++i) pids.push_back(spawn_child("compile", dir));
-  for (pid_t p : pids) EXPECT_EQ(wait_child(p), 0);
+  for (int i = 0; i < kChildren; ++i) pids.push_back(spawn_child("race", dir, barrier));
+  char bytes[kChildren];
+  for (int got = 0; got < kChildren;) {
+    pollfd pfd{ready[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&pfd, 1, 60000), 1) << "only " << got << " children reached the barrier";
+    const ssize_t n = ::read(ready[0], bytes, sizeof bytes);
+    ASSERT_GT(n, 0);
+    got += static_cast<int>(n);
+  }
+  ASSERT_EQ(::write(go[1], bytes, kChildren), kChildren);
+  int compiled = 0;
+  for (pid_t p : pids) compiled += wait_child(p) == 0;
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) ::close(fd);
+  EXPECT_EQ(compiled, kChildren) << "every child compiled before any stored";
   const auto files = files_in(dir);
   ASSERT_EQ(files.size(), 1u) << "temp files left behind or several entries";
   EXPECT_EQ(files[0].extension(), ".neff");
   CompileCache cache({dir.string(), ""});
-  EXPECT_EQ(cache.get_or_compile(module_under_test()).source, CacheSource::kDisk);
+  CacheResult r = cache.get_or_compile(module_under_test());
+  EXPECT_EQ(r.source, CacheSource::kDisk);
+  HostTensor x(hlo::TensorType(hlo::DType::kF32, {64, 64}));
+  EXPECT_NEAR(r.executable->run({x})[0].get(0), 64.0, 1e-4);  // the entry that won is valid
   fs::remove_all(dir);
 }
 
