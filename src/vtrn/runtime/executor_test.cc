@@ -11,6 +11,7 @@
 #include <random>
 
 #include "vtrn/hlo/builder.h"
+#include "vtrn/runtime/kernels.h"
 
 namespace vtrn::runtime {
 namespace {
@@ -138,7 +139,17 @@ struct BinaryCase {
   OpKind kind;
   bool exact;
   std::function<double(double, double)> f;
+  bool integer_exponent = false;  ///< power: y in -3..3 (a negative base needs an integer exponent)
 };
+
+// |n| values with magnitudes in [lo, hi], exactly representable in |d|, negative in the
+// first |period| of every 2 * |period| elements (period 1: -+-+..., period 2: --++--++...).
+std::vector<double> signed_values(std::int64_t n, double lo, double hi, unsigned seed, DType d, std::size_t period = 1) {
+  std::vector<double> v = random_values(n, lo, hi, seed, d);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if ((i / period) % 2 == 0) v[i] = -v[i];
+  return v;
+}
 
 TEST(ExecutorTest, BinaryOpsEveryFloatDtype) {
   const BinaryCase cases[] = {
@@ -150,6 +161,7 @@ TEST(ExecutorTest, BinaryOpsEveryFloatDtype) {
       {OpKind::kMinimum, true, [](double a, double b) { return a < b ? a : b; }},
       {OpKind::kRemainder, true, [](double a, double b) { return std::fmod(a, b); }},
       {OpKind::kPower, false, [](double a, double b) { return std::pow(a, b); }},
+      {OpKind::kPower, false, [](double a, double b) { return std::pow(a, b); }, true},
   };
   for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) {
     for (const BinaryCase& c : cases) {
@@ -157,7 +169,12 @@ TEST(ExecutorTest, BinaryOpsEveryFloatDtype) {
       TensorType t(d, {7, 9});
       Value x = b.param(t), y = b.param(t);
       hlo::Module m = b.finish({b.binary(c.kind, x, y)});
-      const auto xs = random_values(63, 0.1, 4, 2, d), ys = random_values(63, 0.5, 3, 3, d);
+      // Both signs: x in +-[0.1, 4] with signs -+-+, y in +-[0.5, 3] with signs --++, so all
+      // four sign pairs of divide and remainder occur. pow with a non-integer exponent takes
+      // x > 0; with an integer exponent (-3..3), x of both signs.
+      const bool pow_real = c.kind == OpKind::kPower && !c.integer_exponent;
+      const auto xs = pow_real ? random_values(63, 0.1, 4, 2, d) : signed_values(63, 0.1, 4, 2, d);
+      const auto ys = c.integer_exponent ? random_values(63, -3, 3, 3, DType::kI32) : signed_values(63, 0.5, 3, 3, d, 2);
       auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
       for (std::size_t i = 0; i < xs.size(); ++i)
         expect_close(d, c.exact, out[0].get(static_cast<std::int64_t>(i)), c.f(xs[i], ys[i]),
@@ -186,7 +203,8 @@ TEST(ExecutorTest, IntegerOps) {
       TensorType t(d, {40});
       Value x = b.param(t), y = b.param(t);
       hlo::Module m = b.finish({b.binary(k, x, y)});
-      const auto xs = random_values(40, u ? 0 : -100, 100, 4, d), ys = random_values(40, 1, 9, 5, d);
+      // Divisors of both signs for signed types: 1..9 and -9..-1.
+      const auto xs = random_values(40, u ? 0 : -100, 100, 4, d), ys = u ? random_values(40, 1, 9, 5, d) : signed_values(40, 1, 9, 5, d, 2);
       auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
       for (std::size_t i = 0; i < xs.size(); ++i) {
         std::int64_t want = f(static_cast<std::int64_t>(xs[i]), static_cast<std::int64_t>(ys[i]));
@@ -200,15 +218,34 @@ TEST(ExecutorTest, IntegerOps) {
       }
     }
   }
-  // Division by zero gives -1; i8 overflow wraps.
+  // Division by zero (XLA's definition): x / 0 is all ones (-1, or the maximum for unsigned
+  // types), x % 0 is x. INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0. i8 overflow wraps.
   Builder b;
-  TensorType t(DType::kI8, {2});
+  TensorType t(DType::kI8, {4});
   Value x = b.param(t), y = b.param(t);
-  hlo::Module m = b.finish({b.div(x, y), b.add(x, x)});
-  auto out = run(m, {HostTensor::from_doubles(t, {7, 100}), HostTensor::from_doubles(t, {0, 3})});
+  hlo::Module m = b.finish({b.div(x, y), b.add(x, x), b.binary(OpKind::kRemainder, x, y)});
+  auto out = run(m, {HostTensor::from_doubles(t, {7, 100, -7, -128}), HostTensor::from_doubles(t, {0, 3, 0, -1})});
   EXPECT_EQ(out[0].get(0), -1);
   EXPECT_EQ(out[0].get(1), 33);
+  EXPECT_EQ(out[0].get(2), -1);
+  EXPECT_EQ(out[0].get(3), -128);
   EXPECT_EQ(out[1].get(1), -56);  // 200 - 256
+  EXPECT_EQ(out[2].get(0), 7);
+  EXPECT_EQ(out[2].get(1), 1);
+  EXPECT_EQ(out[2].get(2), -7);
+  EXPECT_EQ(out[2].get(3), 0);
+  for (DType d : {DType::kU8, DType::kU32, DType::kI32}) {
+    Builder bu;
+    TensorType tu(d, {2});
+    Value xu = bu.param(tu), yu = bu.param(tu);
+    hlo::Module mu = bu.finish({bu.div(xu, yu), bu.binary(OpKind::kRemainder, xu, yu)});
+    auto o = run(mu, {HostTensor::from_doubles(tu, {9, 200}), HostTensor::from_doubles(tu, {0, 0})});
+    const double all_ones = d == DType::kU8 ? 255 : d == DType::kU32 ? 4294967295.0 : -1;
+    EXPECT_EQ(o[0].get(0), all_ones) << hlo::dtype_name(d);
+    EXPECT_EQ(o[0].get(1), all_ones) << hlo::dtype_name(d);
+    EXPECT_EQ(o[1].get(0), 9) << hlo::dtype_name(d);
+    EXPECT_EQ(o[1].get(1), 200) << hlo::dtype_name(d);
+  }
 }
 
 TEST(ExecutorTest, CompareSelectClampNot) {
@@ -227,6 +264,123 @@ TEST(ExecutorTest, CompareSelectClampNot) {
     EXPECT_EQ(out[1].get(i), std::max(xs[i], ys[i]));
     EXPECT_EQ(out[2].get(i), std::min(std::max(xs[i], -1.0), 1.5));
     EXPECT_EQ(out[3].get(i), xs[i] >= ys[i] ? 0 : 1);
+  }
+}
+
+// Every comparison direction in float (with NaN), signed and unsigned integer dtypes, against
+// the comparison done here in double or in the unsigned type itself.
+TEST(ExecutorTest, CompareEveryDirectionAndDtype) {
+  const std::pair<hlo::Comparison, std::function<bool(double, double)>> dirs[] = {
+      {hlo::Comparison::kEQ, [](double a, double b) { return a == b; }},
+      {hlo::Comparison::kNE, [](double a, double b) { return a != b; }},
+      {hlo::Comparison::kLT, [](double a, double b) { return a < b; }},
+      {hlo::Comparison::kLE, [](double a, double b) { return a <= b; }},
+      {hlo::Comparison::kGT, [](double a, double b) { return a > b; }},
+      {hlo::Comparison::kGE, [](double a, double b) { return a >= b; }},
+  };
+  struct Input {
+    DType d;
+    std::vector<double> xs, ys;
+  };
+  const double nan = std::nan("");
+  const std::vector<Input> inputs = {
+      // IEEE: NaN compares unequal to everything, itself included; -0 == +0.
+      {DType::kF32, {-3, -1, 0, -0.0, 2, nan, 1, nan, INFINITY}, {0, -1, 1, 0, 3, 1, nan, nan, 1e30}},
+      {DType::kBF16, {-3, -1, 0, -0.0, 2, nan, 1, nan, -INFINITY}, {0, -1, 1, 0, 3, 1, nan, nan, -1}},
+      {DType::kF16, {-3, -1, 0, 2, nan, 65504}, {0, -1, 1, 3, nan, 65504}},
+      {DType::kF64, {-3, -1, 0, 2, nan, 1e300}, {0, -1, 1, 3, 1, 1e300}},
+      {DType::kI8, {-128, -1, 0, 127, 5}, {127, -1, -128, 127, -5}},
+      {DType::kI32, {-2147483648.0, -1, 0, 2147483647.0}, {2147483647.0, 1, 0, -2147483648.0}},
+      {DType::kI64, {-9e15, -1, 3, 9e15}, {9e15, -1, -3, 9e15}},
+      // Unsigned: 0x80000000 and 0xFFFFFFFF are large, not negative.
+      {DType::kU8, {0, 1, 128, 255, 200}, {255, 1, 127, 0, 200}},
+      {DType::kU32, {0, 1, 2147483648.0, 4294967295.0}, {4294967295.0, 1, 1, 2147483648.0}},
+  };
+  for (const Input& in : inputs) {
+    for (const auto& [dir, f] : dirs) {
+      Builder b;
+      TensorType t(in.d, {static_cast<std::int64_t>(in.xs.size())});
+      Value x = b.param(t), y = b.param(t);
+      hlo::Module m = b.finish({b.compare(dir, x, y)});
+      auto out = run(m, {HostTensor::from_doubles(t, in.xs), HostTensor::from_doubles(t, in.ys)});
+      EXPECT_EQ(out[0].type.dtype, DType::kPred);
+      for (std::size_t i = 0; i < in.xs.size(); ++i)
+        ASSERT_EQ(out[0].get(static_cast<std::int64_t>(i)), f(in.xs[i], in.ys[i]) ? 1 : 0)
+            << hlo::dtype_name(in.d) << " " << hlo::comparison_name(dir) << " " << in.xs[i] << " vs " << in.ys[i];
+    }
+  }
+  // u64 above 2^63, set bit for bit (a double cannot hold 2^64 - 1).
+  Builder b;
+  TensorType t(DType::kU64, {3});
+  Value x = b.param(t), y = b.param(t);
+  hlo::Module m = b.finish({b.compare(hlo::Comparison::kLT, x, y), b.compare(hlo::Comparison::kGT, x, y)});
+  HostTensor hx(t), hy(t);
+  const std::uint64_t xv[3] = {1, 0x8000000000000000ull, 0xFFFFFFFFFFFFFFFFull}, yv[3] = {0xFFFFFFFFFFFFFFFFull, 5, 0xFFFFFFFFFFFFFFFEull};
+  for (int i = 0; i < 3; ++i) {
+    hx.as<std::uint64_t>()[i] = xv[i];
+    hy.as<std::uint64_t>()[i] = yv[i];
+  }
+  auto out = run(m, {hx, hy});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[0].get(i), xv[i] < yv[i] ? 1 : 0) << i;
+    EXPECT_EQ(out[1].get(i), xv[i] > yv[i] ? 1 : 0) << i;
+  }
+}
+
+TEST(ExecutorTest, SelectAndClampEveryDtype) {
+  for (DType d : {DType::kBF16, DType::kF16, DType::kF64, DType::kI8, DType::kI32, DType::kI64, DType::kU8, DType::kU32, DType::kPred}) {
+    const bool pred = d == DType::kPred, uns = d == DType::kU8 || d == DType::kU32;
+    Builder b;
+    TensorType t(d, {8});
+    Value x = b.param(t), y = b.param(t);
+    Value p = b.param(TensorType(DType::kPred, {8}));
+    const double lo = pred ? 0 : uns ? 2 : -1, hi = pred ? 1 : 5;
+    hlo::Module m = b.finish({b.select(p, x, y), b.clamp(b.scalar(d, lo), x, b.scalar(d, hi))});
+    const auto xs = pred ? std::vector<double>{0, 1, 1, 0, 1, 0, 0, 1} : random_values(8, uns ? 0 : -8, 8, 41, d);
+    const auto ys = pred ? std::vector<double>{1, 1, 0, 0, 0, 1, 0, 1} : random_values(8, uns ? 0 : -8, 8, 42, d);
+    const std::vector<double> ps = {1, 0, 0, 1, 1, 0, 1, 0};
+    auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys), HostTensor::from_doubles(TensorType(DType::kPred, {8}), ps)});
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(out[0].get(i), ps[i] ? xs[i] : ys[i]) << hlo::dtype_name(d) << " " << i;
+      EXPECT_EQ(out[1].get(i), std::min(std::max(xs[i], lo), hi)) << hlo::dtype_name(d) << " " << i;
+    }
+  }
+}
+
+// reduce with `and` / `or` regions over pred (logical) and i32 / u8 (bitwise).
+TEST(ExecutorTest, ReduceAndOr) {
+  for (DType d : {DType::kPred, DType::kI32, DType::kU8}) {
+    const Dims shape{3, 4};
+    TensorType t(d, shape);
+    std::vector<double> xs(12);
+    std::mt19937 rng(51);
+    for (double& x : xs) x = d == DType::kPred ? static_cast<double>(rng() % 4 != 0) : static_cast<double>(rng() % 256);
+    xs[4] = xs[5] = xs[6] = xs[7] = 1;  // row 1 all true in pred
+    if (d == DType::kPred) xs[8] = xs[9] = xs[10] = xs[11] = 0;  // row 2 all false
+    for (hlo::ReduceKind k : {hlo::ReduceKind::kAnd, hlo::ReduceKind::kOr}) {
+      const bool is_and = k == hlo::ReduceKind::kAnd;
+      const std::int64_t ones = d == DType::kPred ? 1 : d == DType::kU8 ? 255 : -1;
+      for (const Dims& dims : {Dims{1}, Dims{0}, Dims{0, 1}}) {
+        Builder b;
+        Value x = b.param(t);
+        hlo::Module m = b.finish({b.reduce(x, b.scalar(d, is_and ? static_cast<double>(ones) : 0), dims, k)});
+        auto out = run(m, {HostTensor::from_doubles(t, xs)});
+        const bool over_rows = dims.size() == 2 || dims[0] == 0, over_cols = dims.size() == 2 || dims[0] == 1;
+        const std::int64_t on = out[0].type.num_elements();
+        for (std::int64_t o = 0; o < on; ++o) {
+          std::int64_t acc = is_and ? ones : 0;
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 4; ++j) {
+              if (!over_rows && i != o) continue;
+              if (!over_cols && j != o) continue;
+              const std::int64_t v = static_cast<std::int64_t>(xs[i * 4 + j]);
+              acc = is_and ? (acc & v) : (acc | v);
+            }
+          if (d == DType::kU8) acc &= 255;
+          ASSERT_EQ(static_cast<std::int64_t>(out[0].get(o)), acc) << hlo::dtype_name(d) << " " << hlo::reduce_kind_name(k) << " dims " << dims.size() << "/" << dims[0] << " out " << o;
+        }
+      }
+    }
   }
 }
 
@@ -257,7 +411,11 @@ TEST(ExecutorTest, ReduceEveryKindAndLayout) {
         Value x = b.param(t);
         const double init = k == hlo::ReduceKind::kAdd ? 0 : k == hlo::ReduceKind::kMax ? -1e9 : 1e9;
         hlo::Module m = b.finish({b.reduce(x, b.scalar(d, init), dims, k)});
-        const auto xs = random_values(120, -10, 10, 11, d);
+        auto xs = random_values(120, -10, 10, 11, d);
+        // bf16: multiples of 1/64 (|x| <= 10), so every partial sum is exact in float32 whatever
+        // the order; the result must then be the float32 sum rounded to nearest even, exactly.
+        if (d == DType::kBF16)
+          for (double& x : xs) x = ref_round(DType::kBF16, std::round(x * 64) / 64);
         auto out = run(m, {HostTensor::from_doubles(t, xs)});
         // Reference: accumulate in double into the kept indices.
         std::vector<bool> red(3, false);
@@ -280,8 +438,10 @@ TEST(ExecutorTest, ReduceEveryKindAndLayout) {
               a = k == hlo::ReduceKind::kAdd ? a + v : k == hlo::ReduceKind::kMax ? std::max(a, v) : std::min(a, v);
             }
         for (std::int64_t o = 0; o < on; ++o) {
-          if (k == hlo::ReduceKind::kAdd)
-            ASSERT_NEAR(out[0].get(o), acc[o], (d == DType::kBF16 ? 0.02 : 1e-4) * std::max(1.0, std::fabs(acc[o])));
+          if (k == hlo::ReduceKind::kAdd && d == DType::kBF16)
+            ASSERT_EQ(out[0].get(o), ref_round(DType::kBF16, static_cast<float>(acc[o])));
+          else if (k == hlo::ReduceKind::kAdd)
+            ASSERT_NEAR(out[0].get(o), acc[o], 1e-4 * std::max(1.0, std::fabs(acc[o])));
           else
             ASSERT_EQ(out[0].get(o), acc[o]);
         }
@@ -437,6 +597,85 @@ TEST(ExecutorTest, RngBitGeneratorIsDeterministicAndAdvances) {
   EXPECT_NEAR(mean / 2147483648.0, 1.0, 0.1);
   auto d = run(m, {a[0]});
   EXPECT_NE(d[1].data, a[1].data);
+}
+
+// Known answers for Philox-4x32-10 from Random123's kat_vectors (counter[4], key[2] -> out[4]).
+TEST(ExecutorTest, PhiloxMatchesRandom123KnownAnswers) {
+  struct Kat {
+    std::uint32_t ctr[4], key[2], out[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& k : kats) {
+    std::uint32_t out[4];
+    kernels::philox4x32_10(k.ctr, k.key, out);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], k.out[i]) << std::hex << "ctr[0]=" << k.ctr[0] << " word " << i;
+  }
+  // Through the op: state {key = 0, counter = 0} gives the first vector as its first 4 words,
+  // and the second block is Philox of counter {0, 0, 1, 0}.
+  Builder b;
+  TensorType st(DType::kU64, {2});
+  Value s = b.param(st);
+  auto [ns, bits] = b.rng_bit_generator(s, TensorType(DType::kU32, {8}));
+  hlo::Module m = b.finish({ns, bits});
+  auto out = run(m, {HostTensor(st)});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[1].as<std::uint32_t>()[i], kats[0].out[i]) << i;
+  const std::uint32_t ctr1[4] = {0, 0, 1, 0}, key0[2] = {0, 0};
+  std::uint32_t block1[4];
+  kernels::philox4x32_10(ctr1, key0, block1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[1].as<std::uint32_t>()[4 + i], block1[i]) << i;
+}
+
+// complex64: arithmetic and dot_general are rejected with an error naming complex64; data
+// movement (a dtype-agnostic copy of 8-byte elements) runs.
+TEST(ExecutorTest, Complex64ArithmeticIsRejectedAndDataMovementRuns) {
+  TensorType t(DType::kC64, {2, 3});
+  HostTensor x(t);
+  for (int i = 0; i < 6; ++i) {
+    x.as<float>()[2 * i] = static_cast<float>(i);           // real
+    x.as<float>()[2 * i + 1] = static_cast<float>(10 + i);  // imaginary
+  }
+  for (OpKind k : {OpKind::kAdd, OpKind::kSubtract, OpKind::kMultiply}) {
+    Builder b;
+    Value p = b.param(t), q = b.param(t);
+    hlo::Module m = b.finish({b.binary(k, p, q)});
+    try {
+      run(m, {x, x});
+      ADD_FAILURE() << hlo::op_name(k) << " on complex64 ran";
+    } catch (const ExecError& e) {
+      EXPECT_NE(std::string(e.what()).find("complex64"), std::string::npos) << e.what();
+    }
+  }
+  {
+    Builder b;
+    Value p = b.param(t);
+    hlo::Module m = b.finish({b.unary(OpKind::kNegate, p)});
+    EXPECT_THROW(run(m, {x}), ExecError);
+  }
+  {
+    Builder b;
+    Value p = b.param(t), q = b.param(TensorType(DType::kC64, {3, 2}));
+    hlo::Module m = b.finish({b.matmul(p, q)});
+    try {
+      run(m, {x, HostTensor(TensorType(DType::kC64, {3, 2}))});
+      ADD_FAILURE() << "dot_general on complex64 ran";
+    } catch (const ExecError& e) {
+      EXPECT_NE(std::string(e.what()).find("complex64"), std::string::npos) << e.what();
+    }
+  }
+  Builder b;
+  Value p = b.param(t);
+  hlo::Module m = b.finish({b.transpose(p, {1, 0}), b.reverse(p, {1})});
+  auto out = run(m, {x});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(out[0].as<float>()[2 * (i * 2 + j)], static_cast<float>(j * 3 + i));
+      EXPECT_EQ(out[0].as<float>()[2 * (i * 2 + j) + 1], static_cast<float>(10 + j * 3 + i));
+      EXPECT_EQ(out[1].as<float>()[2 * (j * 3 + i)], static_cast<float>(j * 3 + (2 - i)));
+    }
 }
 
 TEST(ExecutorTest, FiveOpChainFusesIntoOneKernelWithSameResults) {

@@ -15,13 +15,13 @@ using hlo::OpKind;
 using hlo::TensorType;
 using Dims = std::vector<std::int64_t>;
 
-namespace {
-
 Dims strides_of(const Dims& dims) {
   Dims s(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
   return s;
 }
+
+namespace {
 
 // dst[i] = src[base + sum(idx[d] * src_strides[d])] over the row-major index space |out|.
 void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out, const Dims& src_strides, std::int64_t base, int es) {
@@ -228,8 +228,9 @@ void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::u
   }
 }
 
-// Philox-4x32-10 (Salmon et al., SC'11).
-void philox(std::uint32_t ctr[4], const std::uint32_t key_in[2], std::uint32_t out[4]) {
+}  // namespace
+
+void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key_in[2], std::uint32_t out[4]) {
   std::uint32_t k0 = key_in[0], k1 = key_in[1];
   std::uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
   for (int r = 0; r < 10; ++r) {
@@ -246,6 +247,8 @@ void philox(std::uint32_t ctr[4], const std::uint32_t key_in[2], std::uint32_t o
   std::memcpy(out, c, 16);
 }
 
+namespace {
+
 void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std::uint8_t* new_state, std::uint8_t* out) {
   const TensorType& st = b.type(op.operands[0]);
   const TensorType& ot = b.type(op.results[1]);
@@ -261,7 +264,7 @@ void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std:
   for (std::size_t o = 0; o < bytes; o += 16, ++blocks) {
     std::uint32_t r[4];
     std::uint32_t c[4] = {ctr[0], ctr[1], static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(blocks >> 32)};
-    philox(c, key, r);
+    philox4x32_10(c, key, r);
     std::memcpy(out + o, r, std::min<std::size_t>(16, bytes - o));
   }
   // New state: the 64-bit counter advanced by one.
@@ -406,6 +409,10 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     default: break;
   }
   (void)threads;
+  if (hlo::is_complex(ot.dtype) || (!op.operands.empty() && hlo::is_complex(b.type(op.operands[0]).dtype)))
+    throw ExecError("stablehlo." + std::string(hlo::op_name(op.kind)) + " on complex64 (" + ot.str() +
+                    ") is not supported by the vtrn executor: complex64 tensors can be moved (reshape, transpose, slice, "
+                    "concatenate, gather, ...) but not computed on");
   throw ExecError("the vtrn executor has no kernel for stablehlo." + std::string(hlo::op_name(op.kind)) + " on " + ot.str());
 }
 

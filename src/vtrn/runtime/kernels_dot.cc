@@ -20,12 +20,6 @@ using Dims = std::vector<std::int64_t>;
 
 namespace {
 
-Dims strides_of(const Dims& dims) {
-  Dims s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
 // Copies |src| (type |t|) permuted by |perm| into a contiguous array of T.
 template <typename T>
 void permute_to(const hlo::TensorType& t, const std::uint8_t* src, const Dims& perm, T* dst) {
