@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 #include "vtrn/hlo/printer.h"
@@ -19,19 +20,28 @@ using hlo::TensorType;
 
 namespace {
 
+// The key is a byte string: integers as 8 bytes, vectors and strings prefixed by their length.
 void put(std::string& s, std::int64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_vec(std::string& s, const std::vector<std::int64_t>& v) {
+void put(std::string& s, const std::vector<std::int64_t>& v) {
   put(s, static_cast<std::int64_t>(v.size()));
   for (std::int64_t x : v) put(s, x);
 }
-void put_type(std::string& s, const TensorType& t) {
+void put(std::string& s, std::string_view v) {
+  put(s, static_cast<std::int64_t>(v.size()));
+  s += v;
+}
+void put(std::string& s, const TensorType& t) {
   put(s, static_cast<std::int64_t>(t.dtype));
-  put_vec(s, t.dims);
+  put(s, t.dims);
+}
+template <typename... Fields>
+void put_all(std::string& s, const Fields&... fields) {
+  (put(s, fields), ...);
 }
 
 void block_key(std::string& s, const Block& b) {
   put(s, static_cast<std::int64_t>(b.types.size()));
-  for (const TensorType& t : b.types) put_type(s, t);
+  for (const TensorType& t : b.types) put(s, t);
   for (int a : b.args) put(s, a);
   for (const Op& op : b.ops) s += op_key(b, op);
   for (int r : b.results) put(s, r);
@@ -44,35 +54,16 @@ std::string op_key(const Block& block, const Op& op) {
   put(s, static_cast<std::int64_t>(op.kind));
   put(s, static_cast<std::int64_t>(op.operands.size()));
   for (int v : op.operands) put(s, v);
-  for (int r : op.results) put_type(s, block.type(r));
-  put_vec(s, op.dims);
-  put_vec(s, op.start);
-  put_vec(s, op.limit);
-  put_vec(s, op.strides);
-  put(s, op.dimension);
-  put(s, static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type));
-  put_vec(s, op.dot.lhs_batch);
-  put_vec(s, op.dot.rhs_batch);
-  put_vec(s, op.dot.lhs_contracting);
-  put_vec(s, op.dot.rhs_contracting);
-  put_vec(s, op.gather.offset_dims);
-  put_vec(s, op.gather.collapsed_slice_dims);
-  put_vec(s, op.gather.start_index_map);
-  put(s, op.gather.index_vector_dim);
-  put_vec(s, op.scatter.update_window_dims);
-  put_vec(s, op.scatter.inserted_window_dims);
-  put_vec(s, op.scatter.scatter_dims_to_operand_dims);
-  put(s, op.scatter.index_vector_dim);
-  put(s, op.flag * 2 + op.flag2);
-  put(s, static_cast<std::int64_t>(op.target.size()));
-  s += op.target;
-  put(s, static_cast<std::int64_t>(op.backend_config.size()));
-  s += op.backend_config;
+  for (int r : op.results) put(s, block.type(r));
+  put_all(s, op.dims, op.start, op.limit, op.strides, op.dimension,
+          static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type),
+          op.dot.lhs_batch, op.dot.rhs_batch, op.dot.lhs_contracting, op.dot.rhs_contracting,
+          op.gather.offset_dims, op.gather.collapsed_slice_dims, op.gather.start_index_map, op.gather.index_vector_dim,
+          op.scatter.update_window_dims, op.scatter.inserted_window_dims, op.scatter.scatter_dims_to_operand_dims,
+          op.scatter.index_vector_dim, static_cast<std::int64_t>(op.flag * 2 + op.flag2), op.target, op.backend_config);
   if (op.kind == OpKind::kConstant) {
-    put_type(s, op.literal.type);
-    put(s, op.literal.splat);
-    put(s, static_cast<std::int64_t>(op.literal.data.size()));
-    s.append(reinterpret_cast<const char*>(op.literal.data.data()), op.literal.data.size());
+    put_all(s, op.literal.type, static_cast<std::int64_t>(op.literal.splat),
+            std::string_view(reinterpret_cast<const char*>(op.literal.data.data()), op.literal.data.size()));
   }
   for (const auto& r : op.regions) block_key(s, *r);
   return s;

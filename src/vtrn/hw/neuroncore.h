@@ -11,8 +11,4 @@ namespace vtrn::hw {
 inline constexpr int kTensorArrayRows = 128;
 inline constexpr int kTensorArrayCols = 128;
 
-/// Largest moving free size of one matmul instruction (one PSUM bank of 512 FP32).
-/// SDK nki/guides/architecture/trainium_inferentia2_arch.rst.
-inline constexpr int kTensorMovingFreeMax = 512;
-
 }  // namespace vtrn::hw
