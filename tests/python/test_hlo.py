@@ -12,6 +12,12 @@ import pytest
 
 from vtrn import _hlo
 
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Every test (and every `vtrn hlo` it starts) uses its own compile cache, not /tmp/neff_cache."""
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path_factory.mktemp("neff")))
+
 CHAIN = """
 func.func @main(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> tensor<64x32xf32> {
   %0 = stablehlo.multiply %x, %y : tensor<64x32xf32>
@@ -34,8 +40,9 @@ module @jit_f {
 """
 
 
-def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "vtrn.hlo_cli", *args], capture_output=True, text=True, env=env, timeout=120)
+def cli(*args, env=None, preexec_fn=None):
+    return subprocess.run([sys.executable, "-m", "vtrn.hlo_cli", *args], capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=preexec_fn)
 
 
 def test_parse_round_trip_and_errors():
@@ -52,7 +59,12 @@ def test_five_op_chain_is_one_fused_kernel_and_matches_numpy():
     kernels = [k for k in info["kernels"]]
     assert len(kernels) == 1 and kernels[0]["kind"] == "fused"
     assert kernels[0]["ops"] == ["multiply", "add", "subtract", "tanh", "negate"]
-    assert kernels[0]["time_s"] > 0
+    # Modeled by hand (trn2 NeuronCore-v3, hw/specs.cc): reads x, y and the 64x32 constant and
+    # writes the result, 4 x 8192 bytes at min(2.9 TB/s / 8 cores, 16 x 23 B/ns) = 362.5 GB/s,
+    # which is longer than the Vector engine's 4 x 2048 element-ops at 1 TFLOPS (8.2 ns) or
+    # the Scalar engine's 2048 tanh at 1.2 TFLOPS; plus the 1,300 ns DMA start cost.
+    assert kernels[0]["engine"] == "dma"
+    assert kernels[0]["time_s"] == pytest.approx(1.3e-6 + 4 * 8192 / 362.5e9, rel=1e-12)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 32)).astype(np.float32)
     y = rng.standard_normal((64, 32)).astype(np.float32)
@@ -70,7 +82,14 @@ def test_matmul_and_second_compile_hits_memory():
     (out,), info = _hlo.run(MATMUL, [a, b])
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-6)
     assert _hlo.compile(MATMUL)["source"] == "memory"
-    assert info["kernels"][0]["engine"] in ("tensor", "dma")
+    # Modeled by hand: 2*8*4*16 = 1024 FLOPs at the FP32 peak of 20 TFLOPS, filling
+    # (16/128) x (8/128) of the 128x128 array: 6.5536 ns, longer than DMA moving
+    # (128 + 64 + 32) x 4 bytes at 362.5 GB/s (2.5 ns); plus the 1,300 ns DMA start cost.
+    k = info["kernels"][0]
+    assert k["engine"] == "tensor"
+    assert k["flops"] == 1024
+    assert k["tile_efficiency"] == pytest.approx(16 / 128 * 8 / 128, rel=1e-15)
+    assert k["time_s"] == pytest.approx(1.3e-6 + 1024 / (20e12 * 16 / 128 * 8 / 128), rel=1e-12)
 
 
 def test_bad_input_shape_is_a_value_error():
@@ -107,3 +126,66 @@ def test_cli_exit_status_2_for_bad_files(tmp_path):
 def test_cli_does_not_import_torch():
     code = "import sys, vtrn.hlo_cli, vtrn._hlo; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_run_rejects_a_dtype_it_would_have_to_convert():
+    with pytest.raises(ValueError, match="input 1 has dtype float64, expected f32"):
+        _hlo.run(MATMUL, [np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float64)])
+
+
+def test_cli_rejects_input_dtypes_instead_of_converting(tmp_path):
+    mlir = tmp_path / "chain.mlir"
+    mlir.write_text(CHAIN)
+    np.save(tmp_path / "a.npy", np.ones((64, 32), np.int32))
+    np.save(tmp_path / "b.npy", np.ones((64, 32), np.float64))
+    np.save(tmp_path / "f.npy", np.ones((64, 32), np.float32))
+    for bad, dtype, i, inputs in (("a.npy", "int32", 0, "a.npy,f.npy"), ("b.npy", "float64", 1, "f.npy,b.npy")):
+        r = cli(str(mlir), "--run", "--inputs", ",".join(str(tmp_path / p) for p in inputs.split(",")),
+                "--outputs", str(tmp_path / "out"))
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"input {i} ({tmp_path / bad}) has dtype {dtype}, expected f32" in r.stderr
+        assert "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_non_utf8_file_names_the_file(tmp_path):
+    bad = tmp_path / "binary.mlir"
+    bad.write_bytes(b"module {\n\xff\xfe garbage")
+    r = cli(str(bad))
+    assert r.returncode == 2
+    assert f"{bad} is not StableHLO text: byte 0xff at offset 9 is not UTF-8" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_output_larger_than_memory_is_exit_2_before_allocating(tmp_path):
+    mlir = tmp_path / "huge.mlir"
+    mlir.write_text("""func.func @main() -> tensor<1000000x1000000xf32> {
+  %0 = stablehlo.iota dim = 0 : tensor<1000000x1000000xf32>
+  return %0 : tensor<1000000x1000000xf32>
+}
+""")
+    r = cli(str(mlir), "--run", "--outputs", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "the outputs need 4000000000000 bytes (3.6 TiB), which exceeds the" in r.stderr
+    assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr
+
+
+def _limit_address_space():
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def test_cli_compile_only_keeps_splat_constants_compact(tmp_path):
+    # A 4 GB splat constant: compiling (and loading the executable) must not expand it. The
+    # process runs with a 3 GiB address-space limit, so an expansion fails it.
+    mlir = tmp_path / "splat.mlir"
+    mlir.write_text("""func.func @main() -> tensor<1000x1000000xf32> {
+  %0 = stablehlo.constant dense<1.000000e+00> : tensor<1000x1000000xf32>
+  return %0 : tensor<1000x1000000xf32>
+}
+""")
+    first = cli(str(mlir), preexec_fn=_limit_address_space)
+    second = cli(str(mlir), preexec_fn=_limit_address_space)
+    assert first.returncode == 0, first.stderr
+    assert "miss (compiled)" in first.stdout
+    assert second.returncode == 0 and "hit (disk)" in second.stdout, second.stderr

@@ -102,6 +102,14 @@ runtime::CacheResult compile_text(const std::string& text, int opt_level, bool f
 PYBIND11_MODULE(_hlo, m) {
   m.doc() = "vtrn StableHLO parser, compiler (with the persistent compile cache) and executor";
   m.attr("COMPILER_VERSION") = compiler::kCompilerVersion;
+  {
+    py::dict numpy_dtypes;  // StableHLO element type -> the numpy dtype that carries it
+    for (int d = 0; d <= static_cast<int>(hlo::DType::kC64); ++d)
+      numpy_dtypes[py::str(std::string(hlo::dtype_name(static_cast<hlo::DType>(d))))] = numpy_name(static_cast<hlo::DType>(d));
+    m.attr("NUMPY_DTYPES") = numpy_dtypes;
+    const hw::ChipSpec& chip = cost::CostModel::trn2().chip();
+    m.attr("COST_MODEL_CORE") = std::string(chip.core_name) + " (" + std::string(chip.name) + ")";
+  }
 
   m.def("parse", [](const std::string& text) { return hlo::print_module(parse(text)); }, py::arg("text"),
         "Parses and verifies StableHLO text; returns it printed canonically. Raises ValueError.");
@@ -123,9 +131,12 @@ PYBIND11_MODULE(_hlo, m) {
         for (std::size_t i = 0; i < inputs.size(); ++i) {
           const hlo::TensorType& t = in_types[i];
           py::array a = inputs[i];
+          // No silent conversion: an int32 or float64 array for an f32 parameter is a mistake.
           const std::string want = numpy_name(t.dtype);
-          if (py::str(a.dtype().attr("name")).cast<std::string>() != want && !(t.dtype == hlo::DType::kBF16 && py::str(a.dtype().attr("name")).cast<std::string>() == "bfloat16"))
-            a = np.attr("asarray")(a).attr("astype")(want);
+          const std::string have = py::str(a.dtype().attr("name")).cast<std::string>();
+          if (have != want && !(t.dtype == hlo::DType::kBF16 && have == "bfloat16"))
+            throw py::value_error("input " + std::to_string(i) + " has dtype " + have + ", expected " + std::string(hlo::dtype_name(t.dtype)) +
+                                  " (numpy " + want + (t.dtype == hlo::DType::kBF16 ? " holding the bf16 bits" : "") + ")");
           a = np.attr("ascontiguousarray")(a);
           std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
           if (shape != t.dims)
