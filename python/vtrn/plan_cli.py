@@ -163,6 +163,8 @@ def cmd_plan(args) -> int:
                        search_placement=not args.no_placement_search)
     if args.layout and result["layouts"] and not result["layouts"][0]["batch_ok"]:
         raise ValueError(result["layouts"][0]["batch_error"])
+    if args.layout and result["layouts"] and not result["layouts"][0]["tp_ok"]:
+        raise ValueError(result["layouts"][0]["tp_error"])
     if args.layout is None and not result["layouts"] and result.get("rejected") and \
             not result["rejected"][0]["batch_ok"]:
         raise ValueError(result["why_nothing"])

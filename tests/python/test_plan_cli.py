@@ -114,6 +114,8 @@ def test_json_model_file(tmp_path, capsys):
     (["--model", "llama2-7b", "--nodes", "0"], "at least one node"),
     (["--model", "llama2-7b", "--global-batch", "100", "--layout", "shard=64"], "not divisible"),
     (["--model", "llama2-7b", "--layout", "shard=32"], "has 32 ranks"),
+    (["--model", "llama2-7b", "--layout", "tp=64"], "does not divide the 32 attention heads"),
+    (["--model", "llama2-7b", "--seq", "0"], "sequence length 0"),
     (["--model", "llama2-7b", "--out", "x.txt"], "SVG or PNG"),
 ])
 def test_bad_input_exits_2(capsys, argv, needle):

@@ -87,6 +87,8 @@ py::dict eval_dict(const plan::Planner& p, const plan::Evaluation& e, bool with_
   d["advice"] = e.advice;
   if (!e.route_error.empty()) d["route_error"] = e.route_error;
   if (!e.batch_error.empty()) d["batch_error"] = e.batch_error;
+  d["tp_ok"] = e.tp_ok;
+  if (!e.tp_error.empty()) d["tp_error"] = e.tp_error;
   if (with_text) {
     d["reason"] = p.explain(e);
     d["code"] = p.mesh_code(e);

@@ -224,7 +224,8 @@ StageParams stage_params(const ModelSpec& m, const Stage& st, int tp, int pp) {
 std::vector<Stage> stages_of(const ModelSpec& m, int pp) {
   const int per = (m.layers + pp - 1) / pp;
   if (pp == 1) return {{m.layers, true, true}};
-  return {{per, true, false}, {m.layers - per * (pp - 1) > 0 ? per : per, false, true}};
+  // Stages of ceil(L / pp) blocks; the last may hold fewer, but the worst case is what must fit.
+  return {{per, true, false}, {per, false, true}};
 }
 
 }  // namespace
@@ -482,6 +483,11 @@ Evaluation Planner::evaluate_routed(const Layout& l, const Routing& r) const {
     e.batch_error = "the local batch " + std::to_string(workload_.global_batch / dp) + " is not divisible by the micro-batch " +
                     std::to_string(l.micro_batch);
   }
+  if (model_.heads % l.tp != 0) {
+    e.tp_ok = false;
+    e.tp_error = "TP" + std::to_string(l.tp) + " does not divide the " + std::to_string(model_.heads) +
+                 " attention heads of " + model_.name + "; use a TP degree that divides them";
+  }
   e.memory = memory(l);
   e.fits = e.memory.total <= e.memory.budget;
 
@@ -573,6 +579,11 @@ void Planner::classify(Evaluation& e) const {
   if (!e.batch_ok) {
     e.limiting_resource = "batch";
     e.advice = e.batch_error + "; choose a global batch divisible by the data-parallel degree";
+    return;
+  }
+  if (!e.tp_ok) {
+    e.limiting_resource = "tensor parallel degree";
+    e.advice = e.tp_error;
     return;
   }
   if (!e.routable) {
@@ -821,6 +832,7 @@ std::string Planner::explain(const Evaluation& e) const {
   if (e.custom_placement) s += ", custom placement";
   s += ": ";
   if (!e.batch_ok) return s + e.batch_error + ".";
+  if (!e.tp_ok) return s + e.tp_error + ".";
   if (!e.routable) return s + "not routable. " + e.advice + ".";
   s += gib(m.total) + " of " + gib(m.budget) + " per rank (persistent state " + gib(m.parameters + m.gradients + m.optimizer) +
        ", gathered " + gib(m.gathered) + ", activations " + gib(m.activations) + ")";

@@ -107,6 +107,8 @@ struct Evaluation {
   std::string route_error;        ///< first unroutable group's error
   bool batch_ok = true;
   std::string batch_error;
+  bool tp_ok = true;              ///< TP divides the attention heads
+  std::string tp_error;
   MemoryBreakdown memory;
   bool fits = false;
   TimeBreakdown time;
@@ -115,7 +117,7 @@ struct Evaluation {
   double model_flops_per_step = 0;
   std::string limiting_resource;  ///< the seed's term: "persistent model state", ...
   std::string advice;             ///< the seed's remedy for it
-  bool valid() const { return routable && batch_ok && fits; }
+  bool valid() const { return routable && batch_ok && tp_ok && fits; }
 };
 
 struct SearchOptions {

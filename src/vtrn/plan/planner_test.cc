@@ -201,6 +201,18 @@ TEST(Errors, BadWorkloadAndLayoutText) {
   EXPECT_EQ(l.tp, 8);
 }
 
+TEST(Errors, TpMustDivideTheHeads) {
+  // llama2-7b has 32 heads: TP64 over one node cannot split them.
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Layout l;
+  l.tp = 64;
+  const Evaluation e = p.evaluate(l);
+  EXPECT_FALSE(e.valid());
+  EXPECT_EQ(e.limiting_resource, "tensor parallel degree");
+  EXPECT_NE(e.tp_error.find("does not divide the 32 attention heads"), std::string::npos) << e.tp_error;
+  for (const Evaluation& x : p.search().ranked) EXPECT_EQ(32 % x.layout.tp, 0);
+}
+
 TEST(MeshCode, DefaultPlacementUsesInitDeviceMesh) {
   Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
   Layout l;
