@@ -451,8 +451,8 @@ void Planner::route(const Layout& l, bool search, Routing& r) const {
   r.error = error;
   if (!search) return;
   coll::SearchOptions so;
-  so.max_steps = 2'000;
-  so.max_solutions = 16;
+  so.max_steps = 500;
+  so.max_solutions = 4;
   const coll::SearchResult found = coll::search_placement(cluster_, graph, shape, names, so);
   if (!found.found) return;
   topo::Mesh custom(cluster_, shape, names, found.placement);
@@ -694,7 +694,7 @@ SearchResult Planner::search(const SearchOptions& o) const {
     return tps[o.keep_top - 1];
   };
   for (auto& p : pending) {
-    if (p.optimistic <= threshold()) {
+    if (p.optimistic <= threshold() || res.placement_searches >= o.max_placement_searches) {
       ++res.placement_searches_skipped;
       for (auto& e : p.evals) rejected.push_back(std::move(e));
       continue;

@@ -127,6 +127,9 @@ struct SearchOptions {
   bool allow_pp = true;
   bool search_placement = true;  ///< try the placement search when the default is not routable
   int keep_top = 10;  ///< the placement search runs only for layouts that could enter this many best
+  /// At most this many placement searches (the most promising first): each routes every group of
+  /// the world for every candidate order, about 0.05 s at 4,096 ranks.
+  int max_placement_searches = 6;
 };
 
 struct SearchResult {
