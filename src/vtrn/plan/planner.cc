@@ -451,7 +451,7 @@ void Planner::route(const Layout& l, bool search, Routing& r) const {
   r.error = error;
   if (!search) return;
   coll::SearchOptions so;
-  so.max_steps = 500;
+  so.max_steps = 100;
   so.max_solutions = 4;
   const coll::SearchResult found = coll::search_placement(cluster_, graph, shape, names, so);
   if (!found.found) return;
