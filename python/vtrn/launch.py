@@ -76,6 +76,11 @@ def _worker_main():
     """Runs in each process torchrun starts: pin to the local rank's core, then run the script."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     os.environ["NEURON_RT_VISIBLE_CORES"] = str(local_rank)
+    import torch
+
+    # The process's one device is initialized, so DeviceMesh keeps it instead of calling
+    # set_device(LOCAL_RANK), which names a device this process does not see.
+    torch.neuron.init()
     script, *script_args = sys.argv[1:]
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

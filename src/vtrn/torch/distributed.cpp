@@ -80,6 +80,29 @@ class NeuronWork final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// Point-to-point work stays pending until waited on: a pipeline schedule posts a send and a
+// recv together (batch_isend_irecv), and a send that blocked until its peer received would
+// deadlock two stages that both send first. It keeps the tensors, whose bytes Gloo is moving.
+class NeuronPendingWork final : public c10d::Work {
+ public:
+  NeuronPendingWork(c10::intrusive_ptr<c10d::Work> transport, c10d::OpType type, std::vector<at::Tensor> tensors,
+                    std::vector<at::Tensor> aliases)
+      : c10d::Work(-1, type), transport_(std::move(transport)), tensors_(std::move(tensors)),
+        aliases_(std::move(aliases)) {}
+  bool isCompleted() override { return transport_->isCompleted(); }
+  bool isSuccess() const override { return transport_->isSuccess(); }
+  std::exception_ptr exception() const override { return transport_->exception(); }
+  int sourceRank() const override { return transport_->sourceRank(); }
+  bool wait(std::chrono::milliseconds timeout) override { return transport_->wait(timeout); }
+  std::vector<at::Tensor> result() override { return tensors_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return transport_->getFuture(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> transport_;
+  std::vector<at::Tensor> tensors_;
+  std::vector<at::Tensor> aliases_;
+};
+
 //===----------------------------------------------------------------------===//
 // The backend
 //===----------------------------------------------------------------------===//
@@ -259,18 +282,18 @@ class NeuronBackend final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override {
-    return run("send", c10d::OpType::SEND, coll::Collective::kSendRecv, tensors, tensors,
-               [&](auto& in, auto&) { return transport_->send(in, dst_rank, tag); });
+    return run_pending("send", c10d::OpType::SEND, tensors,
+                       [&](auto& in) { return transport_->send(in, dst_rank, tag); });
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override {
-    return run("recv", c10d::OpType::RECV, coll::Collective::kSendRecv, tensors, tensors,
-               [&](auto& in, auto&) { return transport_->recv(in, src_rank, tag); });
+    return run_pending("recv", c10d::OpType::RECV, tensors,
+                       [&](auto& in) { return transport_->recv(in, src_rank, tag); });
   }
 
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
-    return run("recv", c10d::OpType::RECVANYSOURCE, coll::Collective::kSendRecv, tensors, tensors,
-               [&](auto& in, auto&) { return transport_->recvAnysource(in, tag); });
+    return run_pending("recv", c10d::OpType::RECVANYSOURCE, tensors,
+                       [&](auto& in) { return transport_->recvAnysource(in, tag); });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -365,6 +388,25 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, const std::vector<at::Tensor>& outputs) {
     return c10::make_intrusive<NeuronWork>(type, outputs, devices_of(outputs));
+  }
+
+  /// Checks and waits for the producers like run(), starts |call|(aliases) on the transport
+  /// and returns work that completes with it.
+  template <typename Call>
+  c10::intrusive_ptr<c10d::Work> run_pending(const char* op, c10d::OpType type, std::vector<at::Tensor>& tensors,
+                                             Call call) {
+    check_neuron(op, tensors);
+    check_route(op);
+    sync_all(tensors);
+    std::vector<at::Tensor> tensor_aliases = aliases(tensors);
+    auto work = call(tensor_aliases);
+    uint64_t bytes = 0;
+    for (const auto& t : tensors) bytes += t.defined() ? t.nbytes() : 0;
+    if (!tensors.empty() && tensors[0].defined() && getSize() > 1) {
+      add_modeled_seconds(tensors[0].device().index(),
+                          coll::estimate(*cluster_, route_, coll::Collective::kSendRecv, bytes).seconds);
+    }
+    return c10::make_intrusive<NeuronPendingWork>(std::move(work), type, tensors, std::move(tensor_aliases));
   }
 
   /// Checks, waits for the producers, runs |call|(input aliases, output aliases) on the

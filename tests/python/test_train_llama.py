@@ -1,0 +1,47 @@
+"""examples/train_llama.py on 8 processes: every layout matches the single-process cpu run,
+and a distributed checkpoint restores the run exactly."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_llama.py"
+STEPS = 10
+# bfloat16 keeps 8 significant bits: FSDP computes in bfloat16, the reference in float32.
+BF16_RTOL = 2**-7
+
+
+def losses(*args, launcher=True):
+    cmd = [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "8", str(EXAMPLE)] if launcher else \
+        [sys.executable, str(EXAMPLE)]
+    result = subprocess.run([*cmd, "--steps", str(STEPS), *args], capture_output=True, text=True, timeout=115)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return {int(step): float(loss) for step, loss in re.findall(r"^step (\d+) loss (\S+)$", result.stdout, re.M)}
+
+
+@pytest.fixture(scope="module")
+def cpu_losses():
+    return losses("--layout", "cpu", launcher=False)
+
+
+@pytest.mark.parametrize("layout", [["ddp8"], ["fsdp8"], ["hsdp2x4"], ["tp4-fsdp2"],
+                                    ["pp2-tp4", "--schedule", "gpipe"], ["pp2-tp4", "--schedule", "1f1b"]],
+                         ids=lambda a: "-".join(a).replace("--schedule-", ""))
+def test_layout_matches_the_cpu_run(layout, cpu_losses):
+    got = losses("--layout", *layout)
+    assert sorted(got) == list(range(STEPS)) == sorted(cpu_losses)
+    for step in range(STEPS):
+        assert got[step] == pytest.approx(cpu_losses[step], rel=BF16_RTOL), (layout, step)
+
+
+@pytest.mark.parametrize("layout", ["fsdp8", "tp4-fsdp2"])
+def test_checkpoint_at_step_5_restores_steps_6_to_10(layout, tmp_path):
+    checkpoint = str(tmp_path / "ckpt")
+    uninterrupted = losses("--layout", layout, "--save-at", "5", "--checkpoint", checkpoint)
+    resumed = losses("--layout", layout, "--save-at", "5", "--resume", checkpoint)
+    assert sorted(resumed) == [6, 7, 8, 9]
+    for step in resumed:
+        assert resumed[step] == uninterrupted[step], (layout, step)
