@@ -72,3 +72,21 @@ def test_world_that_does_not_fit_the_instance_is_refused():
     assert "--nproc-per-node 65 does not fit: trn2.48xlarge has 64 logical cores per node" in result.stderr
     result = vtrn_run("--lnc", "1", "--nproc-per-node", "129", str(SCRIPTS / "misuse.py"), "x")
     assert "has 128 logical cores per node" in result.stderr
+
+
+def test_two_nodes_on_one_host_rendezvous_like_torchrun():
+    # Two `vtrn run` launchers, one per node, meet at a c10d rendezvous endpoint; the four
+    # ranks' group spans both nodes (a hierarchical route).
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    common = ["--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--nproc-per-node", "2",
+              str(SCRIPTS / "collectives.py")]
+    launchers = [subprocess.Popen([sys.executable, "-m", "vtrn.cli", "run", "--node-rank", str(node), *common],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
+    outputs = [p.communicate(timeout=110) for p in launchers]
+    assert all(p.returncode == 0 for p in launchers), [err[-3000:] for _, err in outputs]
+    ranks = sorted(r for out, _ in outputs for r in re.findall(r"rank (\d) OK", out))
+    assert ranks == ["0", "1", "2", "3"]
