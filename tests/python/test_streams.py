@@ -14,35 +14,40 @@ SLOW = 0.3  # seconds of queued work that holds a stream
 def test_work_is_queued_and_host_reads_wait():
     t = torch.zeros(4, device="neuron")
     done = torch.neuron.Event()
-    torch.neuron._sleep(SLOW)
+    gate = vtrn._C._Gate()
+    vtrn._C._enqueue_gate(0, gate)
     t.fill_(5.0)
     done.record()
-    assert not done.query()  # the host got here before the queued work ran
+    assert not done.query()  # enqueuing returned while the work waits at the gate
+    gate.open()
     assert t.cpu().tolist() == [5.0] * 4  # .cpu() waited for it
     assert done.query()
 
 
 @pytest.mark.parametrize("use_event", [True, False], ids=["with-event", "without-event"])
 def test_two_streams_are_ordered_only_by_an_event(use_event):
-    # The producer is held by queued work, then writes; the consumer copies what it wrote.
-    # With the event wait the copy sees the write. Without it the streams are independent and
-    # the copy runs ahead: the second case is what makes the first fail when its wait is
-    # removed.
+    # The producer is held at a gate, then writes; the consumer copies what it wrote. With the
+    # event wait the copy sees the write. Without it the streams are independent and the copy
+    # runs while the producer is still held: the second case is what makes the first fail
+    # when its wait is removed.
     src = torch.zeros(1024, device="neuron")
     dst = torch.full((1024,), -1.0, device="neuron")
     producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
+    gate = vtrn._C._Gate()
     with torch.neuron.stream(producer):
-        torch.neuron._sleep(SLOW)
+        vtrn._C._enqueue_gate(torch.neuron.current_device(), gate)
         src.fill_(1.0)
         written = producer.record_event()
     if use_event:
         consumer.wait_event(written)
+        gate.open()  # the consumer could only finish after the producer's write
     with torch.neuron.stream(consumer):
         dst.copy_(src)
     consumer.synchronize()
+    gate.open()
+    producer.synchronize()
     expected = torch.ones(1024) if use_event else torch.zeros(1024)
     assert torch.equal(dst.cpu(), expected)
-    producer.synchronize()
 
 
 def test_wait_stream_orders_all_prior_work():

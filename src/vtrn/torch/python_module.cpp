@@ -1,6 +1,9 @@
 // vtrn._C: the Python face of the torch adapter. Only plain values cross this boundary (ints,
 // strings), so the module needs no torch_python.
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -68,6 +71,27 @@ PYBIND11_MODULE(_C, m) {
     m.def("_sleep", [](int index, double seconds) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_sleep", [seconds] {
             std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        });
+    }, no_gil);
+    // A gate: queued work that waits until Python opens it (deterministic stream tests).
+    struct Gate {
+        std::mutex mutex;
+        std::condition_variable opened_cv;
+        bool opened = false;
+    };
+    py::class_<Gate, std::shared_ptr<Gate>>(m, "_Gate")
+        .def(py::init<>())
+        .def("open", [](Gate& g) {
+            {
+                std::lock_guard<std::mutex> lock(g.mutex);
+                g.opened = true;
+            }
+            g.opened_cv.notify_all();
+        });
+    m.def("_enqueue_gate", [](int index, std::shared_ptr<Gate> gate) {
+        adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_gate", [gate] {
+            std::unique_lock<std::mutex> lock(gate->mutex);
+            gate->opened_cv.wait(lock, [&] { return gate->opened; });
         });
     }, no_gil);
     m.def("_enqueue_failure", [](int index, const std::string& message) {
