@@ -11,7 +11,7 @@ import sys
 import time
 
 SIZES_MB = [1, 4, 16, 64, 256]
-REPEATS = 3
+REPEATS = 10
 
 
 def worker():

@@ -64,19 +64,26 @@ double modeled_seconds(int device) {
 class NeuronWork final : public c10d::Work {
  public:
   NeuronWork(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<c10::Device> devices)
-      : c10d::Work(-1, type), outputs_(std::move(outputs)) {
-    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                       std::move(devices));
-    future_->markCompleted(c10::IValue(outputs_));
-  }
+      : c10d::Work(-1, type), outputs_(std::move(outputs)), devices_(std::move(devices)) {}
   bool isCompleted() override { return true; }
   bool isSuccess() const override { return true; }
   bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
   std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  // Built on first use: completing a future on a device records events on its streams, a
+  // cost every collective would pay although few callers (DDP's comm hooks) ask for it.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    std::call_once(future_once_, [this] {
+      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices_);
+      future_->markCompleted(c10::IValue(outputs_));
+    });
+    return future_;
+  }
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::vector<c10::Device> devices_;
+  std::once_flag future_once_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
