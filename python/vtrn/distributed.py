@@ -69,7 +69,7 @@ def _is_fake_store(store) -> bool:
         return True
 
 
-def _gather_placements(store, global_ranks, my_global_rank, timeout):
+def _gather_placements(store, global_ranks, my_global_rank):
     """Every member's (node, core), exchanged through the group's store."""
     if _is_fake_store(store):
         per_node = _config()["cores_per_node"]
@@ -105,7 +105,7 @@ def _create_backend(opts, backend_options):
         transport = FakeProcessGroup._create_internal(rank, size)
     else:
         transport = dist.ProcessGroupGloo(dist.PrefixStore("vtrn-gloo/", store), rank, size, timeout)
-    placements = _gather_placements(store, global_ranks, my_global_rank, timeout)
+    placements = _gather_placements(store, global_ranks, my_global_rank)
     config = _config()
     nodes = max(node for node, _ in placements) + 1
     return _C.NeuronBackend(transport, rank, size, config["instance"], config["lnc"], nodes, placements)

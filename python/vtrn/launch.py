@@ -9,16 +9,14 @@ so ``torch.neuron.current_device()`` is 0 and the core is the rank's own.
     vtrn run --nnodes 2 --node-rank 0 --rdzv-endpoint host:29500 --nproc-per-node 64 train.py
 """
 
+import argparse
 import os
 import runpy
 import sys
 
-PIN_ENV = "VTRN_RUN_CORE_OFFSET"
-
-
 def register(subparsers):
     p = subparsers.add_parser("run", help="launch a script on emulated Trainium nodes (torchrun, one core per process)",
-                              description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nnodes", default="1", help="nodes, or MIN:MAX (torchrun's --nnodes)")
     p.add_argument("--nproc-per-node", type=int, default=None,
                    help="processes per node (default: every logical core of the instance)")
@@ -28,7 +26,7 @@ def register(subparsers):
     p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (multi-node)")
     p.add_argument("--master-port", type=int, default=None)
     p.add_argument("script")
-    p.add_argument("script_args", nargs=__import__("argparse").REMAINDER)
+    p.add_argument("script_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=run)
 
 

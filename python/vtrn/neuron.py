@@ -90,7 +90,7 @@ def _is_in_bad_fork() -> bool:
     return False
 
 
-def _device_index(dev, *, optional: bool = True) -> int:
+def _device_index(dev) -> int:
     """The index named by an int, a ``neuron[:i]`` string or torch.device; None = current."""
     if dev is None:
         return current_device()

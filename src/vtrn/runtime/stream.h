@@ -58,9 +58,6 @@ class Stream {
   /// the last synchronize (QueuedOpError), if any.
   void synchronize();
 
-  /// Tasks enqueued so far (a sequence number for events).
-  uint64_t enqueued() const { return enqueued_.load(std::memory_order_acquire); }
-
   const std::string& label() const { return label_; }
 
  private:
