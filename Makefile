@@ -29,7 +29,7 @@ setup: $(STAMPS)/setup
 # runs that share the build directory.
 $(STAMPS)/install: $(STAMPS)/setup $(NATIVE_SOURCES)
 	@mkdir -p $(STAMPS)
-	flock build/.install.lock $(PYTHON) -m pip install --quiet --no-build-isolation --no-deps -e .
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 flock build/.install.lock $(PYTHON) -m pip install --quiet --no-build-isolation --no-deps -e .
 	@touch $@
 
 install: $(STAMPS)/install
