@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "vtrn.hlo_cli",  # hlo
     "vtrn.plan_cli",  # plan
     "vtrn.launch",  # run
+    "vtrn.ops_cli",  # ops
 )
 
 
