@@ -1,0 +1,41 @@
+// Shared pieces of the lowering families (lowerings_*.cc): dtype sets and registration
+// helpers. Internal to the lowering unit.
+#pragma once
+
+#include <initializer_list>
+
+#include "vtrn/torch/lowering/lowering.h"
+
+namespace vtrn::lowering::family {
+
+inline const std::vector<DType> kFloats = {DType::kF32, DType::kBF16, DType::kF16};
+inline const std::vector<DType> kInts = {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8};
+inline std::vector<DType> floats_and_ints() {
+  std::vector<DType> v = kFloats;
+  v.insert(v.end(), kInts.begin(), kInts.end());
+  return v;
+}
+inline std::vector<DType> all_types() {
+  std::vector<DType> v = floats_and_ints();
+  v.push_back(DType::kPred);
+  return v;
+}
+
+/// Adds one entry per overload name, all sharing |proto|'s lowering and flags.
+inline void add(std::vector<OpLowering>& r, std::initializer_list<const char*> names, const OpLowering& proto) {
+  for (const char* n : names) {
+    OpLowering e = proto;
+    e.name = n;
+    r.push_back(std::move(e));
+  }
+}
+
+inline OpLowering entry(std::vector<DType> dtypes, LowerFn fn, bool elementwise = false) {
+  OpLowering e;
+  e.dtypes = std::move(dtypes);
+  e.lower = std::move(fn);
+  e.elementwise = elementwise;
+  return e;
+}
+
+}  // namespace vtrn::lowering::family

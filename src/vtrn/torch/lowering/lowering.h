@@ -1,0 +1,171 @@
+// The ATen -> StableHLO lowering registry: one entry per ATen op overload (or family), each a
+// function that builds the op as HLO from the types of its arguments.
+//
+// This unit is plain C++ (no PyTorch headers), so lowerings build and test without torch. The
+// torch adapter (eager.cpp) describes a call as an OpCall: one ArgSpec per schema argument, in
+// schema order. Tensors become parameters of the module, Scalars become 0-d runtime
+// parameters (so a changing learning rate does not recompile), and everything else (ints,
+// bools, dims, dtypes) is static: it is part of the signature and baked into the module.
+//
+// Numerics follow PyTorch's CPU kernels: float16/bfloat16 are computed in float32 ("opmath")
+// and rounded once when stored; integer ops stay integer; type promotion follows
+// torch.result_type. A lowering that cannot handle a call (an unclaimed dtype, an argument value
+// it does not implement) throws Unsupported, and the op runs through the CPU fallback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "vtrn/hlo/builder.h"
+
+namespace vtrn::lowering {
+
+using hlo::DType;
+using hlo::TensorType;
+using hlo::Value;
+
+/// This call cannot be lowered (the reason is for the log); the op falls back to the CPU.
+class Unsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class ArgKind : std::uint8_t {
+  kNone,        ///< an optional argument that is None (or an argument lowerings ignore)
+  kTensor,      ///< types[0]
+  kTensorList,  ///< types, one per element (None elements of Tensor?[] are not supported)
+  kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind)
+  kInt,         ///< ints[0] (also SymInt)
+  kInts,        ///< ints
+  kFloat,       ///< real; also a Scalar an entry declares static (is_integral: ints[0] == 1)
+  kBool,        ///< ints[0]
+  kString,      ///< text
+  kDType,       ///< dtype
+};
+
+/// One schema argument of a call.
+struct ArgSpec {
+  ArgKind kind = ArgKind::kNone;
+  std::vector<TensorType> types;
+  std::vector<std::int64_t> ints;
+  double real = 0.0;
+  std::string text;
+  DType dtype = DType::kF32;
+  /// kTensor: a 0-d tensor on the CPU, passed by value (it promotes like a 0-d tensor).
+  bool cpu_scalar_tensor = false;
+};
+
+/// A call as the lowering sees it.
+struct OpCall {
+  std::vector<ArgSpec> args;        ///< schema order
+  std::vector<DType> out_dtypes;    ///< dtypes of the out=/in-place outputs (empty: functional)
+};
+
+class Lowerer;
+using LowerFn = std::function<std::vector<Value>(Lowerer&)>;
+
+/// One registry entry: an ATen overload and how to lower it.
+struct OpLowering {
+  std::string name;            ///< "add.out" (without "aten::")
+  std::vector<DType> dtypes;   ///< the dtypes it is claimed (and tested) for; others fall back
+  LowerFn lower;
+  /// Output element i depends only on input element i (after broadcasting): Adaptive Eager
+  /// Execution may fuse it with its neighbours, and it may write in place over an input.
+  bool elementwise = false;
+  std::vector<int> static_scalars;  ///< Scalar arguments baked into the module (kFloat)
+  std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
+};
+
+/// All entries, built on first use.
+const std::vector<OpLowering>& registry();
+/// The entry for |name|, or nullptr.
+const OpLowering* find_lowering(const std::string& name);
+
+/// The dtypes a lowering claims, as torch names ("float32", "bfloat16", "int64", "bool").
+std::string torch_dtype_name(DType dtype);
+
+/// A lowering's result for an output it does not write (an in-place argument it leaves as is).
+inline constexpr Value kUnchanged{-2};
+
+struct LoweredCall {
+  hlo::Module module;         ///< returns the written outputs, in order
+  std::vector<bool> written;  ///< per output of the call: false where the lowering said kUnchanged
+};
+
+/// Builds the one-op module for |call| with |entry|. Its parameters are one per tensor, tensor
+/// list element and runtime Scalar of the call, in schema order. Results are converted to the
+/// out=/in-place dtypes. Throws Unsupported or hlo::Error.
+LoweredCall lower_call(const OpLowering& entry, const OpCall& call);
+
+/// torch.result_type over tensors and scalars, categories included.
+struct PromotionInput {
+  DType dtype;
+  enum Kind { kDimTensor, kZeroDimTensor, kWrappedScalar } kind;
+};
+DType result_type(const std::vector<PromotionInput>& inputs);
+/// PyTorch's promoteTypes table.
+DType promote_types(DType a, DType b);
+/// The dtype PyTorch computes |dtype| in: float32 for float16/bfloat16, the dtype otherwise.
+DType opmath(DType dtype);
+
+/// The builder a lowering writes into, with the call's arguments as values and the helpers
+/// most lowerings need.
+class Lowerer {
+ public:
+  Lowerer(const OpCall& call, const OpLowering& entry);
+
+  hlo::Builder b;
+  const OpCall& call;
+  const OpLowering& entry;
+
+  // Arguments (|i| is the schema position).
+  const ArgSpec& arg(int i) const;
+  bool has(int i) const { return arg(i).kind != ArgKind::kNone; }
+  Value tensor(int i);
+  const std::vector<Value>& tensors(int i);
+  /// A runtime Scalar converted to |dtype| (a static one becomes a constant).
+  Value scalar(int i, DType dtype);
+  std::int64_t integer(int i) const;
+  std::vector<std::int64_t> ints(int i) const;
+  double real(int i) const;
+  bool flag(int i) const;
+  /// How argument |i| promotes (tensor, 0-d tensor, or wrapped scalar) with its dtype.
+  PromotionInput promotion(int i) const;
+  /// The dtype of out=/in-place output |k|, or |otherwise| (the result's own dtype) for a
+  /// functional call. Throws Unsupported when |otherwise| can't be cast to the output's dtype.
+  DType out_dtype(int k, DType otherwise) const;
+
+  // Helpers.
+  DType dtype(Value v) const { return b.type(v).dtype; }
+  const std::vector<std::int64_t>& shape(Value v) const { return b.type(v).dims; }
+  int rank(Value v) const { return b.type(v).rank(); }
+  Value convert(Value v, DType dtype);
+  Value constant(double value, DType dtype) { return b.scalar(dtype, value); }
+  /// A constant of |like|'s type (broadcast).
+  Value full_like(Value like, double value);
+  /// NumPy broadcasting of all |values| to one shape.
+  std::vector<Value> broadcast(std::vector<Value> values);
+  Value broadcast_to(Value v, const std::vector<std::int64_t>& shape);
+  /// Wraps a negative dim; throws Unsupported-free IndexError text for out of range.
+  std::int64_t wrap_dim(std::int64_t dim, int rank) const;
+  /// Reduces |x| over |dims| with |kind|, keeping size-1 dims when |keepdim|.
+  Value reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim);
+  /// Throws Unsupported when |dtype| is not among the entry's dtypes.
+  void require_claimed(DType dtype) const;
+
+ private:
+  std::vector<std::vector<Value>> values_;  // per argument: its parameters
+};
+
+// Registration of each family (lowerings_*.cc).
+void add_elementwise_lowerings(std::vector<OpLowering>& r);
+void add_reduction_lowerings(std::vector<OpLowering>& r);
+void add_nn_lowerings(std::vector<OpLowering>& r);
+void add_data_lowerings(std::vector<OpLowering>& r);
+void add_optimizer_lowerings(std::vector<OpLowering>& r);
+
+}  // namespace vtrn::lowering

@@ -1,0 +1,270 @@
+// Elementwise ATen ops: arithmetic, comparisons, unary math, activations and their backward
+// formulas. Each computes in PyTorch's opmath type and rounds once, as the CPU kernels do.
+#include <cmath>
+
+#include "vtrn/torch/lowering/families.h"
+
+namespace vtrn::lowering {
+namespace {
+
+using namespace family;
+using hlo::Comparison;
+using hlo::OpKind;
+
+using BinaryFn = std::function<Value(Lowerer&, Value, Value)>;
+using UnaryFn = std::function<Value(Lowerer&, Value)>;
+
+/// out = f(self, other) over the promoted, broadcast operands, computed in opmath.
+/// |true_division|: integer inputs compute (and return) float32.
+LowerFn binary(BinaryFn f, bool true_division = false) {
+  return [f, true_division](Lowerer& L) -> std::vector<Value> {
+    DType common = result_type({L.promotion(0), L.promotion(1)});
+    if (true_division && !hlo::is_float(common)) common = DType::kF32;
+    L.require_claimed(common);
+    const DType compute = opmath(common);
+    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
+    return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
+  };
+}
+
+/// self + alpha * other (sub: self - alpha * other).
+LowerFn add_like(bool subtract) {
+  return [subtract](Lowerer& L) -> std::vector<Value> {
+    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    L.require_claimed(common);
+    const DType compute = opmath(common);
+    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
+    Value scaled = L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1])));
+    Value r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
+    return {L.convert(r, L.out_dtype(0, common))};
+  };
+}
+
+LowerFn compare(Comparison dir) {
+  return [dir](Lowerer& L) -> std::vector<Value> {
+    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    L.require_claimed(common);
+    auto v = L.broadcast({L.convert(L.tensor(0), common), L.convert(L.tensor(1), common)});
+    return {L.convert(L.b.compare(dir, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+  };
+}
+
+/// Unary op on floats; integer and bool inputs compute in float32 (sqrt(int) is float).
+LowerFn unary_float(UnaryFn f) {
+  return [f](Lowerer& L) -> std::vector<Value> {
+    const DType in = L.dtype(L.tensor(0));
+    const DType result = hlo::is_float(in) ? in : DType::kF32;
+    L.require_claimed(in);
+    return {L.convert(f(L, L.convert(L.tensor(0), opmath(result))), L.out_dtype(0, result))};
+  };
+}
+
+/// Unary op that keeps integer types (neg, abs).
+LowerFn unary_same(UnaryFn f) {
+  return [f](Lowerer& L) -> std::vector<Value> {
+    const DType in = L.dtype(L.tensor(0));
+    L.require_claimed(in);
+    return {L.convert(f(L, L.convert(L.tensor(0), opmath(in))), L.out_dtype(0, in))};
+  };
+}
+
+Value one_like(Lowerer& L, Value x) { return L.full_like(x, 1.0); }
+
+/// 1 / (1 + exp(-x)), as the CPU kernel computes it.
+Value sigmoid(Lowerer& L, Value x) {
+  return L.b.div(one_like(L, x), L.b.add(one_like(L, x), L.b.exp(L.b.neg(x))));
+}
+
+/// grad_output and a saved tensor, promoted and computed in opmath; |f| gets (grad, saved).
+LowerFn backward(BinaryFn f) {
+  return [f](Lowerer& L) -> std::vector<Value> {
+    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    L.require_claimed(common);
+    const DType compute = opmath(common);
+    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
+    return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
+  };
+}
+
+/// The float classification ops (isneginf, isnan, ...): bool results; integers are never hit.
+LowerFn classify(std::function<Value(Lowerer&, Value)> f) {
+  return [f](Lowerer& L) -> std::vector<Value> {
+    Value x = L.tensor(0);
+    L.require_claimed(L.dtype(x));
+    Value r = hlo::is_float(L.dtype(x)) ? f(L, L.convert(x, opmath(L.dtype(x))))
+                                         : L.b.broadcast_to(L.constant(0, DType::kPred), L.shape(x));
+    return {L.convert(r, L.out_dtype(0, DType::kPred))};
+  };
+}
+
+Value is_true(Lowerer& L, Value x) {
+  if (L.dtype(x) == DType::kPred) return x;
+  return L.b.compare(Comparison::kNE, x, L.full_like(x, 0.0));
+}
+
+}  // namespace
+
+void add_elementwise_lowerings(std::vector<OpLowering>& r) {
+  const auto numeric = floats_and_ints();
+  const auto any = all_types();
+
+  add(r, {"add.Tensor", "add_.Tensor", "add.out"}, entry(numeric, add_like(false), true));
+  add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"}, entry(numeric, add_like(true), true));
+  add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }), true));
+  add(r, {"div.Tensor", "div_.Tensor", "div.out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true), true));
+  add(r, {"maximum", "maximum.out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+  add(r, {"minimum", "minimum.out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+  add(r, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Tensor_Tensor", "pow_.Tensor",
+          "pow.Tensor_Tensor_out"},
+      entry(kFloats, binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }), true));
+
+  const std::pair<const char*, Comparison> comparisons[] = {
+      {"eq", Comparison::kEQ}, {"ne", Comparison::kNE}, {"lt", Comparison::kLT},
+      {"le", Comparison::kLE}, {"gt", Comparison::kGT}, {"ge", Comparison::kGE}};
+  for (const auto& [name, dir] : comparisons) {
+    const std::string n = name;
+    for (const std::string& overload : {".Tensor", ".Scalar", ".Tensor_out", ".Scalar_out"}) {
+      OpLowering e = entry(any, compare(dir), true);
+      e.name = n + overload;
+      r.push_back(std::move(e));
+    }
+  }
+
+  add(r, {"logical_and", "logical_and.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
+        auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
+        return {L.convert(L.b.binary(OpKind::kAnd, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+      }, true));
+  add(r, {"logical_or", "logical_or.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
+        auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
+        return {L.convert(L.b.binary(OpKind::kOr, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+      }, true));
+  add(r, {"logical_not", "logical_not.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
+        return {L.convert(L.b.unary(OpKind::kNot, is_true(L, L.tensor(0))), L.out_dtype(0, DType::kPred))};
+      }, true));
+
+  add(r, {"where.self", "where.self_out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
+        const DType common = result_type({L.promotion(1), L.promotion(2)});
+        L.require_claimed(common);
+        auto v = L.broadcast({is_true(L, L.tensor(0)), L.convert(L.tensor(1), common), L.convert(L.tensor(2), common)});
+        return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
+      }, true));
+  add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
+      entry(any, [](Lowerer& L) -> std::vector<Value> {
+        Value self = L.tensor(0);
+        const DType d = L.dtype(self);
+        L.require_claimed(d);
+        Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
+        Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
+        return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
+      }, true));
+
+  // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
+  add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
+      entry(numeric, [](Lowerer& L) -> std::vector<Value> {
+        std::vector<PromotionInput> p{L.promotion(0)};
+        if (L.has(1)) p.push_back(L.promotion(1));
+        if (L.has(2)) p.push_back(L.promotion(2));
+        if (!L.has(1) && !L.has(2)) throw Unsupported("clamp: at least one of 'min' or 'max' must not be None");
+        const DType common = result_type(p);
+        L.require_claimed(common);
+        const DType compute = opmath(common);
+        Value x = L.convert(L.tensor(0), compute);
+        std::vector<Value> parts{x};
+        if (L.has(1)) parts.push_back(L.convert(L.tensor(1), compute));
+        if (L.has(2)) parts.push_back(L.convert(L.tensor(2), compute));
+        parts = L.broadcast(parts);
+        x = parts[0];
+        std::size_t k = 1;
+        if (L.has(1)) x = L.b.max(x, parts[k++]);
+        if (L.has(2)) x = L.b.min(x, parts[k]);
+        return {L.convert(x, L.out_dtype(0, common))};
+      }, true));
+  add(r, {"clamp_min", "clamp_min_", "clamp_min.out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+  add(r, {"clamp_max", "clamp_max_", "clamp_max.out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+
+  // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
+  add(r, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
+      entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+        const DType d = L.dtype(L.tensor(0));
+        L.require_claimed(d);
+        const DType c = opmath(d);
+        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+        Value diff = L.b.sub(v[1], v[0]);
+        Value low = L.b.add(v[0], L.b.mul(v[2], diff));
+        Value high = L.b.sub(v[1], L.b.mul(diff, L.b.sub(L.full_like(v[2], 1.0), v[2])));
+        Value use_low = L.b.compare(Comparison::kLT, L.b.unary(OpKind::kAbs, v[2]), L.full_like(v[2], 0.5));
+        return {L.convert(L.b.select(use_low, low, high), L.out_dtype(0, d))};
+      }, true));
+
+  // addcmul: self + value * t1 * t2; addcdiv: self + value * (t1 / t2).
+  for (bool divide : {false, true}) {
+    OpLowering e = entry(divide ? kFloats : numeric, [divide](Lowerer& L) -> std::vector<Value> {
+      const DType common = result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
+      L.require_claimed(common);
+      const DType c = opmath(common);
+      auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+      Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
+      Value t = divide ? L.b.mul(value, L.b.div(v[1], v[2])) : L.b.mul(L.b.mul(value, v[1]), v[2]);
+      return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
+    }, true);
+    if (divide) add(r, {"addcdiv", "addcdiv_", "addcdiv.out"}, e);
+    else add(r, {"addcmul", "addcmul_", "addcmul.out"}, e);
+  }
+
+  // Unary math.
+  const std::pair<std::initializer_list<const char*>, UnaryFn> float_unary[] = {
+      {{"exp", "exp_", "exp.out"}, [](Lowerer& L, Value x) { return L.b.exp(x); }},
+      {{"log", "log_", "log.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog, x); }},
+      {{"log1p", "log1p_", "log1p.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog1p, x); }},
+      {{"expm1", "expm1_", "expm1.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kExpm1, x); }},
+      {{"sqrt", "sqrt_", "sqrt.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSqrt, x); }},
+      {{"rsqrt", "rsqrt_", "rsqrt.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kRsqrt, x); }},
+      {{"sin", "sin_", "sin.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSine, x); }},
+      {{"cos", "cos_", "cos.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kCosine, x); }},
+      {{"tanh", "tanh_", "tanh.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kTanh, x); }},
+      {{"reciprocal", "reciprocal_", "reciprocal.out"}, [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), x); }},
+      {{"sigmoid", "sigmoid_", "sigmoid.out"}, [](Lowerer& L, Value x) { return sigmoid(L, x); }},
+      {{"silu", "silu_", "silu.out"},
+       [](Lowerer& L, Value x) { return L.b.div(x, L.b.add(one_like(L, x), L.b.exp(L.b.neg(x)))); }},
+  };
+  for (const auto& [names, f] : float_unary) add(r, names, entry(kFloats, unary_float(f), true));
+
+  add(r, {"neg", "neg_", "neg.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.neg(x); }), true));
+  add(r, {"abs", "abs_", "abs.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.unary(OpKind::kAbs, x); }), true));
+  add(r, {"relu", "relu_"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.max(x, L.full_like(x, 0.0)); }), true));
+
+  add(r, {"isneginf", "isneginf.out"}, entry(numeric, classify([](Lowerer& L, Value x) {
+        return L.b.compare(Comparison::kEQ, x, L.full_like(x, -INFINITY));
+      }), true));
+  add(r, {"isposinf", "isposinf.out"}, entry(numeric, classify([](Lowerer& L, Value x) {
+        return L.b.compare(Comparison::kEQ, x, L.full_like(x, INFINITY));
+      }), true));
+  add(r, {"isnan"}, entry(numeric, classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }), true));
+
+  // Backward formulas of the activations, as derivatives.yaml / the CPU kernels write them.
+  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value x) {
+        Value s = sigmoid(L, x);
+        Value one = one_like(L, x);
+        return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
+      }), true));
+  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value y) {
+        return L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
+      }), true));
+  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value y) {
+        return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
+      }), true));
+  add(r, {"threshold_backward", "threshold_backward.grad_input"}, entry(numeric, [](Lowerer& L) -> std::vector<Value> {
+        const DType common = result_type({L.promotion(0), L.promotion(1)});
+        L.require_claimed(common);
+        const DType c = opmath(common);
+        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+        Value below = L.b.compare(Comparison::kLE, v[1], L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
+        return {L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]), L.out_dtype(0, common))};
+      }, true));
+}
+
+}  // namespace vtrn::lowering

@@ -1,0 +1,249 @@
+// Neural-network ops: matmuls, softmax and log-softmax with their backward, the NLL loss, and
+// the embedding's gather/scatter. Floats compute in float32 and round once on store.
+#include <cmath>
+#include <numeric>
+
+#include "vtrn/torch/lowering/families.h"
+
+namespace vtrn::lowering {
+namespace {
+
+using namespace family;
+using hlo::Comparison;
+using hlo::OpKind;
+using hlo::ReduceKind;
+
+/// Both matmul operands must have the same dtype, as PyTorch requires (it raises otherwise).
+DType matmul_dtype(Lowerer& L, Value a, Value b) {
+  if (L.dtype(a) != L.dtype(b)) throw Unsupported("matmul operands of different dtypes");
+  L.require_claimed(L.dtype(a));
+  return L.dtype(a);
+}
+
+/// [b.., n, k] x [b.., k, m] with |batch| leading batch dims, in float32.
+Value matmul(Lowerer& L, Value a, Value b, int batch) {
+  const DType c = opmath(L.dtype(a));
+  hlo::DotDims dims;
+  for (int i = 0; i < batch; ++i) {
+    dims.lhs_batch.push_back(i);
+    dims.rhs_batch.push_back(i);
+  }
+  dims.lhs_contracting = {batch + 1};
+  dims.rhs_contracting = {batch};
+  return L.b.dot_general(L.convert(a, c), L.convert(b, c), dims);
+}
+
+std::vector<Value> mm(Lowerer& L, int batch) {
+  Value a = L.tensor(0), b = L.tensor(1);
+  const DType d = matmul_dtype(L, a, b);
+  if (L.rank(a) != batch + 2 || L.rank(b) != batch + 2) throw Unsupported("matmul rank");
+  return {L.convert(matmul(L, a, b, batch), L.out_dtype(0, d))};
+}
+
+/// The softmax axis of |x| (a 0-d tensor is treated as shape [1]).
+std::int64_t softmax_dim(Lowerer& L, Value x, int arg) { return L.rank(x) == 0 ? 0 : L.wrap_dim(L.integer(arg), L.rank(x)); }
+
+Value as_vector_if_scalar(Lowerer& L, Value x) { return L.rank(x) == 0 ? L.b.reshape(x, {1}) : x; }
+
+Value broadcast_back(Lowerer& L, Value reduced_keepdim, Value like) { return L.broadcast_to(reduced_keepdim, L.shape(like)); }
+
+/// softmax / log_softmax (self, dim, half_to_float).
+LowerFn softmax(bool log) {
+  return [log](Lowerer& L) -> std::vector<Value> {
+    Value x0 = L.tensor(0);
+    const DType in = L.dtype(x0);
+    L.require_claimed(in);
+    const DType result = L.out_dtype(0, L.flag(2) ? DType::kF32 : in);
+    const std::int64_t dim = softmax_dim(L, x0, 1);
+    Value x = as_vector_if_scalar(L, L.convert(x0, opmath(in)));
+    Value m = L.reduce(x, {dim}, ReduceKind::kMax, true);
+    // A row of -inf has max -inf; subtracting it would give NaN where the CPU also gives NaN.
+    Value shifted = L.b.sub(x, broadcast_back(L, m, x));
+    Value e = L.b.exp(shifted);
+    Value s = L.reduce(e, {dim}, ReduceKind::kAdd, true);
+    Value y = log ? L.b.sub(shifted, broadcast_back(L, L.b.unary(OpKind::kLog, s), x))
+                  : L.b.div(e, broadcast_back(L, s, x));
+    if (L.rank(x0) == 0) y = L.b.reshape(y, {});
+    return {L.convert(y, result)};
+  };
+}
+
+/// _softmax_backward_data / _log_softmax_backward_data (grad_output, output, dim, input_dtype).
+LowerFn softmax_backward(bool log) {
+  return [log](Lowerer& L) -> std::vector<Value> {
+    Value g0 = L.tensor(0), y0 = L.tensor(1);
+    L.require_claimed(L.dtype(g0));
+    const DType result = L.out_dtype(0, L.arg(3).dtype);
+    const DType c = opmath(L.dtype(g0));
+    const std::int64_t dim = softmax_dim(L, g0, 2);
+    Value g = as_vector_if_scalar(L, L.convert(g0, c)), y = as_vector_if_scalar(L, L.convert(y0, c));
+    Value gi;
+    if (log) {
+      Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true);
+      gi = L.b.sub(g, L.b.mul(L.b.exp(y), broadcast_back(L, s, g)));
+    } else {
+      Value s = L.reduce(L.b.mul(g, y), {dim}, ReduceKind::kAdd, true);
+      gi = L.b.mul(y, L.b.sub(g, broadcast_back(L, s, g)));
+    }
+    if (L.rank(g0) == 0) gi = L.b.reshape(gi, {});
+    return {L.convert(gi, result)};
+  };
+}
+
+/// For nll_loss on [N, C] (or [C]) input: the one-hot mask of the targets, [N, C], and the
+/// per-sample weight (0 where the target is ignore_index), [N].
+struct NllParts {
+  Value onehot, weight;
+  std::int64_t n, c;
+};
+
+NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::int64_t ignore_index, DType compute) {
+  if (L.rank(self) > 2 || L.rank(self) < 1) throw Unsupported("nll_loss of rank > 2 (nll_loss2d)");
+  const std::int64_t n = L.rank(self) == 2 ? L.shape(self)[0] : 1;
+  const std::int64_t c = L.shape(self).back();
+  Value t = L.b.reshape(L.convert(target, DType::kI64), {n});
+  Value classes = L.b.iota(TensorType(DType::kI64, {n, c}), 1);
+  Value tb = L.b.broadcast_in_dim(t, {n, c}, {0});
+  Value onehot = L.b.compare(Comparison::kEQ, classes, tb);
+  Value w;
+  if (L.has(weight_arg)) {
+    Value wc = L.b.broadcast_in_dim(L.convert(L.tensor(weight_arg), compute), {n, c}, {1});
+    w = L.reduce(L.b.select(onehot, wc, L.full_like(wc, 0.0)), {1}, ReduceKind::kAdd, false);
+  } else {
+    w = L.b.broadcast_to(L.constant(1.0, compute), {n});
+  }
+  Value valid = L.b.compare(Comparison::kNE, t, L.b.broadcast_to(L.constant(static_cast<double>(ignore_index), DType::kI64), {n}));
+  w = L.b.select(valid, w, L.full_like(w, 0.0));
+  return {onehot, w, n, c};
+}
+
+}  // namespace
+
+void add_nn_lowerings(std::vector<OpLowering>& r) {
+  add(r, {"mm", "mm.out"}, entry(kFloats, [](Lowerer& L) { return mm(L, 0); }));
+  add(r, {"bmm", "bmm.out"}, entry(kFloats, [](Lowerer& L) { return mm(L, 1); }));
+  // addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2). beta is static:
+  // beta == 0 ignores self entirely (NaN in self does not propagate), as PyTorch documents.
+  OpLowering addmm = entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+    Value self = L.tensor(0), a = L.tensor(1), b = L.tensor(2);
+    const DType d = matmul_dtype(L, a, b);
+    if (L.dtype(self) != d || L.rank(a) != 2 || L.rank(b) != 2) throw Unsupported("addmm operands");
+    const DType c = opmath(d);
+    Value prod = matmul(L, a, b, 0);
+    prod = L.b.mul(prod, L.broadcast_to(L.scalar(4, c), L.shape(prod)));
+    const double beta = L.real(3);
+    if (beta != 0.0) {
+      Value s = L.broadcast_to(L.convert(self, c), L.shape(prod));
+      if (beta != 1.0) s = L.b.mul(s, L.full_like(s, beta));
+      prod = L.b.add(s, prod);
+    }
+    return {L.convert(prod, L.out_dtype(0, d))};
+  });
+  addmm.static_scalars = {3};
+  add(r, {"addmm", "addmm.out"}, addmm);
+
+  add(r, {"_softmax", "_softmax.out"}, entry(kFloats, softmax(false)));
+  add(r, {"_log_softmax", "_log_softmax.out"}, entry(kFloats, softmax(true)));
+  add(r, {"_softmax_backward_data", "_softmax_backward_data.out"}, entry(kFloats, softmax_backward(false)));
+  add(r, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}, entry(kFloats, softmax_backward(true)));
+
+  // nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight)
+  add(r, {"nll_loss_forward", "nll_loss_forward.output"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+        Value self = L.tensor(0);
+        const DType d = L.dtype(self);
+        L.require_claimed(d);
+        const DType c = opmath(d);
+        const std::int64_t reduction = L.integer(3);
+        NllParts p = nll_parts(L, self, L.tensor(1), 2, L.integer(4), c);
+        Value x = L.b.reshape(L.convert(self, c), {p.n, p.c});
+        Value picked = L.reduce(L.b.select(p.onehot, x, L.full_like(x, 0.0)), {1}, ReduceKind::kAdd, false);
+        Value loss = L.b.neg(L.b.mul(picked, p.weight));
+        Value total = L.reduce(p.weight, {0}, ReduceKind::kAdd, false);
+        Value out;
+        if (reduction == 0) {
+          out = L.rank(self) == 1 ? L.b.reshape(loss, {}) : loss;
+          total = L.constant(0.0, c);
+        } else {
+          out = L.reduce(loss, {0}, ReduceKind::kAdd, false);
+          if (reduction == 1) out = L.b.div(out, total);
+        }
+        return {L.convert(out, L.out_dtype(0, d)), L.convert(total, L.out_dtype(1, d))};
+      }));
+  // nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
+  add(r, {"nll_loss_backward", "nll_loss_backward.grad_input"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+        Value self = L.tensor(1);
+        const DType d = L.dtype(self);
+        L.require_claimed(d);
+        const DType c = opmath(d);
+        const std::int64_t reduction = L.integer(4);
+        NllParts p = nll_parts(L, self, L.tensor(2), 3, L.integer(5), c);
+        Value g = L.convert(L.tensor(0), c);
+        Value scale;  // [N]
+        if (reduction == 0) {
+          scale = L.rank(g) == 0 ? L.b.broadcast_to(g, {p.n}) : L.b.reshape(g, {p.n});
+        } else {
+          Value gs = L.b.reshape(g, {});
+          if (reduction == 1) gs = L.b.div(gs, L.b.reshape(L.convert(L.tensor(6), c), {}));
+          scale = L.b.broadcast_to(gs, {p.n});
+        }
+        Value per_sample = L.b.neg(L.b.mul(scale, p.weight));
+        Value grad = L.b.select(p.onehot, L.b.broadcast_in_dim(per_sample, {p.n, p.c}, {0}),
+                                L.b.broadcast_to(L.constant(0.0, c), {p.n, p.c}));
+        return {L.convert(L.b.reshape(grad, L.shape(self)), L.out_dtype(0, d))};
+      }));
+
+  // index_select(self, dim, index): a gather of whole slices along |dim|.
+  add(r, {"index_select", "index_select.out"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+        Value self = L.tensor(0), index = L.tensor(2);
+        L.require_claimed(L.dtype(self));
+        if (L.rank(index) > 1 || !hlo::is_integer(L.dtype(index))) throw Unsupported("index_select index");
+        if (L.rank(self) == 0) throw Unsupported("index_select of a 0-d tensor");
+        const int r = L.rank(self);
+        const std::int64_t dim = L.wrap_dim(L.integer(1), r);
+        const std::int64_t n = L.rank(index) == 0 ? 1 : L.shape(index)[0];
+        if (n == 0 || L.shape(self)[static_cast<std::size_t>(dim)] == 0) throw Unsupported("empty index_select");
+        Value idx = L.b.reshape(L.convert(index, DType::kI64), {n, 1});
+        hlo::GatherDims g;
+        for (std::int64_t k = 0; k < r; ++k)
+          if (k != dim) g.offset_dims.push_back(k);
+        g.collapsed_slice_dims = {dim};
+        g.start_index_map = {dim};
+        g.index_vector_dim = 1;
+        std::vector<std::int64_t> slice = L.shape(self);
+        slice[static_cast<std::size_t>(dim)] = 1;
+        Value out = L.b.gather(self, idx, g, slice);
+        return {L.convert(out, L.out_dtype(0, L.dtype(self)))};
+      }));
+
+  // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+  // rows of grad_output scatter-added into a [num_weights, D] zero tensor.
+  add(r, {"embedding_dense_backward", "embedding_dense_backward.out"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+        Value grad = L.tensor(0), indices = L.tensor(1);
+        const DType d = L.dtype(grad);
+        L.require_claimed(d);
+        if (L.flag(4)) throw Unsupported("embedding backward with scale_grad_by_freq");
+        const std::int64_t num_weights = L.integer(2), padding_idx = L.integer(3);
+        const std::int64_t dim = L.shape(grad).empty() ? 1 : L.shape(grad).back();
+        std::int64_t n = 1;
+        for (std::int64_t s : L.shape(indices)) n *= s;
+        if (n == 0 || num_weights == 0 || dim == 0) throw Unsupported("empty embedding backward");
+        const DType c = opmath(d);
+        Value g = L.b.reshape(L.convert(grad, c), {n, dim});
+        Value idx = L.b.reshape(L.convert(indices, DType::kI64), {n, 1});
+        if (padding_idx >= 0) {
+          Value pad = L.b.compare(Comparison::kEQ, L.b.broadcast_in_dim(L.b.reshape(idx, {n}), {n, dim}, {0}),
+                                  L.b.broadcast_to(L.constant(static_cast<double>(padding_idx), DType::kI64), {n, dim}));
+          g = L.b.select(pad, L.full_like(g, 0.0), g);
+        }
+        Value zeros = L.b.broadcast_to(L.constant(0.0, c), {num_weights, dim});
+        hlo::ScatterDims s;
+        s.update_window_dims = {1};
+        s.inserted_window_dims = {0};
+        s.scatter_dims_to_operand_dims = {0};
+        s.index_vector_dim = 1;
+        Value out = L.b.scatter(zeros, idx, g, s, hlo::ScatterKind::kAdd);
+        return {L.convert(out, L.out_dtype(0, d))};
+      }));
+}
+
+}  // namespace vtrn::lowering

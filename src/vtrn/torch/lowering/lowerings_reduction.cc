@@ -1,0 +1,139 @@
+// Reductions: sum, mean, amax/amin, all/any, linalg_vector_norm. Floats accumulate in float32
+// (PyTorch's CPU kernels do too, in a different order, so results agree within tolerance).
+#include <cmath>
+#include <numeric>
+
+#include "vtrn/torch/lowering/families.h"
+
+namespace vtrn::lowering {
+namespace {
+
+using namespace family;
+using hlo::Comparison;
+using hlo::OpKind;
+using hlo::ReduceKind;
+
+/// The dims argument |i| (int[1]? / int[]): empty or None means every dim.
+std::vector<std::int64_t> reduce_dims(Lowerer& L, int i, Value x) {
+  std::vector<std::int64_t> dims;
+  if (L.has(i)) {
+    for (std::int64_t d : L.ints(i)) dims.push_back(L.wrap_dim(d, L.rank(x)));
+  }
+  if (dims.empty()) {
+    dims.resize(static_cast<std::size_t>(L.rank(x)));
+    std::iota(dims.begin(), dims.end(), 0);
+  }
+  if (L.rank(x) == 0) dims.clear();
+  return dims;
+}
+
+std::int64_t count(Lowerer& L, Value x, const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= L.shape(x)[static_cast<std::size_t>(d)];
+  return n;
+}
+
+/// sum / mean (self, dim, keepdim, dtype).
+LowerFn sum_like(bool mean) {
+  return [mean](Lowerer& L) -> std::vector<Value> {
+    Value x = L.tensor(0);
+    const DType in = L.dtype(x);
+    L.require_claimed(in);
+    DType result = L.has(3) ? L.arg(3).dtype : ((hlo::is_integer(in) || hlo::is_pred(in)) ? DType::kI64 : in);
+    result = L.out_dtype(0, result);
+    if (mean && !hlo::is_float(result)) throw Unsupported("mean of an integer type");
+    const DType acc = hlo::is_float(result) ? opmath(result) : DType::kI64;
+    const auto dims = reduce_dims(L, 1, x);
+    Value s = L.reduce(L.convert(x, acc), dims, ReduceKind::kAdd, L.flag(2));
+    if (mean) s = L.b.div(s, L.full_like(s, static_cast<double>(count(L, x, dims))));
+    return {L.convert(s, result)};
+  };
+}
+
+/// amax / amin (self, dim, keepdim).
+LowerFn extremum(ReduceKind kind) {
+  return [kind](Lowerer& L) -> std::vector<Value> {
+    Value x = L.tensor(0);
+    L.require_claimed(L.dtype(x));
+    if (L.rank(x) > 0) {
+      for (std::int64_t d : L.shape(x))
+        if (d == 0) throw Unsupported("amax/amin of an empty tensor");  // the CPU raises the error
+    }
+    const auto dims = reduce_dims(L, 1, x);
+    return {L.convert(L.reduce(x, dims, kind, L.flag(2)), L.out_dtype(0, L.dtype(x)))};
+  };
+}
+
+/// all / any over (self, dim | dims, keepdim) or the whole tensor.
+LowerFn all_any(bool all, bool whole) {
+  return [all, whole](Lowerer& L) -> std::vector<Value> {
+    Value x = L.tensor(0);
+    const DType in = L.dtype(x);
+    L.require_claimed(in);
+    Value p = in == DType::kPred ? x : L.b.compare(Comparison::kNE, x, L.full_like(x, 0.0));
+    std::vector<std::int64_t> dims;
+    bool keepdim = false;
+    if (whole) {
+      dims.resize(static_cast<std::size_t>(L.rank(x)));
+      std::iota(dims.begin(), dims.end(), 0);
+    } else {
+      if (L.arg(1).kind == ArgKind::kInt) dims = {L.wrap_dim(L.integer(1), L.rank(x))};
+      else dims = reduce_dims(L, 1, x);
+      if (L.rank(x) == 0) dims.clear();
+      keepdim = L.flag(2);
+    }
+    Value r = L.reduce(p, dims, all ? ReduceKind::kAnd : ReduceKind::kOr, keepdim);
+    // PyTorch returns uint8 for uint8 input, bool otherwise.
+    return {L.convert(r, L.out_dtype(0, in == DType::kU8 ? DType::kU8 : DType::kPred))};
+  };
+}
+
+}  // namespace
+
+void add_reduction_lowerings(std::vector<OpLowering>& r) {
+  const auto numeric = floats_and_ints();
+  std::vector<DType> any_types = all_types();
+  add(r, {"sum.dim_IntList", "sum.IntList_out"}, entry(any_types, sum_like(false)));
+  add(r, {"mean.dim", "mean.out"}, entry(kFloats, sum_like(true)));
+  add(r, {"amax", "amax.out"}, entry(numeric, extremum(ReduceKind::kMax)));
+  add(r, {"amin", "amin.out"}, entry(numeric, extremum(ReduceKind::kMin)));
+  add(r, {"all.dim", "all.out", "all.dims", "all.dims_out"}, entry(any_types, all_any(true, false)));
+  add(r, {"any.dim", "any.out", "any.dims", "any.dims_out"}, entry(any_types, all_any(false, false)));
+  add(r, {"all", "all.all_out"}, entry(any_types, all_any(true, true)));
+  add(r, {"any", "any.all_out"}, entry(any_types, all_any(false, true)));
+
+  // linalg_vector_norm(self, ord, dim?, keepdim, dtype?): ord is static (it picks the formula).
+  OpLowering norm = entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+    Value x = L.tensor(0);
+    const DType in = L.dtype(x);
+    L.require_claimed(in);
+    const DType result = L.out_dtype(0, L.has(4) ? L.arg(4).dtype : in);
+    if (!hlo::is_float(result)) throw Unsupported("linalg_vector_norm of a non-float result");
+    const double ord = L.real(1);
+    const auto dims = reduce_dims(L, 2, x);
+    const bool keepdim = L.flag(3);
+    Value a = L.b.unary(OpKind::kAbs, L.convert(x, opmath(result)));
+    Value n;
+    if (std::isinf(ord)) {
+      for (std::int64_t d : dims)
+        if (L.shape(x)[static_cast<std::size_t>(d)] == 0) throw Unsupported("inf-norm of an empty dimension");
+      n = L.reduce(a, dims, ord > 0 ? ReduceKind::kMax : ReduceKind::kMin, keepdim);
+    } else if (ord == 0) {
+      Value nz = L.convert(L.b.compare(Comparison::kNE, a, L.full_like(a, 0.0)), L.dtype(a));
+      n = L.reduce(nz, dims, ReduceKind::kAdd, keepdim);
+    } else if (ord == 1) {
+      n = L.reduce(a, dims, ReduceKind::kAdd, keepdim);
+    } else if (ord == 2) {
+      n = L.b.unary(OpKind::kSqrt, L.reduce(L.b.mul(a, a), dims, ReduceKind::kAdd, keepdim));
+    } else {
+      Value p = L.b.binary(OpKind::kPower, a, L.full_like(a, ord));
+      Value s = L.reduce(p, dims, ReduceKind::kAdd, keepdim);
+      n = L.b.binary(OpKind::kPower, s, L.full_like(s, 1.0 / ord));
+    }
+    return {L.convert(n, result)};
+  });
+  norm.static_scalars = {1};
+  add(r, {"linalg_vector_norm", "linalg_vector_norm.out"}, norm);
+}
+
+}  // namespace vtrn::lowering
