@@ -1,0 +1,490 @@
+"""Parity of the `neuron` device with the CPU on PyTorch's own OpInfo samples.
+
+test_op_parity.py drives this module. It picks the OpInfos of
+`torch.testing._internal.common_methods_invocations.op_db` that exercise the ops vtrn runs
+natively (`vtrn._C._native_ops()`), runs their samples on the CPU (the oracle) and on
+`neuron`, forward and backward, and records, per sample, which ops fell back to the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+import unittest
+
+import torch
+import torch.utils._pytree as pytree
+
+import vtrn
+
+DEVICE = "neuron"
+
+# The dtypes the suite tests: the ones trn hardware computes in. float64 is computed as
+# float32 on `neuron` (by design), so comparing it with the CPU's float64 would only measure
+# that; complex is out of the registry's scope.
+TESTED_DTYPES = (
+    torch.float32,
+    torch.bfloat16,
+    torch.float16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+)
+_DTYPE_BY_NAME = {str(d).removeprefix("torch."): d for d in TESTED_DTYPES}
+
+# Samples per (OpInfo, dtype): the first N the OpInfo yields (deterministic under the seed).
+MAX_SAMPLES = int(os.environ.get("VTRN_PARITY_SAMPLES", "6"))
+SEED = 1234
+
+# Used only when VTRN_PARITY_ASSUME_NATIVE=1 and the build has no `_native_ops` yet: lets
+# the harness be debugged against the CPU fallback (which is exact, so everything passes).
+CANDIDATE_NATIVE_OPS = [
+    (name, ["float32", "bfloat16", "float16", "int64", "bool"], "lowered")
+    for name in (
+        "add.out sub.out mul.out div.out div.out_mode neg.out reciprocal.out rsqrt.out "
+        "sqrt.out exp.out log.out sigmoid.out silu.out tanh.out sin.out cos.out abs.out "
+        "pow.Tensor_Tensor_out pow.Tensor_Scalar_out clamp.out where.self_out lerp.Scalar_out "
+        "lerp.Tensor_out addcmul.out addcdiv.out eq.Tensor_out ne.Tensor_out lt.Tensor_out "
+        "le.Tensor_out gt.Tensor_out ge.Tensor_out maximum.out minimum.out sum.IntList_out "
+        "mean.out amax.out all.all_out any.all_out linalg_vector_norm.out mm.out bmm.out "
+        "addmm.out _softmax.out _log_softmax.out _softmax_backward_data.out "
+        "_log_softmax_backward_data.out nll_loss_forward.output nll_loss_backward.grad_input "
+        "index_select.out embedding_dense_backward cat.out tril.out triu.out isneginf.out "
+        "_fused_adamw_ silu_backward.grad_input sigmoid_backward.grad_input "
+        "tanh_backward.grad_input threshold_backward.grad_input"
+    ).split()
+]
+
+# ATen op (base name, no overload) -> OpInfos that reach it beyond the plain name match
+# (`foo` -> OpInfo "foo", "nn.functional.foo", "linalg.foo", or aten_name "foo").
+EXTRA_OPINFOS = {
+    "_softmax": ["softmax", "nn.functional.softmax"],
+    "_log_softmax": ["log_softmax", "nn.functional.log_softmax", "nn.functional.cross_entropy"],
+    "_softmax_backward_data": ["softmax"],
+    "_log_softmax_backward_data": ["log_softmax", "nn.functional.cross_entropy"],
+    "nll_loss_forward": ["nn.functional.nll_loss", "nn.functional.cross_entropy"],
+    "nll_loss_backward": ["nn.functional.nll_loss", "nn.functional.cross_entropy"],
+    "nll_loss2d_forward": ["nn.functional.nll_loss"],
+    "nll_loss2d_backward": ["nn.functional.nll_loss"],
+    "embedding_dense_backward": ["nn.functional.embedding"],
+    "embedding": ["nn.functional.embedding"],
+    "threshold_backward": ["nn.functional.relu", "nn.functional.threshold"],
+    "threshold": ["nn.functional.threshold"],
+    "silu_backward": ["nn.functional.silu"],
+    "sigmoid_backward": ["sigmoid"],
+    "tanh_backward": ["tanh"],
+    "gelu_backward": ["nn.functional.gelu"],
+    "linalg_vector_norm": ["linalg.vector_norm"],
+    "mm": ["mm", "matmul", "nn.functional.linear"],
+    "addmm": ["addmm", "nn.functional.linear"],
+    "bmm": ["bmm", "matmul"],
+    "maximum": ["maximum", "max.binary"],
+    "minimum": ["minimum", "min.binary"],
+    "where": ["where"],
+    "clamp": ["clamp"],
+    "clamp_min": ["clamp_min", "nn.functional.relu"],
+    "clamp_max": ["clamp_max"],
+    "rsub": ["rsub"],
+    "_to_copy": [],
+}
+
+# OpInfo variants left out, with the reason (they duplicate a kept variant on the CPU).
+EXCLUDED_VARIANTS = {
+    "bmm.triton_optimized": "CUDA Triton shape sweep; the plain bmm OpInfo covers bmm on CPU",
+    "addmm.decomposed": "runs addmm through mul/add in Python; the plain addmm OpInfo covers it",
+    "softmax.with_dtype": "every sample passes dtype=torch.float64 (computed as float32 on neuron)",
+    "log_softmax.with_dtype": "every sample passes dtype=torch.float64 (computed as float32 on "
+    "neuron)",
+    "nn.functional.silu.complex": "complex inputs only, outside the registry's dtypes",
+}
+
+# Native ops no OpInfo in op_db reaches, with the reason and where else they are tested.
+NO_OPINFO = {
+    "_fused_adamw_": "optimizer kernel: op_db has no optimizer OpInfos; "
+    "test_op_parity.py::test_fused_adamw_parity checks it through torch.optim.AdamW(fused=True)",
+}
+
+
+def _load_op_db():
+    """Imports op_db without PyTorch's test-only dependencies and without its side effects."""
+    try:
+        import expecttest  # noqa: F401
+    except ImportError:
+        # common_utils only needs expecttest.TestCase as a base class; nothing here uses it.
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase
+        stub.ACCEPT = False
+        sys.modules["expecttest"] = stub
+    backends_globals = torch.backends.flags_frozen.__globals__
+    flags = backends_globals["__allow_nonbracketed_mutation_flag"]
+    script_fn_call = torch._C.ScriptFunction.__call__
+    script_meth_call = torch._C.ScriptMethod.__call__
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    finally:
+        # common_utils freezes torch.backends flags and wraps TorchScript calls on import:
+        # undo both so the rest of the test session is unaffected.
+        backends_globals["__allow_nonbracketed_mutation_flag"] = flags
+        torch._C.ScriptFunction.__call__ = script_fn_call
+        torch._C.ScriptMethod.__call__ = script_meth_call
+    return op_db
+
+
+def native_ops_available() -> bool:
+    return hasattr(vtrn._C, "_native_ops")
+
+
+def native_registry() -> dict[str, tuple[frozenset[str], str]] | None:
+    """{"add.out": ({"float32", ...}, "lowered"), ...} from the build, or None."""
+    if native_ops_available():
+        entries = vtrn._C._native_ops()
+    elif os.environ.get("VTRN_PARITY_ASSUME_NATIVE") == "1":
+        entries = CANDIDATE_NATIVE_OPS
+    else:
+        return None
+    registry = {}
+    for name, dtypes, kind in entries:
+        name = name.removeprefix("aten::")
+        old = registry.get(name, (frozenset(), kind))
+        registry[name] = (old[0] | frozenset(str(d).removeprefix("torch.") for d in dtypes), kind)
+    return registry
+
+
+def base_name(aten_op: str) -> str:
+    """"aten::_softmax_backward_data.out" -> "_softmax_backward_data"."""
+    return aten_op.removeprefix("aten::").split(".")[0]
+
+
+def opinfo_id(op) -> str:
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+def _name_candidates(base: str) -> set[str]:
+    """OpInfo names (with variant) and aten_names an ATen base name plainly matches."""
+    names = {base, base.rstrip("_")}
+    stripped = base.lstrip("_").rstrip("_")
+    names |= {stripped, "nn.functional." + stripped}
+    if stripped.startswith("linalg_"):
+        names.add("linalg." + stripped.removeprefix("linalg_"))
+    if stripped.startswith("special_"):
+        names.add("special." + stripped.removeprefix("special_"))
+    for suffix in ("_backward_data", "_backward", "_forward"):
+        if stripped.endswith(suffix):
+            fwd = stripped.removesuffix(suffix)
+            names |= {fwd, "nn.functional." + fwd}
+    return names
+
+
+@dataclasses.dataclass
+class Selection:
+    """OpInfos to test, with the dtypes the registry claims through the ops they reach."""
+
+    ops: dict  # opinfo id -> OpInfo
+    dtypes: dict  # opinfo id -> [torch.dtype]
+    reaches: dict  # opinfo id -> sorted native op names it was selected for
+    excluded: dict  # opinfo id -> reason
+    dtype_skips: list  # (opinfo id, dtype name, reason)
+    unmatched: dict  # native op -> reason (no OpInfo matched by name)
+
+
+# Which kinds of native op the suite selects OpInfos for. Runtime ops (allocation, copies,
+# views, fill, random numbers) are hand-written kernels with their own tests
+# (test_native_kernels.py, test_rng.py); their random OpInfos cannot match the CPU's stream.
+KINDS = tuple(os.environ.get("VTRN_PARITY_KINDS", "lowered").split(","))
+
+
+def select(op_db, registry) -> Selection:
+    by_id = {opinfo_id(op): op for op in op_db}
+    by_name: dict[str, list] = {}
+    for op in op_db:
+        by_name.setdefault(op.name, []).append(op)
+        if op.aten_name and op.aten_name != op.name:
+            by_name.setdefault(op.aten_name, []).append(op)
+
+    reaches: dict[str, set[str]] = {}
+    claimed: dict[str, set[str]] = {}
+    excluded = {}
+    unmatched = {}
+    for native, (dtypes, kind) in sorted(registry.items()):
+        if kind not in KINDS:
+            continue
+        base = base_name(native)
+        wanted = set()
+        for cand in _name_candidates(base):
+            wanted |= {opinfo_id(op) for op in by_name.get(cand, [])}
+        for extra in EXTRA_OPINFOS.get(base, []):
+            if extra in by_id:
+                wanted.add(extra)
+            else:
+                wanted |= {opinfo_id(op) for op in by_name.get(extra, [])}
+        for oid in sorted(wanted):
+            if oid in EXCLUDED_VARIANTS:
+                excluded[oid] = EXCLUDED_VARIANTS[oid]
+                continue
+            reaches.setdefault(oid, set()).add(native)
+            claimed.setdefault(oid, set()).update(dtypes)
+        if not wanted:
+            unmatched[native] = NO_OPINFO.get(base, "no OpInfo matches by name or EXTRA_OPINFOS")
+
+    ops, op_dtypes, dtype_skips = {}, {}, []
+    for oid in sorted(reaches):
+        op = by_id[oid]
+        cpu_dtypes = op.supported_dtypes("cpu")
+        chosen = []
+        for name in sorted(claimed[oid]):
+            dtype = _DTYPE_BY_NAME.get(name)
+            if dtype is None:
+                dtype_skips.append((oid, name, "dtype outside float32/bfloat16/float16/int/bool"))
+            elif dtype not in cpu_dtypes:
+                dtype_skips.append((oid, name, "the OpInfo does not support it on CPU"))
+            else:
+                chosen.append(dtype)
+        chosen.sort(key=TESTED_DTYPES.index)
+        if chosen:
+            ops[oid] = op
+            op_dtypes[oid] = chosen
+    return Selection(
+        ops, op_dtypes, {k: sorted(v) for k, v in reaches.items()}, excluded, dtype_skips, unmatched
+    )
+
+
+# --- running one sample -----------------------------------------------------------------
+
+
+def _tensors(tree):
+    return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
+
+
+def sample_skip_reason(sample) -> str | None:
+    """Why a sample cannot be compared meaningfully, or None."""
+    for t in _tensors((sample.input, sample.args, sample.kwargs)):
+        if t.layout != torch.strided:
+            return f"{t.layout} tensor in sample (neuron has strided tensors only)"
+        if t.dtype == torch.float64:
+            return "float64 tensor in sample (neuron computes float64 as float32)"
+        if t.dtype.is_complex:
+            return f"{t.dtype} tensor in sample (complex is outside the registry's dtypes)"
+    for v in pytree.tree_leaves((sample.args, sample.kwargs)):
+        if isinstance(v, torch.dtype) and (v == torch.float64 or v.is_complex):
+            return f"sample asks for dtype={v} (neuron computes float64 as float32)"
+    return None
+
+
+def describe(sample) -> str:
+    def one(v):
+        if isinstance(v, torch.Tensor):
+            return f"T{list(v.shape)}:{str(v.dtype).removeprefix('torch.')}"
+        if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v):
+            return "[" + ", ".join(one(x) for x in v) + "]"
+        text = repr(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    parts = [one(sample.input)] + [one(a) for a in sample.args]
+    parts += [f"{k}={one(v)}" for k, v in sample.kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _copy_to(sample, device):
+    """A copy of |sample| on |device| whose tensors are fresh leaves (grad flag kept)."""
+
+    def move(v):
+        if not isinstance(v, torch.Tensor):
+            return v
+        t = v.detach().to(device, copy=True)
+        return t.requires_grad_(v.requires_grad)
+
+    return pytree.tree_map(move, (sample.input, sample.args, sample.kwargs))
+
+
+def _grad_leaves(tree):
+    return [t for t in _tensors(tree) if t.requires_grad and t.is_leaf]
+
+
+def _compare(dev, cpu, what: str):
+    """assert_close with PyTorch's default tolerances for the dtype; a richer message."""
+    dev_leaves, dev_spec = pytree.tree_flatten(dev)
+    cpu_leaves, cpu_spec = pytree.tree_flatten(cpu)
+    assert dev_spec == cpu_spec, f"{what}: output structure {dev_spec} != CPU's {cpu_spec}"
+    for i, (d, c) in enumerate(zip(dev_leaves, cpu_leaves)):
+        where = f"{what}[{i}]" if len(cpu_leaves) > 1 else what
+        if not isinstance(c, torch.Tensor):
+            if isinstance(d, torch.Tensor):
+                raise AssertionError(f"{where}: neuron gave a tensor, CPU gave {c!r}")
+            torch.testing.assert_close(d, c, equal_nan=True, msg=lambda m: f"{where}: {m}")
+            continue
+        if d is None or not isinstance(d, torch.Tensor):
+            raise AssertionError(f"{where}: neuron gave {d!r}, CPU gave a tensor")
+        if d.device.type != DEVICE:
+            raise AssertionError(f"{where}: result is on {d.device}, not on {DEVICE}")
+        d = d.detach().cpu()
+        c = c.detach()
+        try:
+            torch.testing.assert_close(d, c, equal_nan=True)
+        except AssertionError as e:
+            detail = f"{where}: shape {list(c.shape)} dtype {c.dtype}"
+            if d.shape == c.shape and d.dtype == c.dtype and c.numel():
+                diff = (d.double() - c.double()).abs()
+                diff = diff.nan_to_num(nan=0.0, posinf=float("inf"))
+                detail += f", max abs diff {diff.max().item():.6g}"
+            raise AssertionError(f"{detail}\n{e}") from None
+
+
+@dataclasses.dataclass
+class SampleResult:
+    index: int
+    desc: str
+    status: str  # "pass", "fail", "skip"
+    reason: str = ""
+    forward_fallbacks: list = dataclasses.field(default_factory=list)
+    backward_fallbacks: list = dataclasses.field(default_factory=list)
+    executed: list = dataclasses.field(default_factory=list)
+    backward_checked: bool = False
+    note: str = ""  # set when a passing sample was compared only in part
+
+
+def _sync():
+    if hasattr(torch, "neuron") and hasattr(torch.neuron, "synchronize"):
+        torch.neuron.synchronize()
+
+
+def _strip(names):
+    return sorted(n.removeprefix("aten::") for n in names)
+
+
+def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool) -> SampleResult:
+    """Runs |sample| on the CPU and on neuron and compares outputs (and gradients)."""
+    desc = describe(sample)
+    reason = sample_skip_reason(sample)
+    if reason:
+        return SampleResult(index, desc, "skip", reason)
+
+    if not _tensors((sample.input, sample.args, sample.kwargs)):
+        return SampleResult(index, desc, "skip", "no tensor arguments: nothing runs on neuron")
+
+    cpu_in, cpu_args, cpu_kwargs = _copy_to(sample, "cpu")
+    dev_in, dev_args, dev_kwargs = _copy_to(sample, DEVICE)
+
+    try:
+        cpu_out = op(cpu_in, *cpu_args, **cpu_kwargs)
+    except Exception as e:  # the oracle itself rejects the sample
+        return SampleResult(index, desc, "skip", f"sample raises on CPU: {type(e).__name__}: {e}")
+
+    vtrn.clear_op_tracking()
+    try:
+        dev_out = op(dev_in, *dev_args, **dev_kwargs)
+        _sync()
+    except Exception as e:
+        return SampleResult(
+            index, desc, "fail", f"forward raises on neuron, not on CPU: {type(e).__name__}: {e}"
+        )
+    result = SampleResult(index, desc, "pass")
+    result.forward_fallbacks = _strip(vtrn.get_fallback_ops())
+    executed = set(vtrn.get_executed_ops())
+    try:
+        _compare(dev_out, cpu_out, "output")
+    except AssertionError as e:
+        result.status, result.reason = "fail", f"forward mismatch: {e}"
+        result.executed = _strip(executed)
+        return result
+
+    if check_backward:
+        cpu_leaves = _grad_leaves((cpu_in, cpu_args, cpu_kwargs))
+        dev_leaves = _grad_leaves((dev_in, dev_args, dev_kwargs))
+        cpu_outs = [
+            t for t in _tensors(sample.output_process_fn_grad(cpu_out))
+            if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
+        ]
+        dev_outs = [
+            t for t in _tensors(sample.output_process_fn_grad(dev_out))
+            if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
+        ]
+        if cpu_leaves and cpu_outs and len(cpu_outs) == len(dev_outs):
+            gen = torch.Generator().manual_seed(SEED + index)
+            cots = [torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.dtype)
+                    for t in cpu_outs]
+            try:
+                cpu_grads = torch.autograd.grad(cpu_outs, cpu_leaves, cots, allow_unused=True)
+            except Exception as e:  # the oracle's backward rejects the sample
+                result.note = f"backward not compared, raises on CPU: {type(e).__name__}: {e}"
+                result.executed = _strip(executed)
+                return result
+            vtrn.clear_op_tracking()
+            try:
+                dev_grads = torch.autograd.grad(
+                    dev_outs, dev_leaves, [c.to(DEVICE) for c in cots], allow_unused=True
+                )
+                _sync()
+            except Exception as e:
+                result.status = "fail"
+                result.reason = f"backward raises on neuron, not on CPU: {type(e).__name__}: {e}"
+                return result
+            result.backward_fallbacks = _strip(vtrn.get_fallback_ops())
+            executed |= set(vtrn.get_executed_ops())
+            result.backward_checked = True
+            try:
+                _compare(list(dev_grads), list(cpu_grads), "grad")
+            except AssertionError as e:
+                result.status, result.reason = "fail", f"backward mismatch: {e}"
+    result.executed = _strip(executed)
+    return result
+
+
+def _signature(sample):
+    """The argument kinds of a sample: which are tensors, Python scalars, None, and kwargs."""
+
+    def kind(v):
+        if isinstance(v, torch.Tensor):
+            return "T" if v.dim() else "T0"
+        if isinstance(v, (list, tuple)):
+            return tuple(kind(x) for x in v)
+        return type(v).__name__
+
+    return (kind(sample.input), tuple(kind(a) for a in sample.args),
+            tuple(sorted((k, kind(v)) for k, v in sample.kwargs.items())))
+
+
+class SampleGenerationError(Exception):
+    pass
+
+
+def samples_for(op, dtype: torch.dtype, requires_grad: bool, limit: int = MAX_SAMPLES,
+                scan: int = 64):
+    """The first |limit| reference samples, then up to |limit| more of new argument kinds.
+
+    reference_inputs starts with sample_inputs and adds more (extremal values, broadcasting,
+    scalar arguments); unary ops have a single plain sample. Returns (samples, note): note
+    says why generation stopped early (some reference generators raise part way, e.g. on
+    requires_grad with integral extra arguments), or is "".
+    """
+    torch.manual_seed(SEED)
+    out, seen, note = [], set(), ""
+    gen = op.reference_inputs("cpu", dtype, requires_grad=requires_grad)
+    try:
+        for i, sample in enumerate(gen):
+            sig = _signature(sample)
+            if len(out) < limit or (sig not in seen and len(out) < 2 * limit):
+                out.append(sample)
+            seen.add(sig)
+            if i + 1 >= limit + scan or len(out) >= 2 * limit:
+                break
+    except Exception as e:
+        note = f"reference_inputs raised after {len(out)} samples: {type(e).__name__}: {e}"
+        if not out:
+            torch.manual_seed(SEED)
+            gen = op.sample_inputs("cpu", dtype, requires_grad=requires_grad)
+            out = [s for _, s in zip(range(limit), gen)]
+            note += "; used sample_inputs instead"
+    return out, note
+
+
+def wants_backward(op, dtype: torch.dtype) -> bool:
+    return (
+        bool(op.supports_autograd)
+        and dtype.is_floating_point
+        and dtype in op.supported_backward_dtypes("cpu")
+    )
