@@ -10,7 +10,7 @@ import warnings
 
 __version__ = "0.1.0"
 
-__all__ = ["clear_op_tracking", "get_executed_ops", "get_fallback_ops", "register"]
+__all__ = ["clear_op_tracking", "get_executed_ops", "get_fallback_ops", "metrics", "register", "reset_metrics"]
 
 
 def register():
@@ -74,3 +74,27 @@ if "torch" in sys.modules:
     # torch is already imported (or is importing us as its backend): register now, so that
     # `import vtrn` works even with TORCH_DEVICE_BACKEND_AUTOLOAD=0.
     _autoload()
+
+
+def metrics():
+    """Counters of the eager path since the process started (or reset_metrics()).
+
+    ``compiles``: executables compiled; ``memory_cache_hits``: ops that found their executable
+    in memory; ``disk_cache_hits``: executables loaded from TORCH_NEURONX_NEFF_CACHE_DIR;
+    ``executed_kernels``: executables run (a fused group counts once); ``fused_groups`` and
+    ``fused_ops``: Adaptive Eager Execution groups and the ops inside them; ``fallbacks``: op
+    calls that ran through the CPU fallback; ``modeled_device_time_us``: the modeled Trainium
+    time of the executed kernels, in microseconds.
+    """
+    register()
+    from vtrn import _C
+
+    return dict(_C._metrics())
+
+
+def reset_metrics():
+    """Sets every counter of metrics() back to zero."""
+    register()
+    from vtrn import _C
+
+    _C._reset_metrics()

@@ -1,5 +1,6 @@
 // Device registry, streams, DeviceGuard, allocator, generators and PrivateUse1 hooks.
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/eager.h"
 
 #include <algorithm>
 #include <limits>
@@ -202,6 +203,8 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 }
 
 runtime::Stream& runtime_stream(const c10::Stream& stream) {
+  // Anything that touches a stream must come after the ops AEE is still holding.
+  flush_pending(stream.device_index());
   return streams_of(stream.device_index()).get(stream.id());
 }
 
@@ -226,6 +229,7 @@ void sync_current_stream(c10::DeviceIndex device) {
 }
 
 void synchronize(c10::DeviceIndex index) {
+  flush_pending(index);
   std::string first_error;
   for (runtime::Stream* stream : streams_of(index).all()) {
     try {

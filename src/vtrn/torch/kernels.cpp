@@ -33,6 +33,7 @@
 #include <torch/library.h>
 
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/eager.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
 
@@ -516,7 +517,10 @@ void fallback_as_float32(const c10::OperatorHandle& op, torch::jit::Stack* stack
   }
 }
 
+}  // namespace
+
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  count_fallback();
   const std::string name = c10::toString(op.operator_name());
   TORCH_CHECK_NOT_IMPLEMENTED(!fallback_is_error(), "CPU fallback is disabled for operation=", name,
                               ": VTRN_FALLBACK=error makes an op without a native neuron implementation an error. "
@@ -540,6 +544,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     at::native::cpu_fallback(op, stack);
   }
 }
+
+namespace {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);

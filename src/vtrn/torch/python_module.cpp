@@ -15,6 +15,7 @@
 
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
+#include "vtrn/torch/eager.h"
 #include "vtrn/torch/op_tracking.h"
 
 namespace py = pybind11;
@@ -102,4 +103,20 @@ PYBIND11_MODULE(_C, m) {
     m.def("get_executed_ops", &adapter::executed_ops);
     m.def("get_fallback_ops", &adapter::fallback_ops);
     m.def("clear_op_tracking", &adapter::clear_op_tracking);
+    m.def("_native_ops", &adapter::native_ops);
+    m.def("_metrics", [] {
+        const adapter::EagerMetrics e = adapter::eager_metrics();
+        py::dict d;
+        d["compiles"] = e.compiles;
+        d["memory_cache_hits"] = e.memory_cache_hits;
+        d["disk_cache_hits"] = e.disk_cache_hits;
+        d["executed_kernels"] = e.executed_kernels;
+        d["fused_groups"] = e.fused_groups;
+        d["fused_ops"] = e.fused_ops;
+        d["fallbacks"] = e.fallbacks;
+        d["modeled_device_time_us"] = e.modeled_device_time_us;
+        return d;
+    });
+    m.def("_reset_metrics", &adapter::reset_eager_metrics);
+    m.def("_concatenation_enabled", &adapter::concatenation_enabled);
 }

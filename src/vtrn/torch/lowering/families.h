@@ -8,11 +8,14 @@
 
 namespace vtrn::lowering::family {
 
-inline const std::vector<DType> kFloats = {DType::kF32, DType::kBF16, DType::kF16};
-inline const std::vector<DType> kInts = {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8};
+// Functions, not variables: the registry is built during static initialization (when the
+// kernels register), possibly before a namespace-scope vector of another unit exists.
+inline std::vector<DType> floats() { return {DType::kF32, DType::kBF16, DType::kF16}; }
+inline std::vector<DType> integers() { return {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8}; }
 inline std::vector<DType> floats_and_ints() {
-  std::vector<DType> v = kFloats;
-  v.insert(v.end(), kInts.begin(), kInts.end());
+  std::vector<DType> v = floats();
+  const std::vector<DType> i = integers();
+  v.insert(v.end(), i.begin(), i.end());
   return v;
 }
 inline std::vector<DType> all_types() {

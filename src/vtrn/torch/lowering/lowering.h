@@ -141,7 +141,8 @@ class Lowerer {
 
   // Helpers.
   DType dtype(Value v) const { return b.type(v).dtype; }
-  const std::vector<std::int64_t>& shape(Value v) const { return b.type(v).dims; }
+  /// By value: adding ops may move the builder's type table.
+  std::vector<std::int64_t> shape(Value v) const { return b.type(v).dims; }
   int rank(Value v) const { return b.type(v).rank(); }
   Value convert(Value v, DType dtype);
   Value constant(double value, DType dtype) { return b.scalar(dtype, value); }

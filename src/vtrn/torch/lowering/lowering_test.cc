@@ -167,3 +167,17 @@ TEST(LoweringTest, FusedAdamWOneStepByHand) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+TEST(LoweringTest, TrilKeepsTheLowerTriangle) {
+  OpCall call;
+  call.args = {tensor_arg(DType::kF32, {2, 3}), int_arg(0)};
+  auto out = run("tril", call, {host(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+  const double want[] = {1, 0, 0, 4, 5, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[0].get(i), want[i]);
+}
+
+}  // namespace
+}  // namespace vtrn::lowering

@@ -15,7 +15,7 @@ LowerFn triangle(bool lower) {
     Value x = L.tensor(0);
     L.require_claimed(L.dtype(x));
     if (L.rank(x) < 2) throw Unsupported("tril/triu of a tensor with fewer than 2 dims");
-    const auto& s = L.shape(x);
+    const auto s = L.shape(x);
     const int r = L.rank(x);
     TensorType it(DType::kI64, s);
     Value row = L.b.iota(it, r - 2), col = L.b.iota(it, r - 1);

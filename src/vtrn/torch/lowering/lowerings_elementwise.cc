@@ -120,7 +120,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
   add(r, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Tensor_Tensor", "pow_.Tensor",
           "pow.Tensor_Tensor_out"},
-      entry(kFloats, binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }), true));
+      entry(floats(), binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }), true));
 
   const std::pair<const char*, Comparison> comparisons[] = {
       {"eq", Comparison::kEQ}, {"ne", Comparison::kNE}, {"lt", Comparison::kLT},
@@ -188,7 +188,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
 
   // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
   add(r, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
-      entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+      entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         const DType d = L.dtype(L.tensor(0));
         L.require_claimed(d);
         const DType c = opmath(d);
@@ -202,7 +202,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
 
   // addcmul: self + value * t1 * t2; addcdiv: self + value * (t1 / t2).
   for (bool divide : {false, true}) {
-    OpLowering e = entry(divide ? kFloats : numeric, [divide](Lowerer& L) -> std::vector<Value> {
+    OpLowering e = entry(divide ? floats() : numeric, [divide](Lowerer& L) -> std::vector<Value> {
       const DType common = result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
       L.require_claimed(common);
       const DType c = opmath(common);
@@ -231,7 +231,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       {{"silu", "silu_", "silu.out"},
        [](Lowerer& L, Value x) { return L.b.div(x, L.b.add(one_like(L, x), L.b.exp(L.b.neg(x)))); }},
   };
-  for (const auto& [names, f] : float_unary) add(r, names, entry(kFloats, unary_float(f), true));
+  for (const auto& [names, f] : float_unary) add(r, names, entry(floats(), unary_float(f), true));
 
   add(r, {"neg", "neg_", "neg.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.neg(x); }), true));
   add(r, {"abs", "abs_", "abs.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.unary(OpKind::kAbs, x); }), true));
@@ -246,15 +246,15 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   add(r, {"isnan"}, entry(numeric, classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }), true));
 
   // Backward formulas of the activations, as derivatives.yaml / the CPU kernels write them.
-  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value x) {
+  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value x) {
         Value s = sigmoid(L, x);
         Value one = one_like(L, x);
         return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
       }), true));
-  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value y) {
+  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value y) {
         return L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
       }), true));
-  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(kFloats, backward([](Lowerer& L, Value g, Value y) {
+  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value y) {
         return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
       }), true));
   add(r, {"threshold_backward", "threshold_backward.grad_input"}, entry(numeric, [](Lowerer& L) -> std::vector<Value> {

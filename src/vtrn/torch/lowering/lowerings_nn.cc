@@ -120,11 +120,11 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
 }  // namespace
 
 void add_nn_lowerings(std::vector<OpLowering>& r) {
-  add(r, {"mm", "mm.out"}, entry(kFloats, [](Lowerer& L) { return mm(L, 0); }));
-  add(r, {"bmm", "bmm.out"}, entry(kFloats, [](Lowerer& L) { return mm(L, 1); }));
+  add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
+  add(r, {"bmm", "bmm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 1); }));
   // addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2). beta is static:
   // beta == 0 ignores self entirely (NaN in self does not propagate), as PyTorch documents.
-  OpLowering addmm = entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+  OpLowering addmm = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
     Value self = L.tensor(0), a = L.tensor(1), b = L.tensor(2);
     const DType d = matmul_dtype(L, a, b);
     if (L.dtype(self) != d || L.rank(a) != 2 || L.rank(b) != 2) throw Unsupported("addmm operands");
@@ -142,13 +142,13 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
   addmm.static_scalars = {3};
   add(r, {"addmm", "addmm.out"}, addmm);
 
-  add(r, {"_softmax", "_softmax.out"}, entry(kFloats, softmax(false)));
-  add(r, {"_log_softmax", "_log_softmax.out"}, entry(kFloats, softmax(true)));
-  add(r, {"_softmax_backward_data", "_softmax_backward_data.out"}, entry(kFloats, softmax_backward(false)));
-  add(r, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}, entry(kFloats, softmax_backward(true)));
+  add(r, {"_softmax", "_softmax.out"}, entry(floats(), softmax(false)));
+  add(r, {"_log_softmax", "_log_softmax.out"}, entry(floats(), softmax(true)));
+  add(r, {"_softmax_backward_data", "_softmax_backward_data.out"}, entry(floats(), softmax_backward(false)));
+  add(r, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}, entry(floats(), softmax_backward(true)));
 
   // nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight)
-  add(r, {"nll_loss_forward", "nll_loss_forward.output"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"nll_loss_forward", "nll_loss_forward.output"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value self = L.tensor(0);
         const DType d = L.dtype(self);
         L.require_claimed(d);
@@ -170,7 +170,7 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         return {L.convert(out, L.out_dtype(0, d)), L.convert(total, L.out_dtype(1, d))};
       }));
   // nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
-  add(r, {"nll_loss_backward", "nll_loss_backward.grad_input"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"nll_loss_backward", "nll_loss_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value self = L.tensor(1);
         const DType d = L.dtype(self);
         L.require_claimed(d);
@@ -217,7 +217,7 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
 
   // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
   // rows of grad_output scatter-added into a [num_weights, D] zero tensor.
-  add(r, {"embedding_dense_backward", "embedding_dense_backward.out"}, entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"embedding_dense_backward", "embedding_dense_backward.out"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value grad = L.tensor(0), indices = L.tensor(1);
         const DType d = L.dtype(grad);
         L.require_claimed(d);

@@ -76,10 +76,10 @@ LowerFn fused_adam(bool adamw) {
 }  // namespace
 
 void add_optimizer_lowerings(std::vector<OpLowering>& r) {
-  OpLowering adamw = entry(kFloats, fused_adam(true), true);
+  OpLowering adamw = entry(floats(), fused_adam(true), true);
   adamw.runtime_floats = {6};
   add(r, {"_fused_adamw_"}, adamw);
-  OpLowering adam = entry(kFloats, fused_adam(false), true);
+  OpLowering adam = entry(floats(), fused_adam(false), true);
   adam.runtime_floats = {6};
   add(r, {"_fused_adam_"}, adam);
 }

@@ -94,7 +94,7 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
   const auto numeric = floats_and_ints();
   std::vector<DType> any_types = all_types();
   add(r, {"sum.dim_IntList", "sum.IntList_out"}, entry(any_types, sum_like(false)));
-  add(r, {"mean.dim", "mean.out"}, entry(kFloats, sum_like(true)));
+  add(r, {"mean.dim", "mean.out"}, entry(floats(), sum_like(true)));
   add(r, {"amax", "amax.out"}, entry(numeric, extremum(ReduceKind::kMax)));
   add(r, {"amin", "amin.out"}, entry(numeric, extremum(ReduceKind::kMin)));
   add(r, {"all.dim", "all.out", "all.dims", "all.dims_out"}, entry(any_types, all_any(true, false)));
@@ -103,7 +103,7 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
   add(r, {"any", "any.all_out"}, entry(any_types, all_any(false, true)));
 
   // linalg_vector_norm(self, ord, dim?, keepdim, dtype?): ord is static (it picks the formula).
-  OpLowering norm = entry(kFloats, [](Lowerer& L) -> std::vector<Value> {
+  OpLowering norm = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
