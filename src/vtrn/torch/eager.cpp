@@ -243,11 +243,17 @@ struct CompiledOp {
   std::string fallback_reason;
 };
 
+/// At most one kernel computes a tensor (others only prepare 0-d values, such as a scalar
+/// argument's conversion): an output may then alias its identical input, element for element.
 bool is_single_kernel(const compiler::Executable& exe) {
   int n = 0;
-  for (const compiler::Kernel& k : exe.kernels)
-    if (k.kind == compiler::KernelKind::kFused || k.kind == compiler::KernelKind::kOp) ++n;
-  return n == 1;
+  const hlo::Block& main = exe.module.main;
+  for (const compiler::Kernel& k : exe.kernels) {
+    if (k.kind != compiler::KernelKind::kFused && k.kind != compiler::KernelKind::kOp) continue;
+    const hlo::Op& root = main.ops.at(static_cast<size_t>(k.ops.back()));
+    if (root.results.empty() || main.type(root.results[0]).num_elements() > 1) ++n;
+  }
+  return n <= 1;
 }
 
 /// A tensor's bytes as queued work sees them: its storage (kept alive) and the view as it was
@@ -622,7 +628,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
 
 /// Queues |launch| (AEE: holds it in the device's group when it can fuse).
 void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device, const char* name) {
-  const bool fusable = op->entry->elementwise && op->single_kernel && concatenation_enabled() &&
+  const bool fusable = op->entry->elementwise && op->output_types.size() == 1 && concatenation_enabled() &&
                        !at::globalContext().deterministicAlgorithms();
   if (fusable) {
     PendingGroup& g = pending_group(device);
