@@ -32,6 +32,9 @@ def test_two_streams_are_ordered_only_by_an_event(use_event):
     # when its wait is removed.
     src = torch.zeros(1024, device="neuron")
     dst = torch.full((1024,), -1.0, device="neuron")
+    # Both fills ran on the default stream, which the side streams do not wait for (as on
+    # CUDA): finish them before the side streams touch the tensors.
+    torch.neuron.current_stream().synchronize()
     producer, consumer = torch.neuron.Stream(), torch.neuron.Stream()
     gate = vtrn._C._Gate()
     with torch.neuron.stream(producer):
