@@ -29,6 +29,7 @@ STEPS = 10
 TOLERANCE = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-5)}
 AEE = "TORCH_NEURONX_ENABLE_CONCATENATION"
 CACHE = "TORCH_NEURONX_NEFF_CACHE_DIR"
+HLO_CACHE = "TORCH_NEURONX_HLO_CACHE_DIR"
 
 
 def assert_no_fallbacks(fallbacks, what):
@@ -58,7 +59,7 @@ def test_step_runs_natively_and_matches_cpu(dtype, optimizer, clean_tracking):
 #
 
 RUNNER = """
-    import json, sys, warnings
+    import json, os, sys, warnings
     sys.path.insert(0, {examples!r})
     warnings.filterwarnings("ignore", message=".*fell back to CPU")
     import torch, vtrn, llama_step
@@ -66,11 +67,15 @@ RUNNER = """
     def snapshot():
         return vtrn.metrics() if hasattr(vtrn, "metrics") else None
 
-    result = {{"passes": [], "metrics": [snapshot()]}}
+    def hlo_files():
+        return sorted(os.listdir({hlo!r}))
+
+    result = {{"passes": [], "metrics": [snapshot()], "hlo": [hlo_files()]}}
     vtrn.clear_op_tracking()
     for _ in range({passes}):
         result["passes"].append(llama_step.train(**{kwargs!r}, dtype=getattr(torch, {dtype!r})))
         result["metrics"].append(snapshot())
+        result["hlo"].append(hlo_files())
     result["fallbacks"] = vtrn.get_fallback_ops()
     print("RESULT " + json.dumps(result), flush=True)
 """
@@ -78,15 +83,19 @@ RUNNER = """
 
 def run_step(cache_dir, passes=1, aee=False, dtype="float32", **kwargs):
     """Runs llama_step.train(**kwargs) |passes| times in a fresh process with the compile cache
-    in |cache_dir|; returns its losses per pass, fallbacks and vtrn.metrics() snapshots
-    (before the first pass and after each)."""
+    in |cache_dir|; returns its losses per pass, fallbacks, and vtrn.metrics() snapshots and
+    listings of the HLO of compiled kernels (in |cache_dir|/hlo), before the first pass and
+    after each."""
     env = dict(os.environ)
     env[CACHE] = str(cache_dir)
+    hlo = pathlib.Path(cache_dir) / "hlo"
+    hlo.mkdir(parents=True, exist_ok=True)
+    env[HLO_CACHE] = str(hlo)
     env.pop(AEE, None)
     if aee:
         env[AEE] = "1"
     kwargs = {"device": "neuron", "steps": 3, **kwargs}
-    code = RUNNER.format(examples=str(EXAMPLES), passes=passes, kwargs=kwargs, dtype=dtype)
+    code = RUNNER.format(examples=str(EXAMPLES), passes=passes, kwargs=kwargs, dtype=dtype, hlo=str(hlo))
     proc = run_python(code, env=env, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -94,6 +103,17 @@ def run_step(cache_dir, passes=1, aee=False, dtype="float32", **kwargs):
     result = json.loads(lines[-1].removeprefix("RESULT "))
     assert result["metrics"][0] is not None, "this build has no vtrn.metrics()"
     return result
+
+
+def compiled_in(result, cache_dir, i):
+    """The kernels compiled during pass |i| (from 0), as their HLO module and signature lines."""
+    hlo = pathlib.Path(cache_dir) / "hlo"
+    new = sorted(set(result["hlo"][i + 1]) - set(result["hlo"][i]))
+    lines = []
+    for name in new:
+        text = (hlo / name).read_text().splitlines()
+        lines.append(" ".join(line.strip() for line in text[:2]))
+    return "\n  ".join(lines) if lines else "(no HLO written)"
 
 
 def delta(after, before):
@@ -128,7 +148,8 @@ def test_compile_cache_persists_across_processes_and_compiles_new_shapes_once(tm
 
     second = run_step(cache)
     m = delta(second["metrics"][1], second["metrics"][0])
-    assert m["compiles"] == 0, f"a second process with the same cache compiled again: {m}"
+    assert m["compiles"] == 0, \
+        f"a second process with the same cache compiled again: {m}; compiled:\n  {compiled_in(second, cache, 0)}"
     assert m["disk_cache_hits"] > 0, m
     assert second["passes"] == first["passes"], "same kernels, same data: same losses"
 
@@ -139,7 +160,8 @@ def test_compile_cache_persists_across_processes_and_compiles_new_shapes_once(tm
     m1, m2 = delta(pass1, before), delta(pass2, pass1)
     assert m1["compiles"] > 0, f"a new shape did not compile: {m1}"
     assert m1["disk_cache_hits"] > 0, f"shape-independent kernels were not found on disk: {m1}"
-    assert m2["compiles"] == 0, f"the second pass over the same shapes compiled again: pass 1 {m1}, pass 2 {m2}"
+    assert m2["compiles"] == 0, (f"the second pass over the same shapes compiled again: pass 1 {m1}, pass 2 {m2}; "
+                                 f"compiled in pass 2:\n  {compiled_in(third, cache, 1)}")
     assert m2["memory_cache_hits"] > 0 and m2["executed_kernels"] > 0, m2
     assert third["passes"][0] == third["passes"][1], "the same run twice in one process differs"
 
