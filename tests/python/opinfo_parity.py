@@ -37,28 +37,12 @@ TESTED_DTYPES = (
 )
 _DTYPE_BY_NAME = {str(d).removeprefix("torch."): d for d in TESTED_DTYPES}
 
-# Samples per (OpInfo, dtype): the first N the OpInfo yields (deterministic under the seed).
+# Samples per (OpInfo, dtype): the first MAX_SAMPLES reference samples the OpInfo yields
+# (deterministic under the seed), then up to EXTRA_SAMPLES later ones whose argument kinds
+# (tensor, 0-d tensor, Python scalar, None, kwargs) none of those had.
 MAX_SAMPLES = int(os.environ.get("VTRN_PARITY_SAMPLES", "6"))
+EXTRA_SAMPLES = int(os.environ.get("VTRN_PARITY_EXTRA_SAMPLES", "2"))
 SEED = 1234
-
-# Used only when VTRN_PARITY_ASSUME_NATIVE=1 and the build has no `_native_ops` yet: lets
-# the harness be debugged against the CPU fallback (which is exact, so everything passes).
-CANDIDATE_NATIVE_OPS = [
-    (name, ["float32", "bfloat16", "float16", "int64", "bool"], "lowered")
-    for name in (
-        "add.out sub.out mul.out div.out div.out_mode neg.out reciprocal.out rsqrt.out "
-        "sqrt.out exp.out log.out sigmoid.out silu.out tanh.out sin.out cos.out abs.out "
-        "pow.Tensor_Tensor_out pow.Tensor_Scalar_out clamp.out where.self_out lerp.Scalar_out "
-        "lerp.Tensor_out addcmul.out addcdiv.out eq.Tensor_out ne.Tensor_out lt.Tensor_out "
-        "le.Tensor_out gt.Tensor_out ge.Tensor_out maximum.out minimum.out sum.IntList_out "
-        "mean.out amax.out all.all_out any.all_out linalg_vector_norm.out mm.out bmm.out "
-        "addmm.out _softmax.out _log_softmax.out _softmax_backward_data.out "
-        "_log_softmax_backward_data.out nll_loss_forward.output nll_loss_backward.grad_input "
-        "index_select.out embedding_dense_backward cat.out tril.out triu.out isneginf.out "
-        "_fused_adamw_ silu_backward.grad_input sigmoid_backward.grad_input "
-        "tanh_backward.grad_input threshold_backward.grad_input"
-    ).split()
-]
 
 # ATen op (base name, no overload) -> OpInfos that reach it beyond the plain name match
 # (`foo` -> OpInfo "foo", "nn.functional.foo", "linalg.foo", or aten_name "foo").
@@ -86,9 +70,14 @@ EXTRA_OPINFOS = {
     "maximum": ["maximum", "max.binary"],
     "minimum": ["minimum", "min.binary"],
     "where": ["where"],
-    "clamp": ["clamp"],
-    "clamp_min": ["clamp_min", "nn.functional.relu"],
+    # Found by running every op_db OpInfo once with op tracking: these reach overloads the
+    # plainly named OpInfos do not (their samples pass tensors where these pass scalars).
+    "clamp": ["clamp", "_unsafe_masked_index"],
+    "clamp_": ["nn.functional.gaussian_nll_loss"],
+    "clamp_min": ["clamp_min", "nn.functional.normalize"],
+    "clamp_min_": ["nn.functional.hinge_embedding_loss"],
     "clamp_max": ["clamp_max"],
+    "sum": ["sum", "logsumexp"],
     "rsub": ["rsub"],
     "_to_copy": [],
 }
@@ -106,7 +95,9 @@ EXCLUDED_VARIANTS = {
 # Native ops no OpInfo in op_db reaches, with the reason and where else they are tested.
 NO_OPINFO = {
     "_fused_adamw_": "optimizer kernel: op_db has no optimizer OpInfos; "
-    "test_op_parity.py::test_fused_adamw_parity checks it through torch.optim.AdamW(fused=True)",
+    "test_op_parity.py::test_fused_optimizer_parity checks it through AdamW(fused=True)",
+    "_fused_adam_": "optimizer kernel: op_db has no optimizer OpInfos; "
+    "test_op_parity.py::test_fused_optimizer_parity checks it through Adam(fused=True)",
 }
 
 
@@ -136,17 +127,14 @@ def _load_op_db():
 
 
 def native_ops_available() -> bool:
-    return hasattr(vtrn._C, "_native_ops")
+    return hasattr(getattr(vtrn, "_C", None), "_native_ops")
 
 
 def native_registry() -> dict[str, tuple[frozenset[str], str]] | None:
     """{"add.out": ({"float32", ...}, "lowered"), ...} from the build, or None."""
-    if native_ops_available():
-        entries = vtrn._C._native_ops()
-    elif os.environ.get("VTRN_PARITY_ASSUME_NATIVE") == "1":
-        entries = CANDIDATE_NATIVE_OPS
-    else:
+    if not native_ops_available():
         return None
+    entries = vtrn._C._native_ops()
     registry = {}
     for name, dtypes, kind in entries:
         name = name.removeprefix("aten::")
@@ -158,6 +146,12 @@ def native_registry() -> dict[str, tuple[frozenset[str], str]] | None:
 def base_name(aten_op: str) -> str:
     """"aten::_softmax_backward_data.out" -> "_softmax_backward_data"."""
     return aten_op.removeprefix("aten::").split(".")[0]
+
+
+def family(aten_op: str) -> str:
+    """The op family of an overload: "add_.Tensor", "add.out" and "add.Tensor" -> "add"."""
+    base = base_name(aten_op)
+    return base.rstrip("_") or base
 
 
 def opinfo_id(op) -> str:
@@ -327,10 +321,13 @@ def _compare(dev, cpu, what: str):
             torch.testing.assert_close(d, c, equal_nan=True)
         except AssertionError as e:
             detail = f"{where}: shape {list(c.shape)} dtype {c.dtype}"
-            if d.shape == c.shape and d.dtype == c.dtype and c.numel():
+            if d.dtype != c.dtype:
+                detail += f", neuron gave dtype {d.dtype}"
+            if d.shape == c.shape and c.numel():
                 diff = (d.double() - c.double()).abs()
-                diff = diff.nan_to_num(nan=0.0, posinf=float("inf"))
-                detail += f", max abs diff {diff.max().item():.6g}"
+                both_nan = d.double().isnan() & c.double().isnan()
+                diff = diff.masked_fill(both_nan, 0.0)
+                detail += f", max abs diff {diff.max().item():.6g} (all elements)"
             raise AssertionError(f"{detail}\n{e}") from None
 
 
@@ -356,82 +353,161 @@ def _strip(names):
     return sorted(n.removeprefix("aten::") for n in names)
 
 
-def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool) -> SampleResult:
-    """Runs |sample| on the CPU and on neuron and compares outputs (and gradients)."""
+def _detached(tree, device):
+    def move(v):
+        return v.detach().to(device, copy=True) if isinstance(v, torch.Tensor) else v
+
+    return pytree.tree_map(move, tree)
+
+
+def _out_variant(op, sample, cpu_out):
+    """Runs |op| with out= on both devices; returns (failure or "", note or "")."""
+    outs = cpu_out if isinstance(cpu_out, (tuple, list)) else (cpu_out,)
+    if not outs or not all(isinstance(t, torch.Tensor) for t in outs):
+        return "", ""
+    single = isinstance(cpu_out, torch.Tensor)
+    results = {}
+    for device in ("cpu", DEVICE):
+        inp, args, kwargs = _detached((sample.input, sample.args, sample.kwargs), device)
+        out = [torch.empty(t.shape, dtype=t.dtype, device=device) for t in outs]
+        try:
+            ret = op(inp, *args, **kwargs, out=out[0] if single else tuple(out))
+            _sync()
+        except Exception as e:
+            if device == "cpu":
+                return "", f"out= not compared, raises on CPU: {type(e).__name__}: {e}"
+            return f"out= raises on neuron, not on CPU: {type(e).__name__}: {e}", ""
+        results[device] = (ret, out)
+    try:
+        _compare(results[DEVICE][1], results["cpu"][1], "out=")
+    except AssertionError as e:
+        return f"out= mismatch: {e}", ""
+    return "", ""
+
+
+def _inplace_variant(op, sample, cpu_out):
+    """Runs |op|'s in-place variant on both devices; returns (failure or "", note or "")."""
+    if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
+        return "", ""
+    if not isinstance(cpu_out, torch.Tensor) or cpu_out.dtype != sample.input.dtype \
+            or cpu_out.shape != sample.input.shape:
+        return "", ""  # the in-place op would have to promote or resize: PyTorch rejects it
+    results = {}
+    for device in ("cpu", DEVICE):
+        inp, args, kwargs = _detached((sample.input, sample.args, sample.kwargs), device)
+        try:
+            op.inplace_variant(inp, *args, **kwargs)
+            _sync()
+        except Exception as e:
+            if device == "cpu":
+                return "", f"in-place not compared, raises on CPU: {type(e).__name__}: {e}"
+            return f"in-place raises on neuron, not on CPU: {type(e).__name__}: {e}", ""
+        results[device] = inp
+    try:
+        _compare(results[DEVICE], results["cpu"], "in-place")
+    except AssertionError as e:
+        return f"in-place mismatch: {e}", ""
+    return "", ""
+
+
+def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
+               variants: bool = True) -> SampleResult:
+    """Runs |sample| on the CPU and on neuron and compares outputs and gradients; with
+    |variants|, also the out= and in-place variants of the op (forward only)."""
     desc = describe(sample)
     reason = sample_skip_reason(sample)
     if reason:
         return SampleResult(index, desc, "skip", reason)
-
     if not _tensors((sample.input, sample.args, sample.kwargs)):
         return SampleResult(index, desc, "skip", "no tensor arguments: nothing runs on neuron")
 
     cpu_in, cpu_args, cpu_kwargs = _copy_to(sample, "cpu")
     dev_in, dev_args, dev_kwargs = _copy_to(sample, DEVICE)
-
     try:
         cpu_out = op(cpu_in, *cpu_args, **cpu_kwargs)
     except Exception as e:  # the oracle itself rejects the sample
         return SampleResult(index, desc, "skip", f"sample raises on CPU: {type(e).__name__}: {e}")
+
+    result = SampleResult(index, desc, "pass")
+    failures, notes = [], []
+    executed = set()
+
+    def track(into):
+        into.extend(f for f in _strip(vtrn.get_fallback_ops()) if f not in into)
+        executed.update(vtrn.get_executed_ops())
+
+    def finish():
+        result.executed = _strip(executed)
+        if failures:
+            result.status, result.reason = "fail", "\n".join(failures)
+        result.note = "; ".join(notes)
+        return result
 
     vtrn.clear_op_tracking()
     try:
         dev_out = op(dev_in, *dev_args, **dev_kwargs)
         _sync()
     except Exception as e:
-        return SampleResult(
-            index, desc, "fail", f"forward raises on neuron, not on CPU: {type(e).__name__}: {e}"
-        )
-    result = SampleResult(index, desc, "pass")
-    result.forward_fallbacks = _strip(vtrn.get_fallback_ops())
-    executed = set(vtrn.get_executed_ops())
+        track(result.forward_fallbacks)
+        failures.append(f"forward raises on neuron, not on CPU: {type(e).__name__}: {e}")
+        return finish()
+    track(result.forward_fallbacks)
     try:
         _compare(dev_out, cpu_out, "output")
     except AssertionError as e:
-        result.status, result.reason = "fail", f"forward mismatch: {e}"
-        result.executed = _strip(executed)
-        return result
+        failures.append(f"forward mismatch: {e}")
 
-    if check_backward:
-        cpu_leaves = _grad_leaves((cpu_in, cpu_args, cpu_kwargs))
-        dev_leaves = _grad_leaves((dev_in, dev_args, dev_kwargs))
-        cpu_outs = [
-            t for t in _tensors(sample.output_process_fn_grad(cpu_out))
-            if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
-        ]
-        dev_outs = [
-            t for t in _tensors(sample.output_process_fn_grad(dev_out))
-            if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
-        ]
-        if cpu_leaves and cpu_outs and len(cpu_outs) == len(dev_outs):
-            gen = torch.Generator().manual_seed(SEED + index)
-            cots = [torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.dtype)
-                    for t in cpu_outs]
-            try:
-                cpu_grads = torch.autograd.grad(cpu_outs, cpu_leaves, cots, allow_unused=True)
-            except Exception as e:  # the oracle's backward rejects the sample
-                result.note = f"backward not compared, raises on CPU: {type(e).__name__}: {e}"
-                result.executed = _strip(executed)
-                return result
+    if variants:
+        for variant, wanted in ((_out_variant, op.supports_out),
+                                (_inplace_variant, op.inplace_variant is not None)):
+            if not wanted:
+                continue
             vtrn.clear_op_tracking()
-            try:
-                dev_grads = torch.autograd.grad(
-                    dev_outs, dev_leaves, [c.to(DEVICE) for c in cots], allow_unused=True
-                )
-                _sync()
-            except Exception as e:
-                result.status = "fail"
-                result.reason = f"backward raises on neuron, not on CPU: {type(e).__name__}: {e}"
-                return result
-            result.backward_fallbacks = _strip(vtrn.get_fallback_ops())
-            executed |= set(vtrn.get_executed_ops())
-            result.backward_checked = True
-            try:
-                _compare(list(dev_grads), list(cpu_grads), "grad")
-            except AssertionError as e:
-                result.status, result.reason = "fail", f"backward mismatch: {e}"
-    result.executed = _strip(executed)
-    return result
+            failure, note = variant(op, sample, cpu_out)
+            track(result.forward_fallbacks)
+            if failure:
+                failures.append(failure)
+            if note:
+                notes.append(note)
+
+    if not check_backward:
+        return finish()
+    cpu_leaves = _grad_leaves((cpu_in, cpu_args, cpu_kwargs))
+    dev_leaves = _grad_leaves((dev_in, dev_args, dev_kwargs))
+    cpu_outs = [
+        t for t in _tensors(sample.output_process_fn_grad(cpu_out))
+        if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
+    ]
+    dev_outs = [
+        t for t in _tensors(sample.output_process_fn_grad(dev_out))
+        if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
+    ]
+    if not (cpu_leaves and cpu_outs and len(cpu_outs) == len(dev_outs)):
+        return finish()
+    gen = torch.Generator().manual_seed(SEED + index)
+    cots = [torch.randn(t.shape, generator=gen, dtype=torch.float32).to(t.dtype) for t in cpu_outs]
+    try:
+        cpu_grads = torch.autograd.grad(cpu_outs, cpu_leaves, cots, allow_unused=True)
+    except Exception as e:  # the oracle's backward rejects the sample
+        notes.append(f"backward not compared, raises on CPU: {type(e).__name__}: {e}")
+        return finish()
+    vtrn.clear_op_tracking()
+    try:
+        dev_grads = torch.autograd.grad(
+            dev_outs, dev_leaves, [c.to(DEVICE) for c in cots], allow_unused=True
+        )
+        _sync()
+    except Exception as e:
+        track(result.backward_fallbacks)
+        failures.append(f"backward raises on neuron, not on CPU: {type(e).__name__}: {e}")
+        return finish()
+    track(result.backward_fallbacks)
+    result.backward_checked = True
+    try:
+        _compare(list(dev_grads), list(cpu_grads), "grad")
+    except AssertionError as e:
+        failures.append(f"backward mismatch: {e}")
+    return finish()
 
 
 def _signature(sample):
@@ -453,8 +529,9 @@ class SampleGenerationError(Exception):
 
 
 def samples_for(op, dtype: torch.dtype, requires_grad: bool, limit: int = MAX_SAMPLES,
-                scan: int = 64):
-    """The first |limit| reference samples, then up to |limit| more of new argument kinds.
+                extra: int = EXTRA_SAMPLES, scan: int = 64):
+    """The first |limit| reference samples, then up to |extra| more of new argument kinds
+    among the next |scan|.
 
     reference_inputs starts with sample_inputs and adds more (extremal values, broadcasting,
     scalar arguments); unary ops have a single plain sample. Returns (samples, note): note
@@ -467,10 +544,10 @@ def samples_for(op, dtype: torch.dtype, requires_grad: bool, limit: int = MAX_SA
     try:
         for i, sample in enumerate(gen):
             sig = _signature(sample)
-            if len(out) < limit or (sig not in seen and len(out) < 2 * limit):
+            if len(out) < limit or (sig not in seen and len(out) < limit + extra):
                 out.append(sample)
             seen.add(sig)
-            if i + 1 >= limit + scan or len(out) >= 2 * limit:
+            if i + 1 >= limit + scan or len(out) >= limit + extra:
                 break
     except Exception as e:
         note = f"reference_inputs raised after {len(out)} samples: {type(e).__name__}: {e}"

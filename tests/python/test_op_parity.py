@@ -1,13 +1,20 @@
 """The `neuron` device gives the CPU's results on PyTorch's OpInfo samples, forward and backward.
 
 Which OpInfos run is derived from `vtrn._C._native_ops()`: every OpInfo that reaches an op the
-build runs natively, for each dtype the build claims for it (float32/bfloat16/float16/int/bool)
-that the OpInfo supports on CPU. Each (OpInfo, dtype) is one test; it compares up to
-VTRN_PARITY_SAMPLES (default 6) samples with `torch.testing.assert_close` at PyTorch's default
-tolerances. Samples that fall back to the CPU still count; the fallback ops are reported in the
-terminal summary (and in JSON at $VTRN_PARITY_REPORT when set). Skips always carry a reason.
+build lowers natively (opinfo_parity.select: by name, plus EXTRA_OPINFOS), for each dtype the
+build claims for those ops (float32/bfloat16/float16/int/bool) that the OpInfo supports on CPU.
+Each (OpInfo, dtype) is one test. It runs up to VTRN_PARITY_SAMPLES (default 6) reference
+samples, plus up to VTRN_PARITY_EXTRA_SAMPLES (default 2) later ones with new argument kinds,
+on the CPU (the oracle) and on neuron: the functional op, its out= and in-place variants
+(forward only), and the gradients of a fixed random cotangent for floating dtypes. Results are
+compared with `torch.testing.assert_close` at PyTorch's default tolerances, equal_nan=True.
+
+Samples that fall back to the CPU still count; the fallback ops are reported in the terminal
+summary ("neuron op parity"), and everything in JSON at $VTRN_PARITY_REPORT when set. Skips
+always carry a reason. test_native_ops_are_reached checks every lowered op family was run.
 
     python -m pytest tests/python/test_op_parity.py -q
+    python -m pytest tests/python/test_op_parity.py -q -k "softmax and bfloat16"
 """
 
 from __future__ import annotations
@@ -26,8 +33,7 @@ import opinfo_parity as P
 REGISTRY = P.native_registry()
 if REGISTRY is None:
     pytest.skip(
-        "vtrn._C._native_ops() does not exist in this build: no native lowerings to check "
-        "(VTRN_PARITY_ASSUME_NATIVE=1 runs the suite on a fixed candidate list)",
+        "vtrn._C._native_ops() does not exist in this build: no native lowerings to check",
         allow_module_level=True,
     )
 
@@ -48,6 +54,8 @@ class ParityReport:
         self.pair_skips = {}  # (oid, dtype name) -> reason
         self.extra = {}  # non-OpInfo checks: name -> status
         self.notes = {}  # (oid, dtype name) -> why sample generation stopped early
+        self.extra_executed = set()  # ops the non-OpInfo checks ran
+        self.unreached = {}  # native overload no sample ran -> OpInfos selected for it
 
     def record(self, oid, dtype, results, status, reason=""):
         self.pairs[(oid, _dt(dtype))] = status
@@ -95,23 +103,33 @@ class ParityReport:
             for (oid, dt), r in failed:
                 out.append(f"  {oid} {dt} sample {r.index} {r.desc}: {r.reason.splitlines()[0]}")
 
-        out.append("fallback ops used (per op, dtype: ops [samples using them]):")
-        any_fallback = False
+        out.append("fallback ops used (op [dtypes]: fallback op x samples using it):")
+        grouped = collections.defaultdict(list)
         for (oid, dt), rs in sorted(self.samples.items()):
             used = collections.Counter()
             for r in rs:
                 for f in set(r.forward_fallbacks) | set(r.backward_fallbacks):
                     used[f] += 1
             if used:
-                any_fallback = True
-                idx = [r.index for r in rs if r.forward_fallbacks or r.backward_fallbacks]
-                out.append(
-                    f"  {oid} {dt}: "
-                    + ", ".join(f"{f} x{n}" for f, n in sorted(used.items()))
-                    + f"  [samples {idx}]"
-                )
-        if not any_fallback:
+                grouped[(oid, tuple(sorted(used.items())))].append(dt)
+        for (oid, used), dts in sorted(grouped.items()):
+            out.append(f"  {oid} [{', '.join(dts)}]: " + ", ".join(f"{f} x{n}" for f, n in used))
+        if not grouped:
             out.append("  none")
+
+        # Ops the registry claims as native for a dtype that still fell back on some sample.
+        claimed_fallbacks = collections.defaultdict(set)
+        for (oid, dt), rs in self.samples.items():
+            for r in rs:
+                for f in set(r.forward_fallbacks) | set(r.backward_fallbacks):
+                    entry = REGISTRY.get(f)
+                    if entry and dt in entry[0]:
+                        claimed_fallbacks[f].add(r.desc)
+        if claimed_fallbacks:
+            out.append("native ops that fell back for a claimed dtype (op: example samples):")
+            for f, descs in sorted(claimed_fallbacks.items()):
+                examples = sorted(descs, key=len)[:2]
+                out.append(f"  {f} ({len(descs)} samples): " + "; ".join(examples))
 
         skips = collections.Counter()
         for (oid, dt), rs in self.samples.items():
@@ -146,6 +164,11 @@ class ParityReport:
             "registry: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             + f" native ops; OpInfos selected for kinds: {', '.join(P.KINDS)}"
         )
+        if self.unreached:
+            out.append(
+                f"native overloads no sample ran ({len(self.unreached)}; their op family was "
+                "run through another overload): " + ", ".join(sorted(self.unreached))
+            )
         if SELECTION.unmatched:
             out.append("native ops no OpInfo reaches:")
             for native, reason in sorted(SELECTION.unmatched.items()):
@@ -216,17 +239,24 @@ def test_parity(oid, dtype):
     REPORT.record(oid, dtype, results, "pass")
 
 
-def _fused_adamw_dtypes():
-    claimed = set()
-    for name, (dtypes, _) in REGISTRY.items():
-        if P.base_name(name) == "_fused_adamw_":
-            claimed |= dtypes
-    return [d for d in (torch.float32, torch.bfloat16, torch.float16) if _dt(d) in claimed]
+FUSED_OPTIMIZERS = {"_fused_adam_": torch.optim.Adam, "_fused_adamw_": torch.optim.AdamW}
 
 
-@pytest.mark.parametrize("dtype", _fused_adamw_dtypes(), ids=_dt)
-def test_fused_adamw_parity(dtype):
-    """_fused_adamw_ has no OpInfo: three AdamW(fused=True) steps on both devices."""
+def _fused_cases():
+    cases = []
+    for kernel, optim in FUSED_OPTIMIZERS.items():
+        claimed = set()
+        for name, (dtypes, kind) in REGISTRY.items():
+            if P.base_name(name) == kernel and kind in P.KINDS:
+                claimed |= dtypes
+        cases += [(kernel, d) for d in (torch.float32, torch.bfloat16, torch.float16)
+                  if _dt(d) in claimed]
+    return cases
+
+
+@pytest.mark.parametrize("kernel,dtype", _fused_cases(), ids=lambda v: _dt(v))
+def test_fused_optimizer_parity(kernel, dtype):
+    """The fused Adam kernels have no OpInfo: three fused steps on both devices."""
     gen = torch.Generator().manual_seed(P.SEED)
     shapes = [(7, 5), (5,), (3, 4, 2)]
     params = [torch.randn(s, generator=gen).to(dtype) for s in shapes]
@@ -234,7 +264,7 @@ def test_fused_adamw_parity(dtype):
 
     def run(device):
         ps = [p.clone().to(device).requires_grad_() for p in params]
-        opt = torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, fused=True)
+        opt = FUSED_OPTIMIZERS[kernel](ps, lr=1e-2, weight_decay=0.1, fused=True)
         for step in grads:
             for p, g in zip(ps, step):
                 p.grad = g.to(device)
@@ -246,18 +276,22 @@ def test_fused_adamw_parity(dtype):
     vtrn.clear_op_tracking()
     dev, dev_state = run(P.DEVICE)
     fallbacks = sorted(f.removeprefix("aten::") for f in vtrn.get_fallback_ops())
-    name = f"_fused_adamw_ {_dt(dtype)}"
+    executed = {f.removeprefix("aten::") for f in vtrn.get_executed_ops()}
+    name = f"{kernel} {_dt(dtype)}"
+    REPORT.extra_executed |= executed
     try:
         P._compare(dev, cpu, "params")
         P._compare(dev_state, cpu_state, "exp_avg, exp_avg_sq")
     except AssertionError as e:
-        REPORT.extra[name] = f"fail (fallbacks: {fallbacks})"
+        REPORT.extra[name] = f"fail (fallbacks: {', '.join(fallbacks) or 'none'})"
         pytest.fail(str(e), pytrace=False)
     REPORT.extra[name] = f"pass (fallbacks: {', '.join(fallbacks) or 'none'})"
 
 
 def test_native_ops_are_reached():
-    """Every op the build lowers natively is run by some OpInfo above, or has a stated reason."""
+    """Every op family the build lowers natively is run by some OpInfo sample above (any
+    overload: functional, out=, in-place), or has a stated reason in NO_OPINFO. Overloads no
+    sample reached are listed in the summary."""
     reached_by = REPORT.executed_by_op()
     for oid in SELECTION.ops:  # OpInfos not run in this session (e.g. under -k): run them now
         if oid not in reached_by:
@@ -266,16 +300,20 @@ def test_native_ops_are_reached():
             for i, s in enumerate(P.samples_for(op, dtype, requires_grad=backward)[0]):
                 reached_by[oid].update(P.run_sample(op, s, i, dtype, backward).executed)
     reached = set().union(*reached_by.values()) if reached_by else set()
+    reached_families = {P.family(name) for name in reached}
     missing = []
+    REPORT.unreached = {}
     for native, (_, kind) in sorted(REGISTRY.items()):
-        if kind != "lowered" or native in reached:
+        if kind not in P.KINDS or native in reached:
             continue
         base = P.base_name(native)
         if base in P.NO_OPINFO:
             continue
         via = [oid for oid, names in SELECTION.reaches.items() if native in names]
-        missing.append(f"{native} (OpInfos selected for it: {via or 'none'})")
+        REPORT.unreached[native] = via
+        if P.family(native) not in reached_families:
+            missing.append(f"{native} (OpInfos selected for it: {via or 'none'})")
     assert not missing, (
-        "native lowered ops no OpInfo sample executed; map them in opinfo_parity.EXTRA_OPINFOS "
-        "or explain them in NO_OPINFO:\n  " + "\n  ".join(missing)
+        "native ops no OpInfo sample reached in any overload; map them in "
+        "opinfo_parity.EXTRA_OPINFOS or explain them in NO_OPINFO:\n  " + "\n  ".join(missing)
     )
