@@ -98,6 +98,9 @@ NO_OPINFO = {
     "test_op_parity.py::test_fused_optimizer_parity checks it through AdamW(fused=True)",
     "_fused_adam_": "optimizer kernel: op_db has no optimizer OpInfos; "
     "test_op_parity.py::test_fused_optimizer_parity checks it through Adam(fused=True)",
+    "_foreach_norm": "every _foreach_norm OpInfo sample asks for dtype=float64; "
+    "test_op_parity.py::test_foreach_norm_parity checks the float32/bfloat16/float16 calls "
+    "clip_grad_norm_ makes",
 }
 
 
@@ -116,7 +119,13 @@ def _load_op_db():
     script_fn_call = torch._C.ScriptFunction.__call__
     script_meth_call = torch._C.ScriptMethod.__call__
     try:
-        from torch.testing._internal.common_methods_invocations import op_db
+        from torch.testing._internal import common_methods_invocations as cmi
+
+        # The _foreach_* ops have their own OpInfo lists (ForeachFuncInfo).
+        op_db = list(cmi.op_db)
+        for name in ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db",
+                     "foreach_reduce_op_db", "foreach_other_op_db"):
+            op_db += list(getattr(cmi, name, []))
     finally:
         # common_utils freezes torch.backends flags and wraps TorchScript calls on import:
         # undo both so the rest of the test session is unaffected.
@@ -299,10 +308,37 @@ def _grad_leaves(tree):
     return [t for t in _tensors(tree) if t.requires_grad and t.is_leaf]
 
 
-def _compare(dev, cpu, what: str):
-    """assert_close with PyTorch's default tolerances for the dtype; a richer message."""
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _no_worse_than_cpu(d, c, r) -> bool:
+    """For float16/bfloat16: neuron's worst error against the float64 result |r| is no larger
+    than the CPU's, give or take one rounding. The CPU kernels round some intermediates to the half type (in scalar tail
+    loops, for instance), so the two can differ by more than the default tolerance while
+    neuron is the more accurate; the float64 computation decides."""
+    if r is None or c.dtype not in HALF or d.shape != c.shape or r.shape != c.shape:
+        return False
+    r = r.detach().double()
+    d_err, c_err = (d.double() - r).abs(), (c.double() - r).abs()
+    r_nan = r.isnan()
+    if bool((d.double().isnan() & ~r_nan).any()):
+        return False
+    d_err, c_err = d_err.masked_fill(r_nan, 0.0), c_err.masked_fill(r_nan | c.double().isnan(), 0.0)
+    # One rounding of the half type at the result's scale is the slack: on a few elements the
+    # CPU's double rounding can land nearer by chance.
+    slack = torch.finfo(c.dtype).eps * float(r.masked_fill(r_nan, 0.0).abs().max())
+    return bool(d_err.max() <= c_err.max() + slack)
+
+
+def _compare(dev, cpu, what: str, ref=None, notes=None):
+    """assert_close with PyTorch's default tolerances for the dtype; a richer message. With
+    |ref| (the op computed in float64 on the CPU), a float16/bfloat16 mismatch passes when
+    neuron is at least as close to |ref| as the CPU is (recorded in |notes|)."""
     dev_leaves, dev_spec = pytree.tree_flatten(dev)
     cpu_leaves, cpu_spec = pytree.tree_flatten(cpu)
+    ref_leaves = pytree.tree_flatten(ref)[0] if ref is not None else None
+    if ref_leaves is not None and len(ref_leaves) != len(cpu_leaves):
+        ref_leaves = None
     assert dev_spec == cpu_spec, f"{what}: output structure {dev_spec} != CPU's {cpu_spec}"
     for i, (d, c) in enumerate(zip(dev_leaves, cpu_leaves)):
         where = f"{what}[{i}]" if len(cpu_leaves) > 1 else what
@@ -320,6 +356,12 @@ def _compare(dev, cpu, what: str):
         try:
             torch.testing.assert_close(d, c, equal_nan=True)
         except AssertionError as e:
+            r = ref_leaves[i] if ref_leaves is not None else None
+            if isinstance(r, torch.Tensor) and _no_worse_than_cpu(d, c, r):
+                if notes is not None:
+                    notes.append(f"{where}: beyond the default tolerance of the CPU result, but at least "
+                                 "as close to the float64 result as the CPU")
+                continue
             detail = f"{where}: shape {list(c.shape)} dtype {c.dtype}"
             if d.dtype != c.dtype:
                 detail += f", neuron gave dtype {d.dtype}"
@@ -360,7 +402,7 @@ def _detached(tree, device):
     return pytree.tree_map(move, tree)
 
 
-def _out_variant(op, sample, cpu_out):
+def _out_variant(op, sample, cpu_out, ref=None, notes=None):
     """Runs |op| with out= on both devices; returns (failure or "", note or "")."""
     outs = cpu_out if isinstance(cpu_out, (tuple, list)) else (cpu_out,)
     if not outs or not all(isinstance(t, torch.Tensor) for t in outs):
@@ -379,13 +421,13 @@ def _out_variant(op, sample, cpu_out):
             return f"out= raises on neuron, not on CPU: {type(e).__name__}: {e}", ""
         results[device] = (ret, out)
     try:
-        _compare(results[DEVICE][1], results["cpu"][1], "out=")
+        _compare(results[DEVICE][1], results["cpu"][1], "out=", ref, notes)
     except AssertionError as e:
         return f"out= mismatch: {e}", ""
     return "", ""
 
 
-def _inplace_variant(op, sample, cpu_out):
+def _inplace_variant(op, sample, cpu_out, ref=None, notes=None):
     """Runs |op|'s in-place variant on both devices; returns (failure or "", note or "")."""
     if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
         return "", ""
@@ -404,7 +446,7 @@ def _inplace_variant(op, sample, cpu_out):
             return f"in-place raises on neuron, not on CPU: {type(e).__name__}: {e}", ""
         results[device] = inp
     try:
-        _compare(results[DEVICE], results["cpu"], "in-place")
+        _compare(results[DEVICE], results["cpu"], "in-place", ref, notes)
     except AssertionError as e:
         return f"in-place mismatch: {e}", ""
     return "", ""
@@ -452,8 +494,9 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
         failures.append(f"forward raises on neuron, not on CPU: {type(e).__name__}: {e}")
         return finish()
     track(result.forward_fallbacks)
+    reference = _reference(op, sample, dtype)
     try:
-        _compare(dev_out, cpu_out, "output")
+        _compare(dev_out, cpu_out, "output", reference, notes)
     except AssertionError as e:
         failures.append(f"forward mismatch: {e}")
 
@@ -463,7 +506,7 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
             if not wanted:
                 continue
             vtrn.clear_op_tracking()
-            failure, note = variant(op, sample, cpu_out)
+            failure, note = variant(op, sample, cpu_out, reference, notes)
             track(result.forward_fallbacks)
             if failure:
                 failures.append(failure)
@@ -503,11 +546,63 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
         return finish()
     track(result.backward_fallbacks)
     result.backward_checked = True
+    ref_grads = _reference_grads(op, sample, dtype, cots)
+    if ref_grads is not None and _gradient_is_zero(ref_grads):
+        # normalize over a size-1 dim is sign(x): the exact gradient is 0, and both devices
+        # return the half type's rounding noise of the cancelling terms (1-2 ulps of the inputs).
+        notes.append("grad: the float64 gradient is 0; neuron and CPU both return rounding noise, not compared")
+        return finish()
     try:
-        _compare(list(dev_grads), list(cpu_grads), "grad")
+        _compare(list(dev_grads), list(cpu_grads), "grad", ref_grads, notes)
     except AssertionError as e:
         failures.append(f"backward mismatch: {e}")
     return finish()
+
+
+def _gradient_is_zero(grads) -> bool:
+    ts = [g for g in grads if isinstance(g, torch.Tensor) and g.numel()]
+    return bool(ts) and all(float(g.abs().max()) < 1e-12 for g in ts)
+
+
+def _upcast(sample, requires_grad: bool):
+    """The sample on the CPU with float16/bfloat16 tensors as float64 leaves."""
+    def move(v):
+        if isinstance(v, torch.Tensor):
+            t = v.detach().to("cpu")
+            if t.dtype in HALF:
+                t = t.double()
+            return t.requires_grad_(requires_grad and v.requires_grad and t.dtype.is_floating_point)
+        return v
+    return pytree.tree_map(move, (sample.input, sample.args, sample.kwargs))
+
+
+def _reference(op, sample, dtype):
+    """The op's outputs computed in float64 (only for half dtypes), or None."""
+    if dtype not in HALF:
+        return None
+    try:
+        with torch.no_grad():
+            inp, args, kwargs = _upcast(sample, False)
+            return op(inp, *args, **kwargs)
+    except Exception:
+        return None
+
+
+def _reference_grads(op, sample, dtype, cots):
+    """The gradients computed in float64 with the same cotangents (half dtypes), or None."""
+    if dtype not in HALF:
+        return None
+    try:
+        inp, args, kwargs = _upcast(sample, True)
+        out = op(inp, *args, **kwargs)
+        outs = [t for t in _tensors(sample.output_process_fn_grad(out))
+                if t.requires_grad and t.dtype.is_floating_point]
+        leaves = _grad_leaves((inp, args, kwargs))
+        if len(outs) != len(cots) or not leaves:
+            return None
+        return list(torch.autograd.grad(outs, leaves, [c.double() for c in cots], allow_unused=True))
+    except Exception:
+        return None
 
 
 def _signature(sample):

@@ -288,6 +288,21 @@ def test_fused_optimizer_parity(kernel, dtype):
     REPORT.extra[name] = f"pass (fallbacks: {', '.join(fallbacks) or 'none'})"
 
 
+@pytest.mark.parametrize("ord", [2.0, 1.0, float("inf")], ids=["l2", "l1", "inf"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=_dt)
+def test_foreach_norm_parity(dtype, ord):
+    """_foreach_norm as clip_grad_norm_ calls it (its OpInfo samples all ask for float64)."""
+    gen = torch.Generator().manual_seed(P.SEED)
+    tensors = [torch.randn(s, generator=gen).to(dtype) for s in [(7, 5), (5,), (3, 4, 2), (1,)]]
+    cpu = torch._foreach_norm(tensors, ord)
+    vtrn.clear_op_tracking()
+    dev = torch._foreach_norm([t.to(P.DEVICE) for t in tensors], ord)
+    assert "aten::_foreach_norm.Scalar" in vtrn.get_executed_ops()
+    assert vtrn.get_fallback_ops() == []
+    REPORT.extra_executed |= {f.removeprefix("aten::") for f in vtrn.get_executed_ops()}
+    P._compare(list(dev), list(cpu), "norms")
+
+
 def test_native_ops_are_reached():
     """Every op family the build lowers natively is run by some OpInfo sample above (any
     overload: functional, out=, in-place), or has a stated reason in NO_OPINFO. Overloads no

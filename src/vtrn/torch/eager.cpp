@@ -139,6 +139,7 @@ namespace {
 enum class Slot : uint8_t {
   kTensor,        // Tensor / Tensor?: an input (also an output when mutable)
   kTensorList,    // Tensor[]
+  kScalarList,    // Scalar[]: one runtime parameter per element
   kScalar,        // Scalar / Scalar?: runtime parameter unless static
   kStaticScalar,  // Scalar the entry bakes in
   kRuntimeFloat,  // float the entry passes at runtime
@@ -159,6 +160,7 @@ struct SchemaInfo {
   size_t num_args = 0;
   size_t num_returns = 0;
   std::vector<int> return_alias;    // per return: the argument it aliases, or -1
+  bool returns_list = false;        // one Tensor[] return (functional foreach ops)
 };
 
 bool is_tensor_type(const c10::TypePtr& t) { return t->kind() == c10::TypeKind::TensorType; }
@@ -170,7 +172,8 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
   auto contains = [](const std::vector<int>& v, int i) { return std::find(v.begin(), v.end(), i) != v.end(); };
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::Argument& a = args[i];
-    c10::TypePtr t = a.type();
+    // real_type(): ScalarType arguments have type int in the schema, ScalarType in real_type.
+    c10::TypePtr t = a.real_type();
     if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
     const bool writes = a.alias_info() != nullptr && a.alias_info()->isWrite();
     info.mutable_input.push_back(writes && !a.is_out());
@@ -180,6 +183,7 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
     } else if (auto list = t->cast<c10::ListType>()) {
       const auto elem = list->getElementType();
       if (is_tensor_type(elem)) s = a.is_out() ? Slot::kOutList : Slot::kTensorList;
+      else if (elem->kind() == c10::TypeKind::NumberType) s = Slot::kScalarList;
       else if (elem->kind() == c10::TypeKind::IntType || elem->kind() == c10::TypeKind::SymIntType) s = Slot::kInts;
     } else {
       switch (t->kind()) {
@@ -201,6 +205,7 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
   }
   const auto& returns = schema.returns();
   info.num_returns = returns.size();
+  info.returns_list = returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
   for (const c10::Argument& r : returns) {
     int alias = -1;
     if (r.alias_info() != nullptr && r.alias_info()->isWrite()) {
@@ -231,6 +236,53 @@ struct KeyHash {
   }
 };
 
+/// When an output may be written over an input it aliases (in-place ops): the writing kernel is
+/// an elementwise loop (it reads element i before writing element i), and no later kernel reads
+/// that input.
+struct AliasSafety {
+  std::vector<int> param_last_reader;   // per parameter: the last kernel reading it, or -1
+  std::vector<int> result_writer;       // per result: the kernel computing it, or -1
+  std::vector<bool> writer_elementwise;  // per result: that kernel is an elementwise loop
+
+  bool can_alias(size_t result, size_t param) const {
+    const int w = result_writer.at(result);
+    return w >= 0 && writer_elementwise.at(result) && param_last_reader.at(param) <= w;
+  }
+};
+
+AliasSafety analyze_aliasing(const compiler::Executable& exe) {
+  const hlo::Block& main = exe.module.main;
+  AliasSafety a;
+  a.param_last_reader.assign(main.args.size(), -1);
+  std::vector<int> param_of(main.types.size(), -1);   // value -> the parameter it is (or bitcasts)
+  std::vector<int> kernel_of(main.types.size(), -1);  // value -> the kernel computing it
+  std::vector<bool> elementwise_of(main.types.size(), false);
+  for (size_t p = 0; p < main.args.size(); ++p) param_of[static_cast<size_t>(main.args[p])] = static_cast<int>(p);
+  for (size_t k = 0; k < exe.kernels.size(); ++k) {
+    const compiler::Kernel& kernel = exe.kernels[k];
+    const bool bitcast = kernel.kind == compiler::KernelKind::kBitcast;
+    bool elementwise = kernel.kind == compiler::KernelKind::kFused;
+    for (int oi : kernel.ops) elementwise = elementwise && main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kReduce;
+    for (int oi : kernel.ops) {
+      const hlo::Op& op = main.ops.at(static_cast<size_t>(oi));
+      for (int v : op.operands) {
+        const int p = param_of[static_cast<size_t>(v)];
+        if (p >= 0 && !bitcast) a.param_last_reader[static_cast<size_t>(p)] = static_cast<int>(k);
+      }
+      for (int r : op.results) {
+        if (bitcast && !op.operands.empty()) param_of[static_cast<size_t>(r)] = param_of[static_cast<size_t>(op.operands[0])];
+        kernel_of[static_cast<size_t>(r)] = bitcast ? -1 : static_cast<int>(k);
+        elementwise_of[static_cast<size_t>(r)] = elementwise;
+      }
+    }
+  }
+  for (int r : main.results) {
+    a.result_writer.push_back(kernel_of[static_cast<size_t>(r)]);
+    a.writer_elementwise.push_back(elementwise_of[static_cast<size_t>(r)]);
+  }
+  return a;
+}
+
 /// What a signature resolves to: an executable, or the reason the call falls back.
 struct CompiledOp {
   const lw::OpLowering* entry = nullptr;
@@ -238,23 +290,10 @@ struct CompiledOp {
   std::shared_ptr<const hlo::Module> module;                    // the one-op module (for AEE)
   std::vector<hlo::TensorType> output_types;                    // written outputs, in order
   std::vector<bool> written;                                    // per output of the call
-  bool single_kernel = false;  // one fused loop: an output may alias its identical input
+  AliasSafety aliasing;
   double modeled_seconds = 0;
   std::string fallback_reason;
 };
-
-/// At most one kernel computes a tensor (others only prepare 0-d values, such as a scalar
-/// argument's conversion): an output may then alias its identical input, element for element.
-bool is_single_kernel(const compiler::Executable& exe) {
-  int n = 0;
-  const hlo::Block& main = exe.module.main;
-  for (const compiler::Kernel& k : exe.kernels) {
-    if (k.kind != compiler::KernelKind::kFused && k.kind != compiler::KernelKind::kOp) continue;
-    const hlo::Op& root = main.ops.at(static_cast<size_t>(k.ops.back()));
-    if (root.results.empty() || main.type(root.results[0]).num_elements() > 1) ++n;
-  }
-  return n <= 1;
-}
 
 /// A tensor's bytes as queued work sees them: its storage (kept alive) and the view as it was
 /// when the op was issued; or an inline scalar value.
@@ -332,16 +371,16 @@ struct Launch {
   std::vector<BufferRef> inputs, outputs;
   std::vector<bool> staged;  // per output: written through a staging buffer
 
-  /// Decides, for each output, whether it can be written in place.
-  void plan_outputs(bool single_kernel_elementwise) {
+  /// Decides, for each output, whether it is written in place or through a staging buffer.
+  void plan_outputs(const AliasSafety& aliasing) {
     staged.assign(outputs.size(), false);
     for (size_t j = 0; j < outputs.size(); ++j) {
       const BufferRef& o = outputs[j];
       bool stage = !o.contiguous;
-      for (const BufferRef& in : inputs) {
-        if (stage) break;
+      for (size_t p = 0; p < inputs.size() && !stage; ++p) {
+        const BufferRef& in = inputs[p];
         if (!o.overlaps(in)) continue;
-        stage = !(single_kernel_elementwise && o.same_view(in) && in.contiguous);
+        stage = !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, p));
       }
       for (size_t k = 0; k < j && !stage; ++k) stage = o.overlaps(outputs[k]);
       staged[j] = stage;
@@ -411,8 +450,12 @@ std::mutex& fused_mutex() {
   static std::mutex m;
   return m;
 }
-std::unordered_map<std::vector<int64_t>, std::shared_ptr<const runtime::LoadedExecutable>, KeyHash>& fused_cache() {
-  static auto* m = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const runtime::LoadedExecutable>, KeyHash>();
+struct FusedExecutable {
+  std::shared_ptr<const runtime::LoadedExecutable> executable;
+  AliasSafety aliasing;
+};
+std::unordered_map<std::vector<int64_t>, std::shared_ptr<const FusedExecutable>, KeyHash>& fused_cache() {
+  static auto* m = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const FusedExecutable>, KeyHash>();
   return *m;
 }
 
@@ -476,9 +519,8 @@ void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
   enqueue(device, name, [l = std::move(launch)] { l.execute(); });
 }
 
-// Composes the group into one module: external buffers become parameters, a buffer written by
-// an earlier op feeds later readers directly, and only buffers some tensor still refers to are
-// written at the end.
+// Composes the group into one module: external buffers become parameters, and a buffer written
+// by an earlier op feeds later readers directly; each buffer's final value is written once.
 void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id) {
   const c10::StreamGuard stream_guard(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
   if (ops.size() == 1) {
@@ -486,7 +528,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
     l.executable = ops[0].op->executable;
     l.inputs = std::move(ops[0].inputs);
     l.outputs = std::move(ops[0].outputs);
-    l.plan_outputs(ops[0].op->single_kernel && ops[0].op->entry->elementwise);
+    l.plan_outputs(ops[0].op->aliasing);
     count_kernel(ops[0].op->modeled_seconds, 0);
     enqueue_launch(device, "aten::(fused group)", std::move(l));
     return;
@@ -533,25 +575,11 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       key.push_back(static_cast<int64_t>(b));
     }
   }
-  // A buffer no tensor refers to any more (only this group holds its storage) is not written.
-  std::vector<bool> live(buffers.size(), true);
-  for (size_t b = 0; b < buffers.size(); ++b) {
-    size_t held = 0;
-    auto* impl = buffers[b].storage.unsafeGetStorageImpl();
-    for (const PendingOp& op : ops) {
-      for (const BufferRef& r : op.inputs) held += (!r.is_scalar && r.storage.unsafeGetStorageImpl() == impl);
-      for (const BufferRef& r : op.outputs) held += (r.storage.unsafeGetStorageImpl() == impl);
-    }
-    for (const BufferRef& r : buffers) held += (r.storage.unsafeGetStorageImpl() == impl);
-    for (const BufferRef& r : ext) held += (!r.is_scalar && r.storage.unsafeGetStorageImpl() == impl);
-    live[b] = static_cast<size_t>(buffers[b].storage.use_count()) > held;
-    key.push_back(live[b] ? 1 : 0);
-  }
-  std::vector<BufferRef> outputs;
-  for (size_t b = 0; b < buffers.size(); ++b)
-    if (live[b]) outputs.push_back(buffers[b]);
+  // Every buffer is written, even one no tensor refers to any more: whether the queue still
+  // holds a reference depends on timing, and the executable must not.
+  std::vector<BufferRef> outputs = buffers;
 
-  std::shared_ptr<const runtime::LoadedExecutable> exe;
+  std::shared_ptr<const FusedExecutable> exe;
   {
     std::lock_guard<std::mutex> lock(fused_mutex());
     auto it = fused_cache().find(key);
@@ -608,21 +636,23 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       }
       ordered.ops.push_back(std::move(op));
     }
-    for (size_t b = 0; b < buffers.size(); ++b)
-      if (live[b]) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
+    for (size_t b = 0; b < buffers.size(); ++b) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
     m.main = std::move(ordered);
     runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(m);
     count_cache_result(r.source);
-    exe = r.executable;
+    auto fused = std::make_shared<FusedExecutable>();
+    fused->executable = r.executable;
+    fused->aliasing = analyze_aliasing(r.executable->executable());
+    exe = fused;
     std::lock_guard<std::mutex> lock(fused_mutex());
     fused_cache().emplace(key, exe);
   }
   Launch l;
-  l.executable = exe;
+  l.executable = exe->executable;
   l.inputs = std::move(ext);
   l.outputs = std::move(outputs);
-  l.plan_outputs(is_single_kernel(exe->executable()));
-  count_kernel(exe->executable().modeled_time_s(), ops.size());
+  l.plan_outputs(exe->aliasing);
+  count_kernel(exe->executable->executable().modeled_time_s(), ops.size());
   enqueue_launch(device, "aten::(fused group)", std::move(l));
 }
 
@@ -662,7 +692,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
     return;
   }
   flush_pending(device);
-  launch.plan_outputs(op->single_kernel && op->entry->elementwise);
+  launch.plan_outputs(op->aliasing);
   count_kernel(op->modeled_seconds, 0);
   enqueue_launch(device, name, std::move(launch));
 }
@@ -773,6 +803,19 @@ class LoweredKernel final : public c10::OperatorKernel {
           }
           break;
         }
+        case Slot::kScalarList: {
+          if (v.isNone()) { key.push_back(-1); break; }
+          if (!v.isList()) return false;
+          const auto list = v.toListRef();
+          key.push_back(static_cast<int64_t>(list.size()));
+          for (const c10::IValue& e : list) {
+            if (e.isDouble()) key.push_back(-2);
+            else if (e.isInt()) key.push_back(-3);
+            else if (e.isBool()) key.push_back(-4);
+            else return false;
+          }
+          break;
+        }
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
           if (v.isNone()) key.push_back(-1);
@@ -825,6 +868,10 @@ class LoweredKernel final : public c10::OperatorKernel {
     return device >= 0;
   }
 
+  static hlo::TensorType scalar_type(const c10::IValue& v) {
+    return hlo::TensorType(v.isDouble() ? DType::kF64 : (v.isBool() ? DType::kPred : DType::kI64), {});
+  }
+
   // The OpCall for the arguments on |stack| (built on a signature miss only).
   lw::OpCall op_call(torch::jit::Stack* stack, size_t first) const {
     lw::OpCall call;
@@ -855,7 +902,12 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kRuntimeFloat:
           if (v.isNone()) break;
           a.kind = lw::ArgKind::kScalar;
-          a.types = {hlo::TensorType(v.isDouble() ? DType::kF64 : (v.isBool() ? DType::kPred : DType::kI64), {})};
+          a.types = {scalar_type(v)};
+          break;
+        case Slot::kScalarList:
+          if (v.isNone()) break;
+          a.kind = lw::ArgKind::kScalarList;
+          for (const c10::IValue& e : v.toListRef()) a.types.push_back(scalar_type(e));
           break;
         case Slot::kStaticScalar:
           if (v.isNone()) break;
@@ -916,7 +968,7 @@ class LoweredKernel final : public c10::OperatorKernel {
       count_cache_result(r.source);
       compiled->executable = r.executable;
       compiled->modeled_seconds = r.executable->executable().modeled_time_s();
-      compiled->single_kernel = is_single_kernel(r.executable->executable());
+      compiled->aliasing = analyze_aliasing(r.executable->executable());
       compiled->module = std::make_shared<hlo::Module>(std::move(lowered.module));
     } catch (const lw::Unsupported& e) {
       compiled->fallback_reason = e.what();
@@ -965,6 +1017,9 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kRuntimeFloat:
           if (!v.isNone()) launch.inputs.push_back(scalar_ref(v));
           break;
+        case Slot::kScalarList:
+          if (!v.isNone()) for (const c10::IValue& e : v.toListRef()) launch.inputs.push_back(scalar_ref(e));
+          break;
         case Slot::kOut:
           outputs.push_back(v.toTensor());
           resizable.push_back(true);
@@ -999,6 +1054,12 @@ class LoweredKernel final : public c10::OperatorKernel {
     for (const BufferRef& o : launch.outputs) any_output = any_output || o.numel() > 0;
     if (any_output) submit(compiled, std::move(launch), device, qualified_name_.c_str());
     torch::jit::drop(*stack, info_.num_args);
+    if (info_.returns_list && info_.return_alias[0] < 0) {
+      c10::List<at::Tensor> list;
+      for (at::Tensor& t : outputs) list.push_back(std::move(t));
+      stack->push_back(std::move(list));
+      return;
+    }
     size_t fresh = 0;
     for (size_t r = 0; r < info_.num_returns; ++r) {
       const int alias = info_.return_alias[r];

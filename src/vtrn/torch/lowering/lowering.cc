@@ -98,14 +98,23 @@ DType opmath(DType d) { return (d == DType::kF16 || d == DType::kBF16) ? DType::
 // Lowerer
 //===----------------------------------------------------------------------===//
 
-Lowerer::Lowerer(const OpCall& c, const OpLowering& e) : b("aten_" + e.name), call(c), entry(e) {
+Lowerer::Lowerer(const OpCall& c, const OpLowering& e)
+    // One module name for every op: the cache key hashes the printed module, and add.Tensor,
+    // add_.Tensor and add.out lower to the same body.
+    : owned_builder_(std::make_unique<hlo::Builder>("eager_op")), b(*owned_builder_), call(c), entry(e) {
   values_.resize(call.args.size());
   for (std::size_t i = 0; i < call.args.size(); ++i) {
     const ArgSpec& a = call.args[i];
-    if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList || a.kind == ArgKind::kScalar) {
+    if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList || a.kind == ArgKind::kScalar ||
+        a.kind == ArgKind::kScalarList) {
       for (const TensorType& t : a.types) values_[i].push_back(b.param(t));
     }
   }
+}
+
+Lowerer::Lowerer(hlo::Builder& builder, const OpCall& c, const OpLowering& e, std::vector<std::vector<Value>> values)
+    : b(builder), call(c), entry(e), values_(std::move(values)) {
+  values_.resize(call.args.size());
 }
 
 const ArgSpec& Lowerer::arg(int i) const {
@@ -252,6 +261,7 @@ const std::vector<OpLowering>& registry() {
     add_nn_lowerings(r);
     add_data_lowerings(r);
     add_optimizer_lowerings(r);
+    add_foreach_lowerings(r);
     return r;
   }();
   return entries;

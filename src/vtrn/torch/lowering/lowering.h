@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,7 @@ enum class ArgKind : std::uint8_t {
   kTensor,      ///< types[0]
   kTensorList,  ///< types, one per element (None elements of Tensor?[] are not supported)
   kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind)
+  kScalarList,  ///< runtime 0-d parameters, one per element (Scalar[])
   kInt,         ///< ints[0] (also SymInt)
   kInts,        ///< ints
   kFloat,       ///< real; also a Scalar an entry declares static (is_integral: ints[0] == 1)
@@ -117,8 +119,15 @@ DType opmath(DType dtype);
 class Lowerer {
  public:
   Lowerer(const OpCall& call, const OpLowering& entry);
+  /// A lowerer for |entry| inside another lowering (foreach applies a per-tensor entry to each
+  /// element): it writes into |builder| and takes its arguments' values from |values|.
+  Lowerer(hlo::Builder& builder, const OpCall& call, const OpLowering& entry, std::vector<std::vector<Value>> values);
 
-  hlo::Builder b;
+ private:
+  std::unique_ptr<hlo::Builder> owned_builder_;
+
+ public:
+  hlo::Builder& b;
   const OpCall& call;
   const OpLowering& entry;
 
@@ -127,6 +136,8 @@ class Lowerer {
   bool has(int i) const { return arg(i).kind != ArgKind::kNone; }
   Value tensor(int i);
   const std::vector<Value>& tensors(int i);
+  /// The values of argument |i|: its tensor, list elements or scalar parameters.
+  const std::vector<Value>& values(int i) const { return values_.at(static_cast<std::size_t>(i)); }
   /// A runtime Scalar converted to |dtype| (a static one becomes a constant).
   Value scalar(int i, DType dtype);
   std::int64_t integer(int i) const;
@@ -168,5 +179,7 @@ void add_reduction_lowerings(std::vector<OpLowering>& r);
 void add_nn_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
 void add_optimizer_lowerings(std::vector<OpLowering>& r);
+/// After the others: foreach entries reuse the per-tensor entries.
+void add_foreach_lowerings(std::vector<OpLowering>& r);
 
 }  // namespace vtrn::lowering

@@ -181,3 +181,44 @@ TEST(LoweringTest, TrilKeepsTheLowerTriangle) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+ArgSpec list_arg(std::vector<TensorType> types) {
+  ArgSpec a;
+  a.kind = ArgKind::kTensorList;
+  a.types = std::move(types);
+  return a;
+}
+
+TEST(ForeachLoweringTest, AddListWithAlphaUsesEachElementsDtype) {
+  OpCall call;
+  call.args = {list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}),
+               list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}), scalar_arg(DType::kI64)};
+  call.out_dtypes = {DType::kF32, DType::kBF16};  // in place
+  auto out = run("_foreach_add_.List", call, {host(DType::kF32, {2}, {1, 2}), host(DType::kBF16, {1}, {3}),
+                                              host(DType::kF32, {2}, {10, 20}), host(DType::kBF16, {1}, {0.5}),
+                                              host(DType::kI64, {}, {2})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].get(0), 21);
+  EXPECT_EQ(out[0].get(1), 42);
+  EXPECT_EQ(out[1].type.dtype, DType::kBF16);
+  EXPECT_EQ(out[1].get(0), 4);
+}
+
+TEST(ForeachLoweringTest, NormOfEachTensor) {
+  OpCall call;
+  ArgSpec ord;
+  ord.kind = ArgKind::kFloat;
+  ord.real = 2;
+  call.args = {list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kF32, {3})}), ord, none()};
+  auto out = run("_foreach_norm.Scalar", call, {host(DType::kF32, {2}, {3, 4}), host(DType::kF32, {3}, {1, 2, 2})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].type.rank(), 0);
+  EXPECT_EQ(out[0].get(0), 5);
+  EXPECT_EQ(out[1].get(0), 3);
+}
+
+}  // namespace
+}  // namespace vtrn::lowering

@@ -118,9 +118,32 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
   add(r, {"minimum", "minimum.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
-  add(r, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Tensor_Tensor", "pow_.Tensor",
-          "pow.Tensor_Tensor_out"},
+  add(r, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"},
       entry(floats(), binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }), true));
+  // pow(self, exponent): the exponent is static, because the CPU kernel special-cases it
+  // (x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x)) and rounds the exponent to a half type; bfloat16
+  // also rounds the intermediate product x*x. (Checked element by element against torch 2.13.)
+  OpLowering pow_scalar = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    L.require_claimed(common);
+    const DType c = opmath(common);
+    const bool half = c != common;
+    auto round = [&](Value v) { return common == DType::kBF16 ? L.convert(L.convert(v, common), c) : v; };
+    Value x = L.convert(L.tensor(0), c);
+    double e = L.real(1);
+    if (half) e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
+    Value y;
+    if (e == 2) y = L.b.mul(x, x);
+    else if (e == 3) y = L.b.mul(round(L.b.mul(x, x)), x);
+    else if (e == 0.5) y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
+    else if (e == -0.5) y = L.b.div(L.full_like(x, 1.0), L.b.unary(OpKind::kSqrt, x));
+    else if (e == -1) y = L.b.div(L.full_like(x, 1.0), x);
+    else if (e == -2) y = L.b.div(L.full_like(x, 1.0), round(L.b.mul(x, x)));
+    else y = L.b.binary(OpKind::kPower, x, L.full_like(x, e));
+    return {L.convert(y, L.out_dtype(0, common))};
+  }, true);
+  pow_scalar.static_scalars = {1};
+  add(r, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"}, pow_scalar);
 
   const std::pair<const char*, Comparison> comparisons[] = {
       {"eq", Comparison::kEQ}, {"ne", Comparison::kNE}, {"lt", Comparison::kLT},
@@ -183,8 +206,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
         if (L.has(2)) x = L.b.min(x, parts[k]);
         return {L.convert(x, L.out_dtype(0, common))};
       }, true));
-  add(r, {"clamp_min", "clamp_min_", "clamp_min.out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
-  add(r, {"clamp_max", "clamp_max_", "clamp_max.out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+  add(r, {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+  add(r, {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
 
   // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
   add(r, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
@@ -222,7 +245,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       {{"log1p", "log1p_", "log1p.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog1p, x); }},
       {{"expm1", "expm1_", "expm1.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kExpm1, x); }},
       {{"sqrt", "sqrt_", "sqrt.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSqrt, x); }},
-      {{"rsqrt", "rsqrt_", "rsqrt.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kRsqrt, x); }},
+      // 1 / sqrt(x), as the CPU computes it (the executor's rsqrt can differ in the last bit).
+      {{"rsqrt", "rsqrt_", "rsqrt.out"}, [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), L.b.unary(OpKind::kSqrt, x)); }},
       {{"sin", "sin_", "sin.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSine, x); }},
       {{"cos", "cos_", "cos.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kCosine, x); }},
       {{"tanh", "tanh_", "tanh.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kTanh, x); }},
@@ -251,9 +275,19 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
         Value one = one_like(L, x);
         return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
       }), true));
-  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value y) {
-        return L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
-      }), true));
+  // float16 runs the CPU's scalar path in float16 arithmetic: (1 - y) and g * (1 - y) are
+  // rounded to float16 before the last product.
+  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        const DType common = result_type({L.promotion(0), L.promotion(1)});
+        L.require_claimed(common);
+        const DType c = opmath(common);
+        auto round = [&](Value v) { return common == DType::kF16 ? L.convert(L.convert(v, common), c) : v; };
+        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+        Value g = v[0], y = v[1];
+        Value r = common == DType::kF16 ? L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y)
+                                        : L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
+        return {L.convert(r, L.out_dtype(0, common))};
+      }, true));
   add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value y) {
         return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
       }), true));

@@ -61,8 +61,15 @@ LowerFn softmax(bool log) {
     Value shifted = L.b.sub(x, broadcast_back(L, m, x));
     Value e = L.b.exp(shifted);
     Value s = L.reduce(e, {dim}, ReduceKind::kAdd, true);
-    Value y = log ? L.b.sub(shifted, broadcast_back(L, L.b.unary(OpKind::kLog, s), x))
-                  : L.b.div(e, broadcast_back(L, s, x));
+    Value y;
+    if (log) {
+      // Over the last dim the CPU kernel keeps the sum and its log in the input's type.
+      const bool round = opmath(in) != in && dim == L.rank(x) - 1;
+      auto rounded = [&](Value v) { return round ? L.convert(L.convert(v, in), opmath(in)) : v; };
+      y = L.b.sub(shifted, broadcast_back(L, rounded(L.b.unary(OpKind::kLog, rounded(s))), x));
+    } else {
+      y = L.b.div(e, broadcast_back(L, s, x));
+    }
     if (L.rank(x0) == 0) y = L.b.reshape(y, {});
     return {L.convert(y, result)};
   };
@@ -73,7 +80,10 @@ LowerFn softmax_backward(bool log) {
   return [log](Lowerer& L) -> std::vector<Value> {
     Value g0 = L.tensor(0), y0 = L.tensor(1);
     L.require_claimed(L.dtype(g0));
-    const DType result = L.out_dtype(0, L.arg(3).dtype);
+    // The gradient's own type; float only when the forward ran half_to_float on half input.
+    const DType grad_dtype = L.dtype(g0);
+    const DType input_dtype = L.arg(3).dtype;
+    const DType result = L.out_dtype(0, grad_dtype == DType::kF32 && opmath(input_dtype) != input_dtype ? input_dtype : grad_dtype);
     const DType c = opmath(L.dtype(g0));
     const std::int64_t dim = softmax_dim(L, g0, 2);
     Value g = as_vector_if_scalar(L, L.convert(g0, c)), y = as_vector_if_scalar(L, L.convert(y0, c));
@@ -227,8 +237,10 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         std::int64_t n = 1;
         for (std::int64_t s : L.shape(indices)) n *= s;
         if (n == 0 || num_weights == 0 || dim == 0) throw Unsupported("empty embedding backward");
-        const DType c = opmath(d);
-        Value g = L.b.reshape(L.convert(grad, c), {n, dim});
+        // The CPU adds rows one at a time in the gradient's own type (grad_weight[k].add_(grad[i]));
+        // the scatter rounds each update the same way.
+        const DType c = d;
+        Value g = L.b.reshape(grad, {n, dim});
         Value idx = L.b.reshape(L.convert(indices, DType::kI64), {n, 1});
         if (padding_idx >= 0) {
           Value pad = L.b.compare(Comparison::kEQ, L.b.broadcast_in_dim(L.b.reshape(idx, {n}), {n, dim}, {0}),
