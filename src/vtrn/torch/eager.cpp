@@ -1093,7 +1093,12 @@ std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> nati
       for (DType d : e->dtypes) dtypes.push_back(lw::torch_dtype_name(d));
       out.emplace_back(name, std::move(dtypes), "lowered");
     } else {
-      out.emplace_back(name, std::vector<std::string>{}, "runtime");
+      // Runtime kernels (allocation, copies, views, fill, random numbers) move or fill bytes
+      // of every dtype the device stores.
+      out.emplace_back(name,
+                       std::vector<std::string>{"float32", "bfloat16", "float16", "float64", "int64", "int32", "int16",
+                                                "int8", "uint8", "bool", "complex64"},
+                       "runtime");
     }
   }
   std::sort(out.begin(), out.end());

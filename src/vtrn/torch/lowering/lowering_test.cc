@@ -222,3 +222,18 @@ TEST(ForeachLoweringTest, NormOfEachTensor) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+TEST(ForeachLoweringTest, AddScalarHasNoAlpha) {
+  OpCall call;
+  call.args = {list_arg({TensorType(DType::kF32, {2})}), scalar_arg(DType::kI64)};
+  call.out_dtypes = {DType::kF32};
+  auto out = run("_foreach_add_.Scalar", call, {host(DType::kF32, {2}, {1, 2}), host(DType::kI64, {}, {3})});
+  EXPECT_EQ(out[0].get(0), 4);
+  EXPECT_EQ(out[0].get(1), 5);
+}
+
+}  // namespace
+}  // namespace vtrn::lowering

@@ -34,7 +34,8 @@ LowerFn add_like(bool subtract) {
     L.require_claimed(common);
     const DType compute = opmath(common);
     auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
-    Value scaled = L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1])));
+    // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this.
+    Value scaled = L.has(2) ? L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1]))) : v[1];
     Value r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
     return {L.convert(r, L.out_dtype(0, common))};
   };
