@@ -96,3 +96,18 @@ def test_device_to_device_copy_between_cores_and_dtypes():
 def test_empty_tensors_copy():
     x = torch.empty(0, 3)
     assert x.to("neuron").cpu().shape == (0, 3)
+
+
+def test_conjugate_and_negative_views_copy_their_logical_values():
+    # A view with the conjugate or negative bit copies what it shows, on every path (this
+    # recursed without end once: the Conjugate fallback copied through _copy_from again).
+    z = torch.complex(torch.arange(3.0), torch.arange(3.0) + 10)
+    d = z.to("neuron")
+    assert torch.equal(d.conj().cpu(), z.conj())
+    out = torch.empty(3, dtype=torch.complex64)
+    out.copy_(d.conj())
+    assert torch.equal(out, z.conj())
+    assert torch.equal(d.conj().clone().cpu(), z.conj())          # neuron -> neuron
+    assert torch.equal(z.conj().to("neuron").cpu(), z.conj())     # cpu -> neuron
+    x = torch.arange(4.0)
+    assert torch.equal(torch._neg_view(x.to("neuron")).cpu(), -x)

@@ -15,7 +15,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_conj.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/copy_native.h>
@@ -47,9 +49,18 @@ namespace {
     record_executed("aten::" name, vtrn_seen_epoch);     \
   } while (false)
 
+/// Gives a CPU alias the conjugate/negative view bits of the device tensor it stands for, so
+/// CPU kernels see the logical values.
+at::Tensor with_view_bits(at::Tensor alias, bool conj, bool neg) {
+  if (conj) alias = at::_conj(alias);
+  if (neg) alias = at::_neg_view(alias);
+  return alias;
+}
+
 /// A CPU tensor over the same bytes as |t| (device memory is host memory).
 at::Tensor cpu_alias(const at::Tensor& t) {
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  return with_view_bits(at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU)),
+                        t.is_conj(), t.is_neg());
 }
 
 /// What queued work needs to find a tensor's bytes later: its storage (kept alive) and the
@@ -60,17 +71,20 @@ struct DeviceView {
   c10::SmallVector<int64_t, 6> strides;
   int64_t offset;
   at::ScalarType dtype;
+  bool conj, neg;  // conjugate / negative view bits
 
   explicit DeviceView(const at::Tensor& t)
       : storage(t.storage()),
         sizes(t.sizes().begin(), t.sizes().end()),
         strides(t.strides().begin(), t.strides().end()),
         offset(t.storage_offset()),
-        dtype(t.scalar_type()) {}
+        dtype(t.scalar_type()),
+        conj(t.is_conj()),
+        neg(t.is_neg()) {}
 
   at::Tensor cpu() const {
     auto* base = static_cast<char*>(storage.mutable_data()) + offset * static_cast<int64_t>(c10::elementSize(dtype));
-    return at::from_blob(base, sizes, strides, at::TensorOptions().dtype(dtype));
+    return with_view_bits(at::from_blob(base, sizes, strides, at::TensorOptions().dtype(dtype)), conj, neg);
   }
 };
 
@@ -572,6 +586,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.from", random_from);
   m.impl("randperm.generator_out", randperm_out);
   m.impl("native_dropout", native_dropout);
+}
+
+// The copies handle the conjugate and negative bits themselves (the aliases carry them).
+// Without this the Conjugate key's fallback would materialize the source through clone(),
+// which copies through _copy_from again, forever.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
