@@ -1,6 +1,7 @@
 """Registers the ``neuron`` device with PyTorch: renames PrivateUse1, installs the
 ``torch.neuron`` module and the generated ``Tensor.neuron()`` / ``is_neuron`` methods."""
 
+import os
 import threading
 
 import torch
@@ -16,6 +17,10 @@ def register():
     with _lock:
         if _registered:
             return
+        # OpenBLAS (the executor's dot_general) reads this when _C loads it. Its idle threads
+        # otherwise spin between calls, taking a core from the Python thread that dispatches
+        # the next ops: on 2 cores that cost the Llama step 25% (bench/bench_eager.py).
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
         from vtrn import _C  # noqa: F401 - loading it runs the C++ registrations
         from vtrn import neuron
 

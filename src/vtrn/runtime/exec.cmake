@@ -11,7 +11,8 @@ add_library(vtrn_runtime_exec STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kernels_fused.cc
   ${CMAKE_CURRENT_LIST_DIR}/kernels_data.cc
   ${CMAKE_CURRENT_LIST_DIR}/kernels_dot.cc
-  ${CMAKE_CURRENT_LIST_DIR}/compile_cache.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/compile_cache.cc
+  ${CMAKE_CURRENT_LIST_DIR}/thread_pool.cc)
 target_include_directories(vtrn_runtime_exec PRIVATE ${VTRN_CBLAS_INCLUDE})
 # The fused loops rely on auto-vectorization, which GCC's -O2 cost model mostly skips.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/kernels_fused.cc PROPERTIES COMPILE_OPTIONS "-O3")
@@ -27,3 +28,4 @@ if(VTRN_BUILD_BENCH)
   target_include_directories(vtrn_bench_compiler PRIVATE ${VTRN_CBLAS_INCLUDE})
   target_link_libraries(vtrn_bench_compiler PRIVATE vtrn_runtime_exec ${BLAS_LIBRARIES})
 endif()
+vtrn_add_test(vtrn_runtime_thread_pool_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/thread_pool_test.cc LIBS vtrn_runtime_exec)

@@ -65,7 +65,38 @@ std::int64_t read_index(DType d, const std::uint8_t* p, std::int64_t i) {
   }
 }
 
+// Gathers whole slices along one dim (index_select, embedding lookup): out[pre, j, post] =
+// x[pre, clamp(idx[j]), post], copied a row at a time. Returns false for any other pattern.
+bool gather_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, std::uint8_t* out) {
+  const TensorType& xt = b.type(op.operands[0]);
+  const TensorType& it = b.type(op.operands[1]);
+  const TensorType& ot = b.type(op.results[0]);
+  const hlo::GatherDims& g = op.gather;
+  if (it.rank() != 2 || it.dims[1] != 1 || g.index_vector_dim != 1 || g.start_index_map.size() != 1 ||
+      g.collapsed_slice_dims != g.start_index_map || ot.rank() != xt.rank())
+    return false;
+  const std::int64_t d = g.start_index_map[0];
+  for (int k = 0; k < xt.rank(); ++k)
+    if (op.dims[k] != (k == d ? 1 : xt.dims[k])) return false;
+  Dims want;
+  for (int k = 0; k < ot.rank(); ++k)
+    if (k != d) want.push_back(k);
+  if (g.offset_dims != want) return false;
+  const std::int64_t n = it.dims[0];
+  std::int64_t outer = 1, inner = hlo::dtype_size(xt.dtype);
+  for (int k = 0; k < d; ++k) outer *= xt.dims[k];
+  for (int k = static_cast<int>(d) + 1; k < xt.rank(); ++k) inner *= xt.dims[k];
+  const std::int64_t rows = xt.dims[d];
+  for (std::int64_t pre = 0; pre < outer; ++pre)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t r = std::clamp<std::int64_t>(read_index(it.dtype, ind, j), 0, rows - 1);
+      std::memcpy(out + (pre * n + j) * inner, x + (pre * rows + r) * inner, static_cast<std::size_t>(inner));
+    }
+  return true;
+}
+
 void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, std::uint8_t* out) {
+  if (gather_rows(b, op, x, ind, out)) return;
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
   const TensorType& ot = b.type(op.results[0]);
@@ -107,6 +138,37 @@ void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const
   }
 }
 
+// Adds whole rows into a [rows, width] operand (embedding backward): out[idx[j], :] += upd[j, :]
+// in update order, each sum rounded to the operand's type as the generic loop does. Returns
+// false for any other pattern.
+bool scatter_add_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* ind, const std::uint8_t* upd, std::uint8_t* out) {
+  const TensorType& xt = b.type(op.operands[0]);
+  const TensorType& it = b.type(op.operands[1]);
+  const TensorType& ut = b.type(op.operands[2]);
+  const hlo::ScatterDims& s = op.scatter;
+  if (xt.rank() != 2 || it.rank() != 2 || it.dims[1] != 1 || ut.rank() != 2 || ut.dims[1] != xt.dims[1] ||
+      s.index_vector_dim != 1 || s.update_window_dims != Dims{1} || s.inserted_window_dims != Dims{0} ||
+      s.scatter_dims_to_operand_dims != Dims{0} || ut.dims[0] != it.dims[0])
+    return false;
+  const DType dt = xt.dtype;
+  if (dt != DType::kF32 && dt != DType::kBF16) return false;
+  const std::int64_t n = ut.dims[0], width = xt.dims[1], rows = xt.dims[0];
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int64_t r = read_index(it.dtype, ind, j);
+    if (r < 0 || r >= rows) continue;
+    if (dt == DType::kF32) {
+      float* p = reinterpret_cast<float*>(out) + r * width;
+      const float* q = reinterpret_cast<const float*>(upd) + j * width;
+      for (std::int64_t k = 0; k < width; ++k) p[k] += q[k];
+    } else {
+      std::uint16_t* p = reinterpret_cast<std::uint16_t*>(out) + r * width;
+      const std::uint16_t* q = reinterpret_cast<const std::uint16_t*>(upd) + j * width;
+      for (std::int64_t k = 0; k < width; ++k) p[k] = hlo::f32_to_bf16(hlo::bf16_to_f32(p[k]) + hlo::bf16_to_f32(q[k]));
+    }
+  }
+  return true;
+}
+
 void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, const std::uint8_t* upd, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
@@ -115,6 +177,7 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
   const int es = hlo::dtype_size(xt.dtype);
   if (out != x) std::memcpy(out, x, static_cast<std::size_t>(xt.byte_size()));
   const bool add = hlo::match_scatter_region(*op.regions[0]) == hlo::ScatterKind::kAdd;
+  if (add && scatter_add_rows(b, op, ind, upd, out)) return;
   const Dims xs = strides_of(xt.dims), is = strides_of(it.dims);
   std::vector<bool> is_window(static_cast<std::size_t>(ut.rank()), false);
   for (std::int64_t d : s.update_window_dims) is_window[d] = true;

@@ -8,6 +8,7 @@
 
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/kernels.h"
+#include "vtrn/runtime/thread_pool.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -662,14 +663,11 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
       run_range(values, out, 0, n_, nullptr);
       return;
     }
-    std::vector<std::thread> pool;
     const std::int64_t per = ((n_ / threads) + kChunk - 1) / kChunk * kChunk;
-    for (int t = 1; t < threads; ++t) {
+    parallel_for(threads, [&](int t) {
       const std::int64_t lo = std::min(n_, per * t), hi = t + 1 == threads ? n_ : std::min(n_, per * (t + 1));
-      if (lo < hi) pool.emplace_back([=, this, &values] { run_range(values, out, lo, hi, nullptr); });
-    }
-    run_range(values, out, 0, std::min(n_, per), nullptr);
-    for (auto& th : pool) th.join();
+      if (lo < hi) run_range(values, out, lo, hi, nullptr);
+    });
     return;
   }
   // Reduce: accumulators of the loop's class, initialized with the init value.
@@ -687,14 +685,11 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
   else if (c == Cls::kF64) std::fill_n(reinterpret_cast<double*>(acc.get()), out_n_, init_d);
   else std::fill_n(acc.get(), out_n_, init_i);
   if (threads > 1 && inner_ > 0 && n_ >= kParallelMin && out_n_ >= threads) {
-    std::vector<std::thread> pool;
     const std::int64_t rows = out_n_ / threads;
-    for (int t = 1; t < threads; ++t) {
+    parallel_for(threads, [&](int t) {
       const std::int64_t lo = rows * t * inner_, hi = (t + 1 == threads ? out_n_ : rows * (t + 1)) * inner_;
-      pool.emplace_back([=, this, &values, &acc] { run_range(values, out, lo, hi, acc.get()); });
-    }
-    run_range(values, out, 0, rows * inner_, acc.get());
-    for (auto& th : pool) th.join();
+      run_range(values, out, lo, hi, acc.get());
+    });
   } else if (n_ > 0) {
     run_range(values, out, 0, n_, acc.get());
   }

@@ -134,7 +134,9 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
     double e = L.real(1);
     if (half) e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
     Value y;
-    if (e == 2) y = L.b.mul(x, x);
+    if (e == 1) y = x;
+    else if (e == 0) y = L.full_like(x, 1.0);  // also for NaN, as std::pow
+    else if (e == 2) y = L.b.mul(x, x);
     else if (e == 3) y = L.b.mul(round(L.b.mul(x, x)), x);
     else if (e == 0.5) y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
     else if (e == -0.5) y = L.b.div(L.full_like(x, 1.0), L.b.unary(OpKind::kSqrt, x));

@@ -1,0 +1,121 @@
+#include "vtrn/runtime/thread_pool.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "vtrn/runtime/executor.h"
+
+namespace vtrn::runtime {
+namespace {
+
+class Pool {
+ public:
+  // Threads are detached and parked forever: joining them at exit would race with static
+  // destruction, and a parked thread costs nothing.
+  void run(int n, const std::function<void(int)>& fn) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock() || n <= 1) return serial(n, fn);
+    start_threads();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      next_ = 0;
+      pending_ = n;
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static void serial(int n, const std::function<void(int)>& fn) {
+    for (int i = 0; i < n; ++i) fn(i);
+  }
+
+  void start_threads() {
+    const int want = executor_threads() - 1;
+    while (static_cast<int>(threads_started_) < want) {
+      std::thread([this] { loop(); }).detach();
+      ++threads_started_;
+    }
+  }
+
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return generation_ != seen && fn_ != nullptr; });
+        seen = generation_;
+      }
+      work();
+    }
+  }
+
+  // Takes tasks until none are left.
+  void work() {
+    for (;;) {
+      int i;
+      const std::function<void(int)>* fn;
+      {
+        // The index and the job it belongs to are taken together: a thread late from one
+        // job must not run a task of the next.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (fn_ == nullptr || next_ >= n_) return;
+        i = next_++;
+        fn = fn_;
+      }
+      std::exception_ptr error;
+      try {
+        (*fn)(i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (error && !error_) error_ = error;
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex busy_;  // one call at a time uses the threads
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int n_ = 0;
+  int next_ = 0;
+  int pending_ = 0;
+  std::uint64_t generation_ = 0;
+  std::exception_ptr error_;
+  unsigned threads_started_ = 0;
+};
+
+Pool* pool = nullptr;
+std::once_flag pool_once;
+
+Pool& the_pool() {
+  std::call_once(pool_once, [] {
+    pool = new Pool();
+    // The child of a fork has none of the parent's threads: give it a fresh pool.
+    pthread_atfork(nullptr, nullptr, [] { pool = new Pool(); });
+  });
+  return *pool;
+}
+
+}  // namespace
+
+void parallel_for(int n, const std::function<void(int)>& fn) { the_pool().run(n, fn); }
+
+}  // namespace vtrn::runtime

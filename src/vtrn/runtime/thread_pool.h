@@ -1,0 +1,18 @@
+// The executor's worker threads: created once and parked between kernels, because starting
+// threads for every large kernel cost more than the kernels it split (tens of microseconds).
+//
+// Promises:
+//  * parallel_for(n, fn) runs fn(0) .. fn(n-1), the caller included, and returns when all ran.
+//  * At most executor_threads() threads run a call. A call made while the pool is busy (another
+//    stream's kernel, or a nested call) runs in the caller alone: it never waits for the pool.
+//  * After fork() the child starts with a fresh pool (the parent's threads do not exist there).
+//  * An exception from fn is rethrown in the caller after every task finished.
+#pragma once
+
+#include <functional>
+
+namespace vtrn::runtime {
+
+void parallel_for(int n, const std::function<void(int)>& fn);
+
+}  // namespace vtrn::runtime
