@@ -528,7 +528,13 @@ void accumulate(hlo::ReduceKind k, T* acc, const T* v, std::int64_t n, std::int6
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo, std::int64_t hi, void* acc) const {
   const std::size_t ns = slots_.size();
   std::unique_ptr<std::int64_t[]> scratch(new std::int64_t[ns * kChunk]);
-  auto slot_ptr = [&](int s) -> void* { return scratch.get() + static_cast<std::size_t>(s) * kChunk; };
+  // A contiguous load that would only copy (same type in memory and in the loop) reads the
+  // input in place: slots are never reused, so no instruction writes a load's slot.
+  std::vector<void*> in_place(ns, nullptr);
+  auto slot_ptr = [&](int s) -> void* {
+    void* p = in_place[static_cast<std::size_t>(s)];
+    return p != nullptr ? p : scratch.get() + static_cast<std::size_t>(s) * kChunk;
+  };
   const int rank = static_cast<int>(domain_.size());
   std::vector<std::int64_t> idx(static_cast<std::size_t>(rank));
   // Constant and scalar slots are filled once: no op writes them.
@@ -556,6 +562,12 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       const Cls c = slots_[l.slot].cls;
       const std::uint8_t* p = values[l.value].ptr;
       if (l.mode == 0) {
+        const bool same = (c == Cls::kF32 && l.dtype == DType::kF32) || (c == Cls::kF64 && l.dtype == DType::kF64) ||
+                          (c == Cls::kI64 && l.dtype == DType::kI64);
+        if (same && l.slot != root_slot_) {
+          in_place[static_cast<std::size_t>(l.slot)] = const_cast<std::uint8_t*>(p) + start * hlo::dtype_size(l.dtype);
+          continue;
+        }
         load_contiguous(l.dtype, p, start, len, dst);
         continue;
       }
