@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -63,6 +64,45 @@ int executor_threads() {
   }();
   return n;
 }
+
+/// Intermediate buffers of one run, recycled through a per-thread free list: a fresh
+/// allocation of a large intermediate maps new pages, and faulting them in cost more than the
+/// kernels that fill them (attention's [batch, heads, q, k] scores, for instance).
+class ScratchBuffers {
+ public:
+  std::uint8_t* take(std::size_t bytes) {
+    auto& list = free_list()[bytes];
+    std::unique_ptr<std::uint8_t[]> buf;
+    if (!list.empty()) {
+      buf = std::move(list.back());
+      list.pop_back();
+      cached_bytes() -= bytes;
+    } else {
+      buf.reset(new std::uint8_t[bytes]);
+    }
+    held_.emplace_back(bytes, std::move(buf));
+    return held_.back().second.get();
+  }
+  ~ScratchBuffers() {
+    for (auto& [bytes, buf] : held_) {
+      if (cached_bytes() + bytes > kMaxCachedBytes) continue;  // freed
+      cached_bytes() += bytes;
+      free_list()[bytes].push_back(std::move(buf));
+    }
+  }
+
+ private:
+  static constexpr std::size_t kMaxCachedBytes = std::size_t{256} << 20;
+  static std::unordered_map<std::size_t, std::vector<std::unique_ptr<std::uint8_t[]>>>& free_list() {
+    thread_local std::unordered_map<std::size_t, std::vector<std::unique_ptr<std::uint8_t[]>>> list;
+    return list;
+  }
+  static std::size_t& cached_bytes() {
+    thread_local std::size_t bytes = 0;
+    return bytes;
+  }
+  std::vector<std::pair<std::size_t, std::unique_ptr<std::uint8_t[]>>> held_;
+};
 
 struct Step {
   const Kernel* kernel = nullptr;
@@ -145,7 +185,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
   impl_->materialize_constants();
   const int threads = executor_threads();
   std::vector<kernels::Buf> values(b.types.size());
-  std::vector<std::unique_ptr<std::uint8_t[]>> owned;
+  ScratchBuffers owned;
   for (std::size_t i = 0; i < inputs.size(); ++i) values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
   for (std::size_t v = 0; v < impl_->constants.size(); ++v)
     if (!impl_->constants[v].empty()) values[v].ptr = impl_->constants[v].data();
@@ -162,8 +202,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
     if (it != direct.end()) {
       p = it->second;
     } else {
-      owned.emplace_back(new std::uint8_t[static_cast<std::size_t>(std::max<std::int64_t>(b.type(v).byte_size(), 1))]);
-      p = owned.back().get();
+      p = owned.take(static_cast<std::size_t>(std::max<std::int64_t>(b.type(v).byte_size(), 1)));
     }
     values[v].ptr = values[v].mut = p;
     return p;

@@ -146,15 +146,45 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
       sbgemm()(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
                pa + bb * M * K, static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f, o + bb * M * N, static_cast<blasint>(N));
   } else {
+    // An operand stored as [batch, k, m] (lhs) or [batch, n, k] (rhs) is passed to sgemm
+    // transposed rather than copied: attention's q k^T and the backward's p^T dO are such.
+    auto stored_transposed = [](const Dims& batch, const Dims& first, const Dims& second) {
+      Dims order = batch;
+      order.insert(order.end(), first.begin(), first.end());
+      order.insert(order.end(), second.begin(), second.end());
+      return is_identity(order);
+    };
+    const bool ta = !is_identity(lp) && stored_transposed(d.lhs_batch, d.lhs_contracting, lf);
+    const bool tb = !is_identity(rp) && stored_transposed(d.rhs_batch, rf, d.rhs_contracting);
     std::vector<float> a, c;
     const float* pa = reinterpret_cast<const float*>(lhs);
     const float* pc = reinterpret_cast<const float*>(rhs);
-    if (lt.dtype != DType::kF32 || !is_identity(lp)) {
+    auto widen = [](const hlo::TensorType& t, const std::uint8_t* src, std::vector<float>& dst) {
+      dst.resize(static_cast<std::size_t>(t.num_elements()));
+      if (t.dtype == DType::kBF16) {
+        const auto* h = reinterpret_cast<const std::uint16_t*>(src);
+        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = hlo::bf16_to_f32(h[i]);
+      } else {
+        const int es = hlo::dtype_size(t.dtype);
+        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
+      }
+    };
+    if (ta || is_identity(lp)) {
+      if (lt.dtype != DType::kF32) {
+        widen(lt, lhs, a);
+        pa = a.data();
+      }
+    } else {
       a.resize(static_cast<std::size_t>(lt.num_elements()));
       permute_to(lt, lhs, lp, a.data());
       pa = a.data();
     }
-    if (rt.dtype != DType::kF32 || !is_identity(rp)) {
+    if (tb || is_identity(rp)) {
+      if (rt.dtype != DType::kF32) {
+        widen(rt, rhs, c);
+        pc = c.data();
+      }
+    } else {
       c.resize(static_cast<std::size_t>(rt.num_elements()));
       permute_to(rt, rhs, rp, c.data());
       pc = c.data();
@@ -162,9 +192,9 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     if (K == 0) std::fill_n(o, on, 0.0f);
     else
       for (std::int64_t bb = 0; bb < B; ++bb)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
-                    pa + bb * M * K, static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f, o + bb * M * N,
-                    static_cast<blasint>(N));
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+                    static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, pa + bb * M * K, static_cast<blasint>(ta ? M : K),
+                    pc + bb * K * N, static_cast<blasint>(tb ? K : N), 0.0f, o + bb * M * N, static_cast<blasint>(N));
   }
   if (!otmp.empty()) {
     const int es = hlo::dtype_size(ot.dtype);

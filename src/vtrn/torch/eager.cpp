@@ -728,7 +728,8 @@ int64_t double_bits(double v) {
 
 class LoweredKernel final : public c10::OperatorKernel {
  public:
-  explicit LoweredKernel(const lw::OpLowering* entry) : entry_(entry), qualified_name_("aten::" + entry->name) {}
+  explicit LoweredKernel(const lw::OpLowering* entry)
+      : entry_(entry), qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name : entry->name) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(schema_once_, [&] { info_ = classify(op.schema(), *entry_); });
@@ -1074,11 +1075,21 @@ class LoweredKernel final : public c10::OperatorKernel {
   std::atomic<uint64_t> seen_epoch_{0};
 };
 
+torch::CppFunction lowered_kernel(const lw::OpLowering& e) {
+  return torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(std::make_unique<LoweredKernel>(&e)));
+}
+
+bool is_vtrn_op(const lw::OpLowering& e) { return e.name.rfind("vtrn::", 0) == 0; }
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const lw::OpLowering& e : lw::registry()) {
-    m.impl(e.name.c_str(), torch::CppFunction::makeFromBoxedKernel(
-                               c10::BoxedKernel::makeFromFunctor(std::make_unique<LoweredKernel>(&e))));
-  }
+  for (const lw::OpLowering& e : lw::registry())
+    if (!is_vtrn_op(e)) m.impl(e.name.c_str(), lowered_kernel(e));
+}
+
+// vtrn's own ops (attention.cpp defines them): kernels the ATen ops of this device call.
+TORCH_LIBRARY_IMPL(vtrn, PrivateUse1, m) {
+  for (const lw::OpLowering& e : lw::registry())
+    if (is_vtrn_op(e)) m.impl(e.name.substr(6).c_str(), lowered_kernel(e));
 }
 
 }  // namespace

@@ -127,9 +127,89 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   return {onehot, w, n, c};
 }
 
+/// Attention scores q k^T * scale in float32, [B, H, L, S], with the causal mask (key j is
+/// visible to query i when j <= i, top-left aligned as PyTorch's is_causal) as -inf.
+Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale) {
+  hlo::DotDims dims;
+  dims.lhs_batch = {0, 1};
+  dims.rhs_batch = {0, 1};
+  dims.lhs_contracting = {3};
+  dims.rhs_contracting = {3};
+  Value s = L.b.dot_general(q, k, dims);
+  s = L.b.mul(s, L.full_like(s, scale));
+  if (causal) {
+    // An additive [L, S] bias of 0 and -inf, broadcast over batch and heads: the mask is
+    // computed once, not per (batch, head).
+    const auto ss = L.shape(s);
+    TensorType it(DType::kI64, {ss[2], ss[3]});
+    Value row = L.b.iota(it, 0), col = L.b.iota(it, 1);
+    Value visible = L.b.compare(Comparison::kLE, col, row);
+    Value zero = L.b.broadcast_to(L.constant(0.0, DType::kF32), {ss[2], ss[3]});
+    Value bias = L.b.select(visible, zero, L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), {ss[2], ss[3]}));
+    s = L.b.add(s, L.b.broadcast_in_dim(bias, ss, {2, 3}));
+  }
+  return s;
+}
+
+/// [B, H, M, N] x [B, H, N, P] -> [B, H, M, P], or with |transpose_lhs| [B, H, N, M] x ....
+Value batched_matmul(Lowerer& L, Value a, Value b, bool transpose_lhs, bool transpose_rhs) {
+  hlo::DotDims dims;
+  dims.lhs_batch = {0, 1};
+  dims.rhs_batch = {0, 1};
+  dims.lhs_contracting = {transpose_lhs ? 2 : 3};
+  dims.rhs_contracting = {transpose_rhs ? 3 : 2};
+  return L.b.dot_general(a, b, dims);
+}
+
+void check_attention(Lowerer& L, Value q, Value k, Value v) {
+  const DType d = L.dtype(q);
+  L.require_claimed(d);
+  if (L.dtype(k) != d || L.dtype(v) != d || L.rank(q) != 4 || L.rank(k) != 4 || L.rank(v) != 4)
+    throw Unsupported("attention operands");
+  const auto qs = L.shape(q), ks = L.shape(k), vs = L.shape(v);
+  if (qs[0] != ks[0] || qs[1] != ks[1] || ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2] || qs[3] != ks[3])
+    throw Unsupported("attention shapes");
+}
+
 }  // namespace
 
 void add_nn_lowerings(std::vector<OpLowering>& r) {
+  // vtrn::sdpa_forward(query, key, value, is_causal, scale) -> (output, probabilities): the
+  // attention of scaled_dot_product_attention as one module (softmax in float32). The
+  // probabilities, in the inputs' type, are what the backward reads (PyTorch's math path saves
+  // the same tensor); recomputing them from a logsumexp costs an exp per score on this CPU.
+  add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
+        check_attention(L, q, k, v);
+        const DType d = L.dtype(q), c = opmath(d);
+        Value s = attention_scores(L, L.convert(q, c), L.convert(k, c), L.flag(3), L.real(4));
+        Value m = L.reduce(s, {3}, ReduceKind::kMax, true);
+        Value e = L.b.exp(L.b.sub(s, L.broadcast_to(m, L.shape(s))));
+        Value l = L.reduce(e, {3}, ReduceKind::kAdd, true);
+        Value p = L.b.div(e, L.broadcast_to(l, L.shape(e)));
+        Value o = batched_matmul(L, p, L.convert(v, c), false, false);
+        return {L.convert(o, d), L.convert(p, d)};
+      }));
+  // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
+  //   -> (grad_query, grad_key, grad_value).
+  add(r, {"vtrn::sdpa_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        Value q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
+        check_attention(L, q, k, v);
+        const DType d = L.dtype(q), c = opmath(d);
+        const double scale = L.real(7);
+        Value qc = L.convert(q, c), kc = L.convert(k, c), vc = L.convert(v, c);
+        Value g = L.convert(L.tensor(0), c), p = L.convert(L.tensor(5), c);
+        const auto ss = L.shape(p);
+        Value dv = batched_matmul(L, p, g, true, false);      // p^T dO
+        Value dp = batched_matmul(L, g, vc, false, true);     // dO v^T
+        // softmax backward: p * (dp - sum(p * dp)), as _softmax_backward_data computes it.
+        Value delta = L.reduce(L.b.mul(p, dp), {3}, ReduceKind::kAdd, true);
+        Value ds = L.b.mul(p, L.b.sub(dp, L.broadcast_to(delta, ss)));
+        ds = L.b.mul(ds, L.full_like(ds, scale));
+        Value dq = batched_matmul(L, ds, kc, false, false);   // ds k
+        Value dk = batched_matmul(L, ds, qc, true, false);    // ds^T q
+        return {L.convert(dq, d), L.convert(dk, L.dtype(k)), L.convert(dv, L.dtype(v))};
+      }));
   add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
   add(r, {"bmm", "bmm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 1); }));
   // addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2). beta is static:
