@@ -96,3 +96,22 @@ def test_deterministic_algorithms_turn_aee_off(results):
     r = results["deterministic"]
     assert r["metrics"]["fused_groups"] == 0
     assert r["equals_per_op"]
+
+
+def test_a_second_process_compiles_no_fused_group(tmp_path):
+    # Which group temporaries are skipped depends only on the program, so the fused modules
+    # of a second identical run are all in the disk cache.
+    env = dict(os.environ, TORCH_NEURONX_ENABLE_CONCATENATION="1", TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path))
+    step = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "llama_step.py")
+
+    def run():
+        proc = subprocess.run([sys.executable, step, "--device", "neuron", "--dtype", "bfloat16", "--steps", "2", "--json"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])["metrics"]
+
+    first, second = run(), run()
+    assert first["compiles"] > 0 and first["fused_groups"] > 0
+    assert second["compiles"] == 0, second
+    assert second["disk_cache_hits"] == first["compiles"]
+    assert second["fused_groups"] == first["fused_groups"]

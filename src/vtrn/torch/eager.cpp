@@ -304,6 +304,7 @@ struct BufferRef {
   at::ScalarType dtype = at::kFloat;
   bool contiguous = true;
   bool is_scalar = false;
+  bool fresh = false;  // a functional op's output, allocated by this call
   alignas(8) std::array<uint8_t, 8> scalar{};
 
   static BufferRef of(const at::Tensor& t) {
@@ -519,8 +520,9 @@ void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
   enqueue(device, name, [l = std::move(launch)] { l.execute(); });
 }
 
-// Composes the group into one module: external buffers become parameters, and a buffer written
-// by an earlier op feeds later readers directly; each buffer's final value is written once.
+// Composes the group into one module: external buffers become parameters, a buffer written by
+// an earlier op feeds later readers directly, and each buffer's final value is written once
+// (or not at all, when the group's own temporary died unread).
 void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id) {
   const c10::StreamGuard stream_guard(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
   if (ops.size() == 1) {
@@ -575,9 +577,28 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       key.push_back(static_cast<int64_t>(b));
     }
   }
-  // Every buffer is written, even one no tensor refers to any more: whether the queue still
-  // holds a reference depends on timing, and the executable must not.
-  std::vector<BufferRef> outputs = buffers;
+  // A buffer a functional op of this group allocated, that nothing outside the group refers
+  // to any more (the tensor died before the group ran), is not written. Only such buffers are
+  // candidates: no queued work can hold them, so the answer depends on the program alone, not
+  // on timing. Any other buffer is written.
+  std::vector<bool> live(buffers.size(), true);
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    if (!buffers[b].fresh) continue;
+    const auto* impl = buffers[b].storage.unsafeGetStorageImpl();
+    size_t held = 0;
+    for (const PendingOp& op : ops) {
+      for (const BufferRef& r : op.inputs) held += !r.is_scalar && r.storage.unsafeGetStorageImpl() == impl;
+      for (const BufferRef& r : op.outputs) held += r.storage.unsafeGetStorageImpl() == impl;
+    }
+    for (const BufferRef& r : buffers) held += r.storage.unsafeGetStorageImpl() == impl;
+    live[b] = static_cast<size_t>(buffers[b].storage.use_count()) > held;
+  }
+  std::vector<BufferRef> outputs;
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    key.push_back(live[b] ? 1 : 0);
+    if (live[b]) outputs.push_back(buffers[b]);
+  }
+  if (outputs.empty()) return;  // every result died unread
 
   std::shared_ptr<const FusedExecutable> exe;
   {
@@ -636,7 +657,8 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       }
       ordered.ops.push_back(std::move(op));
     }
-    for (size_t b = 0; b < buffers.size(); ++b) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
+    for (size_t b = 0; b < buffers.size(); ++b)
+      if (live[b]) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
     m.main = std::move(ordered);
     runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(m);
     count_cache_result(r.source);
@@ -1033,6 +1055,7 @@ class LoweredKernel final : public c10::OperatorKernel {
       for (const hlo::TensorType& type : compiled->output_types) {
         outputs.push_back(at::empty(type.dims, at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));
         launch.outputs.push_back(BufferRef::of(outputs.back()));
+        launch.outputs.back().fresh = true;
       }
     } else {
       TORCH_INTERNAL_ASSERT(compiled->written.size() == outputs.size(), entry_->name, ": the lowering returned ",
