@@ -608,6 +608,19 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         }
       }
     }
+    // A float32 result is computed straight into the output, unless the output overlaps an
+    // input read in place in this chunk (the loops take their pointers as __restrict).
+    if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root_slot_].dtype == DType::kF32 &&
+        slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() && instrs_.back().dst == root_slot_) {
+      std::uint8_t* dst = out + start * 4;
+      bool overlap = false;
+      for (std::size_t k = 0; k < ns && !overlap; ++k) {
+        if (k == static_cast<std::size_t>(root_slot_) || in_place[k] == nullptr) continue;
+        const auto* p = static_cast<const std::uint8_t*>(in_place[k]);
+        overlap = p < dst + len * 4 && dst < p + len * hlo::dtype_size(slots_[k].dtype);
+      }
+      in_place[static_cast<std::size_t>(root_slot_)] = overlap ? nullptr : dst;
+    }
     for (const Instr& in : instrs_) {
       void* o = slot_ptr(in.dst);
       const Cls ci = cls_of(in.in_dtype);
@@ -658,7 +671,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       }
     }
     if (!reduce_) {
-      store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
+      if (in_place[static_cast<std::size_t>(root_slot_)] == nullptr) store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
       continue;
     }
     const Cls c = slots_[root_slot_].cls;
