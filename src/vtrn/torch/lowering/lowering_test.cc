@@ -237,3 +237,27 @@ TEST(ForeachLoweringTest, AddScalarHasNoAlpha) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+TEST(LoweringTest, ExactGeluFollowsErfWithinItsApproximation) {
+  OpCall call;
+  ArgSpec mode;
+  mode.kind = ArgKind::kString;
+  mode.text = "none";
+  std::vector<double> xs;
+  for (int i = -80; i <= 80; ++i) xs.push_back(i / 10.0);
+  const std::int64_t n = static_cast<std::int64_t>(xs.size());
+  call.args = {tensor_arg(DType::kF32, {n}), mode};
+  auto out = run("gelu", call, {host(DType::kF32, {n}, xs)});
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double x = xs[static_cast<std::size_t>(i)];
+    const double want = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    // The erf approximation is good to 1.5e-7; float32 rounding adds a few ulps.
+    EXPECT_NEAR(out[0].get(i), want, 1e-7 * std::fabs(x) + 1e-6) << "x = " << x;
+  }
+}
+
+}  // namespace
+}  // namespace vtrn::lowering

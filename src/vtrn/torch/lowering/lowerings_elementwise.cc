@@ -1,6 +1,7 @@
 // Elementwise ATen ops: arithmetic, comparisons, unary math, activations and their backward
 // formulas. Each computes in PyTorch's opmath type and rounds once, as the CPU kernels do.
 #include <cmath>
+#include <string>
 
 #include "vtrn/torch/lowering/families.h"
 
@@ -103,9 +104,74 @@ Value is_true(Lowerer& L, Value x) {
   return L.b.compare(Comparison::kNE, x, L.full_like(x, 0.0));
 }
 
+/// erf(x) for float32, by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7): StableHLO
+/// has no erf op, and the exact GELU needs it.
+Value erf(Lowerer& L, Value x) {
+  auto k = [&](double v) { return L.full_like(x, v); };
+  Value a = L.b.unary(OpKind::kAbs, x);
+  Value t = L.b.div(k(1.0), L.b.add(k(1.0), L.b.mul(k(0.3275911), a)));
+  Value poly = k(1.061405429);
+  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) poly = L.b.add(L.b.mul(poly, t), k(c));
+  poly = L.b.mul(poly, t);
+  Value y = L.b.sub(k(1.0), L.b.mul(poly, L.b.exp(L.b.neg(L.b.mul(a, a)))));
+  return L.b.select(L.b.compare(Comparison::kLT, x, k(0.0)), L.b.neg(y), y);
+}
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;  // 1/sqrt(2)
+constexpr double kBeta = 0.79788456080286535588;     // sqrt(2/pi)
+constexpr double kKappa = 0.044715;
+
+bool tanh_gelu(Lowerer& L, int arg) {
+  if (!L.has(arg)) return false;
+  const std::string& mode = L.arg(arg).text;
+  if (mode == "tanh") return true;
+  if (mode == "none") return false;
+  throw Unsupported("gelu approximate=" + mode);
+}
+
 }  // namespace
 
 void add_elementwise_lowerings(std::vector<OpLowering>& r) {
+  // gelu(self, approximate): x * Phi(x), or the tanh approximation, as ATen's CPU kernel.
+  add(r, {"gelu", "gelu_", "gelu.out"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        const DType d = L.dtype(L.tensor(0));
+        L.require_claimed(d);
+        Value x = L.convert(L.tensor(0), opmath(d));
+        auto k = [&](double v) { return L.full_like(x, v); };
+        Value y;
+        if (tanh_gelu(L, 1)) {
+          Value inner = L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(L.b.mul(x, x), x))));
+          y = L.b.mul(L.b.mul(k(0.5), x), L.b.add(k(1.0), L.b.unary(OpKind::kTanh, inner)));
+        } else {
+          y = L.b.mul(L.b.mul(x, k(0.5)), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
+        }
+        return {L.convert(y, L.out_dtype(0, d))};
+      }, true));
+  // gelu_backward(grad_output, self, approximate).
+  add(r, {"gelu_backward", "gelu_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        const DType common = result_type({L.promotion(0), L.promotion(1)});
+        L.require_claimed(common);
+        const DType c = opmath(common);
+        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+        Value g = v[0], x = v[1];
+        auto k = [&](double val) { return L.full_like(x, val); };
+        Value dinput;
+        if (tanh_gelu(L, 2)) {
+          Value x_sq = L.b.mul(x, x);
+          Value inner = L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(x_sq, x))));
+          Value th = L.b.unary(OpKind::kTanh, inner);
+          Value right = L.b.add(k(1.0), th);
+          Value right_derivative = L.b.mul(L.b.sub(k(1.0), L.b.mul(th, th)),
+                                           L.b.mul(k(kBeta), L.b.add(k(1.0), L.b.mul(k(3.0 * kKappa), x_sq))));
+          dinput = L.b.add(L.b.mul(k(0.5), right), L.b.mul(L.b.mul(k(0.5), x), right_derivative));
+        } else {
+          Value cdf = L.b.mul(k(0.5), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
+          Value pdf = L.b.mul(L.b.exp(L.b.mul(k(-0.5), L.b.mul(x, x))), k(0.39894228040143267794));  // 1/sqrt(2 pi)
+          dinput = L.b.add(cdf, L.b.mul(x, pdf));
+        }
+        return {L.convert(L.b.mul(g, dinput), L.out_dtype(0, common))};
+      }, true));
+
   const auto numeric = floats_and_ints();
   const auto any = all_types();
 
