@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <unordered_map>
 
 namespace vtrn::lowering {
@@ -24,6 +26,36 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
   if (category(*higher) >= 2) return higher;
   if (hlo::is_pred(*higher) || category(*lower) >= 2) return promote_types(*higher, *lower);
   return higher;
+}
+
+template <typename T>
+hlo::Literal exact_scalar(DType d, T value) {
+  hlo::Literal lit;
+  lit.type = TensorType(d, {});
+  lit.data.resize(sizeof(T));
+  std::memcpy(lit.data.data(), &value, sizeof(T));
+  return lit;
+}
+
+/// The highest (or lowest) value of |d|, exactly: the identity of a min (or max) reduction.
+/// Integer limits do not all survive a trip through double (int64's max does not).
+hlo::Literal extreme(DType d, bool highest) {
+  auto pick = [highest](auto type_tag) {
+    using T = decltype(type_tag);
+    return highest ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+  };
+  switch (d) {
+    case DType::kPred: return exact_scalar<std::uint8_t>(d, highest ? 1 : 0);
+    case DType::kI8: return exact_scalar(d, pick(std::int8_t{}));
+    case DType::kI16: return exact_scalar(d, pick(std::int16_t{}));
+    case DType::kI32: return exact_scalar(d, pick(std::int32_t{}));
+    case DType::kI64: return exact_scalar(d, pick(std::int64_t{}));
+    case DType::kU8: return exact_scalar(d, pick(std::uint8_t{}));
+    case DType::kU16: return exact_scalar(d, pick(std::uint16_t{}));
+    case DType::kU32: return exact_scalar(d, pick(std::uint32_t{}));
+    case DType::kU64: return exact_scalar(d, pick(std::uint64_t{}));
+    default: return hlo::Literal::scalar(d, highest ? INFINITY : -INFINITY);
+  }
 }
 
 }  // namespace
@@ -227,15 +259,15 @@ Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind k
   const DType d = dtype(x);
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  double init = 0;
+  hlo::Literal init;
   switch (kind) {
-    case hlo::ReduceKind::kAdd: case hlo::ReduceKind::kOr: init = 0; break;
-    case hlo::ReduceKind::kMul: case hlo::ReduceKind::kAnd: init = 1; break;
-    case hlo::ReduceKind::kMax: init = hlo::is_float(d) ? -INFINITY : (hlo::is_unsigned(d) || hlo::is_pred(d) ? 0.0 : -9.2233720368547758e18); break;
-    case hlo::ReduceKind::kMin: init = hlo::is_float(d) ? INFINITY : 1.8446744073709552e19; break;
+    case hlo::ReduceKind::kAdd: case hlo::ReduceKind::kOr: init = hlo::Literal::scalar(d, 0); break;
+    case hlo::ReduceKind::kMul: case hlo::ReduceKind::kAnd: init = hlo::Literal::scalar(d, 1); break;
+    case hlo::ReduceKind::kMax: init = extreme(d, false); break;
+    case hlo::ReduceKind::kMin: init = extreme(d, true); break;
     default: throw Unsupported("reduce kind");
   }
-  Value r = dims.empty() ? x : b.reduce(x, constant(init, d), dims, kind);
+  Value r = dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind);
   if (keepdim && !dims.empty()) {
     std::vector<std::int64_t> s = shape(x);
     for (std::int64_t k : dims) s[static_cast<std::size_t>(k)] = 1;

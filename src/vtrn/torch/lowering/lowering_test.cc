@@ -261,3 +261,28 @@ TEST(LoweringTest, ExactGeluFollowsErfWithinItsApproximation) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+TEST(LoweringTest, AminAndAmaxStartFromEachIntegerTypesLimits) {
+  // All-positive rows for amin and all-negative rows for amax: a wrong identity shows.
+  for (DType d : {DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8}) {
+    const bool is_signed = d != DType::kU8;
+    OpCall call;
+    ArgSpec dims;
+    dims.kind = ArgKind::kInts;
+    dims.ints = {1};
+    call.args = {tensor_arg(d, {2, 3}), dims, int_arg(0, ArgKind::kBool)};
+    auto mins = run("amin", call, {host(d, {2, 3}, {5, 7, 9, 100, 3, 4})});
+    EXPECT_EQ(mins[0].get(0), 5) << dtype_name(d);
+    EXPECT_EQ(mins[0].get(1), 3) << dtype_name(d);
+    if (!is_signed) continue;
+    auto maxs = run("amax", call, {host(d, {2, 3}, {-5, -7, -9, -100, -3, -4})});
+    EXPECT_EQ(maxs[0].get(0), -5) << dtype_name(d);
+    EXPECT_EQ(maxs[0].get(1), -3) << dtype_name(d);
+  }
+}
+
+}  // namespace
+}  // namespace vtrn::lowering
