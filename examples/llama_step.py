@@ -25,6 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# The same building blocks as the distributed example (this directory is on sys.path when the
+# script runs, and the tests put it there).
+from train_llama import RMSNorm, rotary
+
 
 @dataclasses.dataclass(frozen=True)
 class Size:
@@ -44,21 +48,6 @@ SIZES = {
 
 OPTIMIZERS = ("foreach", "fused", "single")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-def rotary(x, cos, sin):
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
 
 class Attention(nn.Module):

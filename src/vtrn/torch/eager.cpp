@@ -42,10 +42,6 @@ Counters& counters() {
   return c;
 }
 
-}  // namespace
-
-void count_fallback() { counters().fallbacks.fetch_add(1, std::memory_order_relaxed); }
-
 void count_kernel(double modeled_seconds, uint64_t fused_ops) {
   Counters& c = counters();
   c.kernels.fetch_add(1, std::memory_order_relaxed);
@@ -66,6 +62,10 @@ void count_cache_result(runtime::CacheSource source) {
 }
 
 void count_memory_hit() { counters().memory_hits.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace
+
+void count_fallback() { counters().fallbacks.fetch_add(1, std::memory_order_relaxed); }
 
 EagerMetrics eager_metrics() {
   const Counters& c = counters();
@@ -90,6 +90,8 @@ void reset_eager_metrics() {
 //===----------------------------------------------------------------------===//
 // dtypes
 //===----------------------------------------------------------------------===//
+
+namespace {
 
 std::optional<DType> to_hlo(at::ScalarType t) {
   switch (t) {
@@ -129,8 +131,6 @@ at::ScalarType to_torch(DType d) {
   }
   return at::kFloat;
 }
-
-namespace {
 
 //===----------------------------------------------------------------------===//
 // Schema classification (once per op)
@@ -428,6 +428,7 @@ struct Launch {
 /// One op held in a group: its one-op module and its buffers (inputs in parameter order).
 struct PendingOp {
   std::shared_ptr<const CompiledOp> op;
+  const char* name;  // "aten::mul.Tensor": a group of one runs under the op's own name
   std::vector<BufferRef> inputs, outputs;
 };
 
@@ -532,7 +533,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
     l.outputs = std::move(ops[0].outputs);
     l.plan_outputs(ops[0].op->aliasing);
     count_kernel(ops[0].op->modeled_seconds, 0);
-    enqueue_launch(device, "aten::(fused group)", std::move(l));
+    enqueue_launch(device, ops[0].name, std::move(l));
     return;
   }
   // Wiring: each input is an external buffer (index into |ext|) or the latest value written to
@@ -706,7 +707,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
     {
       std::lock_guard<std::mutex> lock(g.mu);
       g.stream = stream;
-      g.ops.push_back(PendingOp{op, std::move(launch.inputs), std::move(launch.outputs)});
+      g.ops.push_back(PendingOp{op, name, std::move(launch.inputs), std::move(launch.outputs)});
       any_pending.store(true, std::memory_order_release);
       if (g.ops.size() >= kMaxGroupOps) ready.swap(g.ops);
     }

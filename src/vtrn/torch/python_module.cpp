@@ -118,5 +118,4 @@ PYBIND11_MODULE(_C, m) {
         return d;
     });
     m.def("_reset_metrics", &adapter::reset_eager_metrics);
-    m.def("_concatenation_enabled", &adapter::concatenation_enabled);
 }

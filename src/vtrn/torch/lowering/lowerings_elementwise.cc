@@ -77,17 +77,6 @@ Value sigmoid(Lowerer& L, Value x) {
   return L.b.div(one_like(L, x), L.b.add(one_like(L, x), L.b.exp(L.b.neg(x))));
 }
 
-/// grad_output and a saved tensor, promoted and computed in opmath; |f| gets (grad, saved).
-LowerFn backward(BinaryFn f) {
-  return [f](Lowerer& L) -> std::vector<Value> {
-    const DType common = result_type({L.promotion(0), L.promotion(1)});
-    L.require_claimed(common);
-    const DType compute = opmath(common);
-    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
-    return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
-  };
-}
-
 /// The float classification ops (isneginf, isnan, ...): bool results; integers are never hit.
 LowerFn classify(std::function<Value(Lowerer&, Value)> f) {
   return [f](Lowerer& L) -> std::vector<Value> {
@@ -339,7 +328,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   add(r, {"isnan"}, entry(numeric, classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }), true));
 
   // Backward formulas of the activations, as derivatives.yaml / the CPU kernels write them.
-  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value x) {
+  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(floats(), binary([](Lowerer& L, Value g, Value x) {
         Value s = sigmoid(L, x);
         Value one = one_like(L, x);
         return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
@@ -357,7 +346,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
                                         : L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
         return {L.convert(r, L.out_dtype(0, common))};
       }, true));
-  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(floats(), backward([](Lowerer& L, Value g, Value y) {
+  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(floats(), binary([](Lowerer& L, Value g, Value y) {
         return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
       }), true));
   add(r, {"threshold_backward", "threshold_backward.grad_input"}, entry(numeric, [](Lowerer& L) -> std::vector<Value> {
