@@ -44,7 +44,10 @@ def worker():
         t_neuron = best_seconds(neuron)
         if rank == 0:
             gbps = lambda t: mb * 2**20 / t / 1e9  # noqa: E731
-            print(f"{mb:>5} MB  {gbps(t_cpu):>10.2f}  {gbps(t_neuron):>10.2f}  {t_cpu / t_neuron:>6.2f}", flush=True)
+            print(
+                f"{mb:>5} MB  {gbps(t_cpu):>10.2f}  {gbps(t_neuron):>10.2f}  {t_cpu / t_neuron:>6.2f}",
+                flush=True,
+            )
         del cpu, neuron
     dist.destroy_process_group()
 
@@ -53,4 +56,8 @@ if __name__ == "__main__":
     if os.environ.get("LOCAL_RANK") is not None:
         worker()
     else:
-        sys.exit(subprocess.call([sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "8", __file__]))
+        sys.exit(
+            subprocess.call(
+                [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "8", __file__]
+            )
+        )

@@ -5,13 +5,13 @@
 //   3. a 1024x1024x1024 dot_general in float32 and bfloat16 against cblas_sgemm called directly.
 #include <cblas.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <random>
-#include <unistd.h>
 
 #include "vtrn/hlo/builder.h"
 #include "vtrn/runtime/compile_cache.h"
@@ -47,7 +47,8 @@ static hlo::Module layer_module() {
   // A transformer-ish block: matmul, bias, gelu-like tanh, residual, softmax over rows.
   hlo::Builder b("layer");
   hlo::TensorType xt(hlo::DType::kF32, {64, 256}), wt(hlo::DType::kF32, {256, 256});
-  hlo::Value x = b.param(xt), w = b.param(wt), bias = b.param(hlo::TensorType(hlo::DType::kF32, {256}));
+  hlo::Value x = b.param(xt), w = b.param(wt),
+             bias = b.param(hlo::TensorType(hlo::DType::kF32, {256}));
   hlo::Value h = b.add(b.matmul(x, w), b.broadcast_in_dim(bias, {64, 256}, {1}));
   h = b.add(b.unary(hlo::OpKind::kTanh, h), x);
   hlo::Value mx = b.reduce(h, b.scalar(hlo::DType::kF32, -1e30), {1}, hlo::ReduceKind::kMax);
@@ -75,8 +76,10 @@ int main() {
     std::printf("cache (layer module, %zu ops)\n", m.main.ops.size());
     std::printf("  compile (passes+fusion+cost)  %9.1f us\n", compile_s * 1e6);
     std::printf("  first get_or_compile (store)  %9.1f us\n", first_s * 1e6);
-    std::printf("  memory hit                    %9.1f us   compile/hit = %.1fx\n", mem_s * 1e6, compile_s / mem_s);
-    std::printf("  disk hit (read+verify+load)   %9.1f us   compile/hit = %.1fx\n\n", disk_s * 1e6, compile_s / disk_s);
+    std::printf("  memory hit                    %9.1f us   compile/hit = %.1fx\n", mem_s * 1e6,
+                compile_s / mem_s);
+    std::printf("  disk hit (read+verify+load)   %9.1f us   compile/hit = %.1fx\n\n", disk_s * 1e6,
+                compile_s / disk_s);
     std::filesystem::remove_all(dir);
   }
 
@@ -88,7 +91,8 @@ int main() {
     off.fusion = false;
     runtime::LoadedExecutable fused(compiler::compile(m));
     runtime::LoadedExecutable unfused(compiler::compile(m, off));
-    std::vector<float> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)), o(static_cast<std::size_t>(n));
+    std::vector<float> x(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n)),
+        o(static_cast<std::size_t>(n));
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
     for (std::int64_t i = 0; i < n; ++i) x[i] = u(rng), y[i] = u(rng);
@@ -97,13 +101,17 @@ int main() {
     const double tf = best_of(5, [&] { fused.run(in, out); });
     const double tu = best_of(5, [&] { unfused.run(in, out); });
     std::size_t fk = 0, uk = 0;
-    for (const auto& k : fused.executable().kernels) fk += k.kind != compiler::KernelKind::kConstant;
-    for (const auto& k : unfused.executable().kernels) uk += k.kind != compiler::KernelKind::kConstant;
+    for (const auto& k : fused.executable().kernels)
+      fk += k.kind != compiler::KernelKind::kConstant;
+    for (const auto& k : unfused.executable().kernels)
+      uk += k.kind != compiler::KernelKind::kConstant;
     std::printf("elementwise chain, 5 ops on 16M float32\n");
-    std::printf("  fused   (%zu kernel)   %8.2f ms  %6.2f GB/s effective (3 x 64 MiB)\n", fk, tf * 1e3, 3.0 * n * 4 / tf / 1e9);
+    std::printf("  fused   (%zu kernel)   %8.2f ms  %6.2f GB/s effective (3 x 64 MiB)\n", fk,
+                tf * 1e3, 3.0 * n * 4 / tf / 1e9);
     std::printf("  unfused (%zu kernels)  %8.2f ms\n", uk, tu * 1e3);
     std::printf("  unfused/fused = %.2fx\n", tu / tf);
-    std::printf("  modeled trn2 NeuronCore time: fused %.1f us, unfused %.1f us\n\n", fused.executable().modeled_time_s() * 1e6,
+    std::printf("  modeled trn2 NeuronCore time: fused %.1f us, unfused %.1f us\n\n",
+                fused.executable().modeled_time_s() * 1e6,
                 unfused.executable().modeled_time_s() * 1e6);
   }
 
@@ -117,7 +125,8 @@ int main() {
     for (auto& v : a) v = u(rng);
     for (auto& v : b) v = u(rng);
     const double ts = best_of(5, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(), N, 0.0f, c.data(), N);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a.data(), N, b.data(),
+                  N, 0.0f, c.data(), N);
     });
     std::printf("dot_general 1024x1024x1024\n");
     std::printf("  cblas_sgemm direct      %8.2f ms  %7.1f GFLOP/s\n", ts * 1e3, flop / ts / 1e9);
@@ -126,7 +135,8 @@ int main() {
       hlo::TensorType t(d, {N, N});
       hlo::Value l = bl.param(t), r = bl.param(t);
       runtime::LoadedExecutable exe(compiler::compile(bl.finish({bl.matmul(l, r)})));
-      std::vector<std::uint8_t> la(static_cast<std::size_t>(t.byte_size())), ra(la.size()), oa(la.size());
+      std::vector<std::uint8_t> la(static_cast<std::size_t>(t.byte_size())), ra(la.size()),
+          oa(la.size());
       for (int i = 0; i < N * N; ++i) {
         hlo::store_double(d, a[i], la.data() + i * hlo::dtype_size(d));
         hlo::store_double(d, b[i], ra.data() + i * hlo::dtype_size(d));
@@ -134,8 +144,11 @@ int main() {
       const void* in[] = {la.data(), ra.data()};
       void* out[] = {oa.data()};
       const double te = best_of(5, [&] { exe.run(in, out); });
-      std::printf("  vtrn dot_general %-5s  %8.2f ms  %7.1f GFLOP/s  (%.2fx sgemm time; modeled trn2 %.1f us)\n",
-                  std::string(hlo::dtype_name(d)).c_str(), te * 1e3, flop / te / 1e9, te / ts, exe.executable().modeled_time_s() * 1e6);
+      std::printf(
+          "  vtrn dot_general %-5s  %8.2f ms  %7.1f GFLOP/s  (%.2fx sgemm time; modeled trn2 %.1f "
+          "us)\n",
+          std::string(hlo::dtype_name(d)).c_str(), te * 1e3, flop / te / 1e9, te / ts,
+          exe.executable().modeled_time_s() * 1e6);
     }
   }
   return 0;

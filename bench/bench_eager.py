@@ -67,8 +67,10 @@ def time_steps(args):
     delta over neuron's last round where the build has vtrn.metrics()."""
     import llama_step
 
-    steppers = {device: llama_step.Stepper(device, args.dtype, args.optimizer, 1.0, "bench")
-                for device in ("cpu", "neuron")}
+    steppers = {
+        device: llama_step.Stepper(device, args.dtype, args.optimizer, 1.0, "bench")
+        for device in ("cpu", "neuron")
+    }
     for stepper in steppers.values():
         for i in range(args.warmup):
             stepper.step(i).item()
@@ -80,7 +82,9 @@ def time_steps(args):
             best[device] = min(best[device], time_round(stepper, first, args.steps))
             after = metrics() if device == "neuron" else None
             if before is not None and after is not None:
-                delta = {k: after[k] - before[k] for k in after if isinstance(after[k], (int, float))}
+                delta = {
+                    k: after[k] - before[k] for k in after if isinstance(after[k], (int, float))
+                }
     return best["cpu"], best["neuron"], delta
 
 
@@ -102,6 +106,7 @@ def worker(args):
     sys.path.insert(0, str(EXAMPLES))
     warnings.filterwarnings("ignore", message=".*fell back to CPU")
     import torch
+
     import vtrn
 
     result = {"mode": args.mode}
@@ -123,7 +128,9 @@ def worker(args):
     after = metrics()
     result["op_cpu_s"], result["op_neuron_s"] = min(cpu_times), min(neuron_times)
     if before is not None and after is not None:
-        result["op_metrics"] = {k: after[k] - before[k] for k in after if isinstance(after[k], (int, float))}
+        result["op_metrics"] = {
+            k: after[k] - before[k] for k in after if isinstance(after[k], (int, float))
+        }
     result["metrics"] = metrics()
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -140,12 +147,27 @@ def run_mode(mode, args):
         env.pop(AEE, None)
         if mode == "on":
             env[AEE] = "1"
-        cmd = [sys.executable, __file__, "--worker", "--mode", mode, "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--dtype", args.dtype, "--optimizer", args.optimizer]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            "--mode",
+            mode,
+            "--steps",
+            str(args.steps),
+            "--warmup",
+            str(args.warmup),
+            "--dtype",
+            args.dtype,
+            "--optimizer",
+            args.optimizer,
+        ]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
-        sys.stderr.write(f"AEE {mode}: worker failed (rc {proc.returncode})\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}")
+        sys.stderr.write(
+            f"AEE {mode}: worker failed (rc {proc.returncode})\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+        )
         return None
     return json.loads(lines[-1].removeprefix("RESULT "))
 
@@ -160,11 +182,15 @@ def report(r, args):
     cpu_ms, neuron_ms = r["step_cpu_s"] * 1e3, r["step_neuron_s"] * 1e3
     ratio = r["step_neuron_s"] / r["step_cpu_s"]
     target = STEP_TARGET[mode]
-    print(f"  llama step, size bench, {args.dtype}, AdamW({args.optimizer}): median of {args.steps} "
-          f"after {args.warmup} warm-up, best of 2")
+    print(
+        f"  llama step, size bench, {args.dtype}, AdamW({args.optimizer}): median of {args.steps} "
+        f"after {args.warmup} warm-up, best of 2"
+    )
     print(f"    cpu    {cpu_ms:9.2f} ms/step")
     print(f"    neuron {neuron_ms:9.2f} ms/step")
-    print(f"    ratio neuron/cpu {ratio:6.2f}x   target <= {target:.1f}x  {verdict(ratio <= target)}")
+    print(
+        f"    ratio neuron/cpu {ratio:6.2f}x   target <= {target:.1f}x  {verdict(ratio <= target)}"
+    )
     fallbacks = r["step_fallbacks"]
     print(f"    fallback ops: {len(fallbacks)}{': ' + ', '.join(fallbacks) if fallbacks else ''}")
     m = r.get("step_metrics")
@@ -177,11 +203,15 @@ def report(r, args):
         print("    vtrn.metrics(): not in this build")
     cpu_us, neuron_us = r["op_cpu_s"] * 1e6, r["op_neuron_s"] * 1e6
     overhead = neuron_us - cpu_us
-    print(f"  y = x + 1, {OP_ELEMENTS} float32 elements, {OP_COUNT} ops, one synchronize, best of {2 * OP_SAMPLES}")
+    print(
+        f"  y = x + 1, {OP_ELEMENTS} float32 elements, {OP_COUNT} ops, one synchronize, best of {2 * OP_SAMPLES}"
+    )
     print(f"    cpu    {cpu_us:9.2f} us/op")
     print(f"    neuron {neuron_us:9.2f} us/op")
-    print(f"    overhead {overhead:7.2f} us/op   target < {OVERHEAD_TARGET_US:.0f} us  "
-          f"{verdict(overhead < OVERHEAD_TARGET_US)}")
+    print(
+        f"    overhead {overhead:7.2f} us/op   target < {OVERHEAD_TARGET_US:.0f} us  "
+        f"{verdict(overhead < OVERHEAD_TARGET_US)}"
+    )
     if r.get("op_metrics"):
         m = r["op_metrics"]
         ops = 2 * OP_SAMPLES * OP_COUNT
@@ -202,7 +232,7 @@ def main():
         worker(args)
         return 0
     failed = False
-    for mode in (["off", "on"] if args.mode == "both" else [args.mode]):
+    for mode in ["off", "on"] if args.mode == "both" else [args.mode]:
         r = run_mode(mode, args)
         if r is None:
             failed = True

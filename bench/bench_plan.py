@@ -15,9 +15,18 @@ import time
 
 REPEAT = 5
 CASES = [
-    ("llama3-70b, 64 nodes, seq 8192", dict(model="llama3-70b", nodes=64, seq=8192, global_batch=1024)),
-    ("llama3-70b, 64 nodes, seq 2048", dict(model="llama3-70b", nodes=64, seq=2048, global_batch=1024)),
-    ("llama3.1-405b, 64 nodes, seq 8192", dict(model="llama3.1-405b", nodes=64, seq=8192, global_batch=2048)),
+    (
+        "llama3-70b, 64 nodes, seq 8192",
+        dict(model="llama3-70b", nodes=64, seq=8192, global_batch=1024),
+    ),
+    (
+        "llama3-70b, 64 nodes, seq 2048",
+        dict(model="llama3-70b", nodes=64, seq=2048, global_batch=1024),
+    ),
+    (
+        "llama3.1-405b, 64 nodes, seq 8192",
+        dict(model="llama3.1-405b", nodes=64, seq=8192, global_batch=2048),
+    ),
     ("llama2-7b, 1 node, seq 2048", dict(model="llama2-7b", nodes=1, seq=2048, global_batch=512)),
 ]
 
@@ -25,7 +34,9 @@ CASES = [
 def main() -> int:
     from vtrn import _plan
 
-    print(f"{'case':<36} {'search s':>9} {'layouts':>8} {'layouts/s':>10} {'placement searches':>19}  best")
+    print(
+        f"{'case':<36} {'search s':>9} {'layouts':>8} {'layouts/s':>10} {'placement searches':>19}  best"
+    )
     for name, kw in CASES:
         times, result = [], None
         for _ in range(REPEAT):
@@ -34,16 +45,35 @@ def main() -> int:
             times.append(time.perf_counter() - start)
         t = statistics.median(times)
         best = result["layouts"][0] if result["layouts"] else None
-        shape = f"{best['mesh_shape']} {best['mesh_axes']} mb{best['micro_batch']} {best['checkpointing']}" if best else "none fits"
-        print(f"{name:<36} {t:>9.3f} {result['evaluated']:>8} {result['evaluated'] / t:>10.0f} "
-              f"{result['placement_searches']:>19}  {shape}")
-    cmd = [sys.executable, "-m", "vtrn.cli", "plan", "--model", "llama3-70b", "--nodes", "64", "--seq", "8192"]
+        shape = (
+            f"{best['mesh_shape']} {best['mesh_axes']} mb{best['micro_batch']} {best['checkpointing']}"
+            if best
+            else "none fits"
+        )
+        print(
+            f"{name:<36} {t:>9.3f} {result['evaluated']:>8} {result['evaluated'] / t:>10.0f} "
+            f"{result['placement_searches']:>19}  {shape}"
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "vtrn.cli",
+        "plan",
+        "--model",
+        "llama3-70b",
+        "--nodes",
+        "64",
+        "--seq",
+        "8192",
+    ]
     times = []
     for _ in range(3):
         start = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
         times.append(time.perf_counter() - start)
-    print(f"\n`vtrn plan --model llama3-70b --nodes 64 --seq 8192` end to end: {statistics.median(times):.3f} s (target < 1 s)")
+    print(
+        f"\n`vtrn plan --model llama3-70b --nodes 64 --seq 8192` end to end: {statistics.median(times):.3f} s (target < 1 s)"
+    )
     return 0
 
 

@@ -45,8 +45,12 @@ def main() -> int:
     t_json = median_time(lambda: run_cli(MESH_4096 + ["--json"]))
     cluster = _model.Cluster("trn2.48xlarge", 2, 64)
     t_model = median_time(lambda: cluster.analyze_mesh([64, 16, 4], ["replicate", "shard", "tp"]))
-    print(f"vtrn mesh, 4,096 ranks on 64 nodes, text : {t_text:.3f} s  ({t_text / 1.0:.2f} of the 1 s target)")
-    print(f"vtrn mesh, 4,096 ranks on 64 nodes, --json: {t_json:.3f} s  ({t_json / 1.0:.2f} of the 1 s target)")
+    print(
+        f"vtrn mesh, 4,096 ranks on 64 nodes, text : {t_text:.3f} s  ({t_text / 1.0:.2f} of the 1 s target)"
+    )
+    print(
+        f"vtrn mesh, 4,096 ranks on 64 nodes, --json: {t_json:.3f} s  ({t_json / 1.0:.2f} of the 1 s target)"
+    )
     print(f"  of which the model (analyze_mesh)       : {t_model:.4f} s")
     worst = 0.0
     for label, lnc, shape in SEARCHES:
@@ -55,10 +59,16 @@ def main() -> int:
         t = median_time(lambda: result.update(c.search_placement(shape, ["dp", "tp"])))
         worst = max(worst, t)
         status = "found" if result["found"] else "NOT FOUND"
-        print(f"placement search {label}: {t:.3f} s  ({t / 2.0:.2f} of the 2 s target), {status}, "
-              f"{result['solutions']} placements compared, {result['steps']} steps")
-    t_auto = median_time(lambda: run_cli(["mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto"]))
-    print(f"vtrn mesh --placement auto, TP8 x FSDP8  : {t_auto:.3f} s  ({t_auto / 2.0:.2f} of the 2 s target)")
+        print(
+            f"placement search {label}: {t:.3f} s  ({t / 2.0:.2f} of the 2 s target), {status}, "
+            f"{result['solutions']} placements compared, {result['steps']} steps"
+        )
+    t_auto = median_time(
+        lambda: run_cli(["mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto"])
+    )
+    print(
+        f"vtrn mesh --placement auto, TP8 x FSDP8  : {t_auto:.3f} s  ({t_auto / 2.0:.2f} of the 2 s target)"
+    )
     ok = t_text < 1.0 and t_json < 1.0 and worst < 2.0 and t_auto < 2.0
     print("targets met" if ok else "TARGETS MISSED")
     return 0

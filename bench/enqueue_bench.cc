@@ -10,7 +10,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ns_per(Clock::duration d, int n) { return std::chrono::duration<double, std::nano>(d).count() / n; }
+double ns_per(Clock::duration d, int n) {
+  return std::chrono::duration<double, std::nano>(d).count() / n;
+}
 
 }  // namespace
 

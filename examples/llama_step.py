@@ -134,8 +134,12 @@ def make_model(device="cpu", dtype=torch.float32, size="tiny"):
 def make_optimizer(model, optimizer="foreach", lr=1e-2):
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {optimizer!r}")
-    kwargs = {"foreach": {"foreach": True}, "fused": {"fused": True}, "single": {"foreach": False}}[optimizer]
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **kwargs)
+    kwargs = {"foreach": {"foreach": True}, "fused": {"fused": True}, "single": {"foreach": False}}[
+        optimizer
+    ]
+    return torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **kwargs
+    )
 
 
 def batch(step, size: Size):
@@ -153,8 +157,16 @@ class Stepper:
     """Model, optimizer and data of one run; step(i) runs training step |i| and returns its loss
     (a 0-dim float32 tensor on the device, not synchronized)."""
 
-    def __init__(self, device="cpu", dtype=torch.float32, optimizer="foreach", clip=1.0, size="tiny",
-                 seq=None, batch=None):
+    def __init__(
+        self,
+        device="cpu",
+        dtype=torch.float32,
+        optimizer="foreach",
+        clip=1.0,
+        size="tiny",
+        seq=None,
+        batch=None,
+    ):
         self.device = torch.device(device)
         self.dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
         self.size = resolve_size(size, seq, batch)
@@ -171,7 +183,9 @@ class Stepper:
         loss = loss_fn(self.model(tokens), targets)
         loss.backward()
         if self.clip:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip, foreach=self.clip_foreach)
+            torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.clip, foreach=self.clip_foreach
+            )
         self.optimizer.step()
         return loss.detach()
 
@@ -180,8 +194,16 @@ class Stepper:
             torch.neuron.synchronize()
 
 
-def train(device="cpu", dtype=torch.float32, steps=10, optimizer="foreach", clip=1.0, size="tiny",
-          seq=None, batch=None):
+def train(
+    device="cpu",
+    dtype=torch.float32,
+    steps=10,
+    optimizer="foreach",
+    clip=1.0,
+    size="tiny",
+    seq=None,
+    batch=None,
+):
     """Trains for |steps| steps and returns the per-step losses (floats, before each update)."""
     stepper = Stepper(device, dtype, optimizer, clip, size, seq, batch)
     losses = [stepper.step(i) for i in range(steps)]
@@ -203,7 +225,9 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--optimizer", default="foreach", choices=OPTIMIZERS)
-    parser.add_argument("--clip", type=float, default=1.0, help="max grad norm; 0 turns clipping off")
+    parser.add_argument(
+        "--clip", type=float, default=1.0, help="max grad norm; 0 turns clipping off"
+    )
     parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
     parser.add_argument("--seq", type=int, default=None, help="override the size's sequence length")
     parser.add_argument("--batch", type=int, default=None, help="override the size's batch")
@@ -215,8 +239,16 @@ def main():
         import vtrn
 
         vtrn.clear_op_tracking()
-    losses = train(args.device, DTYPES[args.dtype], args.steps, args.optimizer, args.clip, args.size,
-                   args.seq, args.batch)
+    losses = train(
+        args.device,
+        DTYPES[args.dtype],
+        args.steps,
+        args.optimizer,
+        args.clip,
+        args.size,
+        args.seq,
+        args.batch,
+    )
     fallbacks = sorted(vtrn.get_fallback_ops()) if on_neuron else []
     stats = metrics() if on_neuron else None
     if args.json:

@@ -9,15 +9,29 @@ chooses checkpointing and micro-batch. No torch needed.
 from vtrn import _plan
 
 ROWS = [
-    ("dense model below ~14B, one node", "FSDP64, TP1", dict(model="llama2-7b", nodes=1, global_batch=512)),
-    ("dense model 14B-32B, one node", "TP4 x FSDP16", dict(model="qwen3-32b", nodes=1, global_batch=512)),
+    (
+        "dense model below ~14B, one node",
+        "FSDP64, TP1",
+        dict(model="llama2-7b", nodes=1, global_batch=512),
+    ),
+    (
+        "dense model 14B-32B, one node",
+        "TP4 x FSDP16",
+        dict(model="qwen3-32b", nodes=1, global_batch=512),
+    ),
     ("70B model, four nodes", "TP4 x FSDP64", dict(model="llama3-70b", nodes=4, global_batch=1024)),
-    ("one-node layout scaled to four nodes", "HSDP", dict(model="llama2-7b", nodes=4, global_batch=512)),
+    (
+        "one-node layout scaled to four nodes",
+        "HSDP",
+        dict(model="llama2-7b", nodes=4, global_batch=512),
+    ),
 ]
 
 for workload, seed, kw in ROWS:
     result = _plan.plan(seq=2048, top=1, **kw)
     best = result["layouts"][0]
     mesh = f"{tuple(best['mesh_shape'])} {tuple(best['mesh_axes'])}"
-    print(f"{workload:<38} seed: {seed:<13} planner ({kw['model']}): {mesh:<40} "
-          f"{best['tokens_per_second']:>9.0f} tokens/s, {best['memory_bytes']['total'] / 2**30:.1f} GiB per rank")
+    print(
+        f"{workload:<38} seed: {seed:<13} planner ({kw['model']}): {mesh:<40} "
+        f"{best['tokens_per_second']:>9.0f} tokens/s, {best['memory_bytes']['total'] / 2**30:.1f} GiB per rank"
+    )

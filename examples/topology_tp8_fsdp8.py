@@ -19,5 +19,7 @@ print("\nsearched chip order:", found["chip_order"])
 report = cluster.analyze_mesh(shape, names, found["placement"])
 for axis in report["axes"]:
     ar = axis["algorithms"][str(256 << 20)]
-    print(f"{axis['name']}: first group {axis['groups'][0]}, {axis['collective']} of 256 MiB: "
-          f"{ar['algorithm']} {ar['seconds'] * 1e3:.3f} ms")
+    print(
+        f"{axis['name']}: first group {axis['groups'][0]}, {axis['collective']} of 256 MiB: "
+        f"{ar['algorithm']} {ar['seconds'] * 1e3:.3f} ms"
+    )

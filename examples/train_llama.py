@@ -12,8 +12,6 @@ restores it and continues from step K+1.
 """
 
 import argparse
-import math
-import os
 import sys
 import warnings
 
@@ -147,8 +145,13 @@ def shard_blocks(model, mesh):
 def apply_tp(model, tp_mesh):
     """Tensor and sequence parallelism, torchtitan's Llama plan."""
     from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
-                                                   SequenceParallel, parallelize_module)
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
 
     plan = {}
     if model.tok_embeddings is not None:
@@ -158,20 +161,28 @@ def apply_tp(model, tp_mesh):
         plan["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())
     parallelize_module(model, tp_mesh, plan)
     for block in model.layers.values():
-        parallelize_module(block, tp_mesh, {
-            "attention_norm": SequenceParallel(),
-            "attention": PrepareModuleInput(input_layouts=(Shard(1), None, None),
-                                            desired_input_layouts=(Replicate(), None, None)),
-            "attention.wq": ColwiseParallel(),
-            "attention.wk": ColwiseParallel(),
-            "attention.wv": ColwiseParallel(),
-            "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
-            "ffn_norm": SequenceParallel(),
-            "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-            "feed_forward.w1": ColwiseParallel(),
-            "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
-            "feed_forward.w3": ColwiseParallel(),
-        })
+        parallelize_module(
+            block,
+            tp_mesh,
+            {
+                "attention_norm": SequenceParallel(),
+                "attention": PrepareModuleInput(
+                    input_layouts=(Shard(1), None, None),
+                    desired_input_layouts=(Replicate(), None, None),
+                ),
+                "attention.wq": ColwiseParallel(),
+                "attention.wk": ColwiseParallel(),
+                "attention.wv": ColwiseParallel(),
+                "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+                "ffn_norm": SequenceParallel(),
+                "feed_forward": PrepareModuleInput(
+                    input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+                ),
+                "feed_forward.w1": ColwiseParallel(),
+                "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+                "feed_forward.w3": ColwiseParallel(),
+            },
+        )
 
 
 def pipeline_stage_model(stage, stages):
@@ -213,24 +224,35 @@ class Trainer:
             shard_blocks(self.model, self.mesh)
             self.dp_rank, self.dp_size = self.rank, self.world
         elif layout == "hsdp2x4":
-            self.mesh = init_device_mesh("neuron", (2, self.world // 2), mesh_dim_names=("replicate", "shard"))
+            self.mesh = init_device_mesh(
+                "neuron", (2, self.world // 2), mesh_dim_names=("replicate", "shard")
+            )
             self.model = make_model().to(self.device)
             shard_blocks(self.model, self.mesh)
             self.dp_rank, self.dp_size = self.rank, self.world
         elif layout == "tp4-fsdp2":
-            self.mesh = init_device_mesh("neuron", (self.world // 4, 4), mesh_dim_names=("shard", "tp"))
+            self.mesh = init_device_mesh(
+                "neuron", (self.world // 4, 4), mesh_dim_names=("shard", "tp")
+            )
             self.model = make_model().to(self.device)
             apply_tp(self.model, self.mesh["tp"])
             shard_blocks(self.model, self.mesh["shard"])
-            self.dp_rank, self.dp_size = self.mesh["shard"].get_local_rank(), self.mesh["shard"].size()
+            self.dp_rank, self.dp_size = (
+                self.mesh["shard"].get_local_rank(),
+                self.mesh["shard"].size(),
+            )
         elif layout == "pp2-tp4":
             from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-            self.mesh = init_device_mesh("neuron", (2, self.world // 2), mesh_dim_names=("pp", "tp"))
+            self.mesh = init_device_mesh(
+                "neuron", (2, self.world // 2), mesh_dim_names=("pp", "tp")
+            )
             stage = self.mesh["pp"].get_local_rank()
             self.model = pipeline_stage_model(stage, 2).to(self.device)
             apply_tp(self.model, self.mesh["tp"])
-            self.stage = PipelineStage(self.model, stage, 2, self.device, group=self.mesh.get_group("pp"))
+            self.stage = PipelineStage(
+                self.model, stage, 2, self.device, group=self.mesh.get_group("pp")
+            )
             cls = ScheduleGPipe if schedule == "gpipe" else Schedule1F1B
             self.pp_schedule = cls(self.stage, n_microbatches=4, loss_fn=loss_fn)
             self.dp_rank, self.dp_size = 0, 1
@@ -281,7 +303,12 @@ class Trainer:
 
         state = self.state()
         dcp.load(state, checkpoint_id=path)
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        set_state_dict(
+            self.model,
+            self.optimizer,
+            model_state_dict=state["model"],
+            optim_state_dict=state["optim"],
+        )
 
 
 def run_cpu(steps):
@@ -298,13 +325,18 @@ def run_cpu(steps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layout", default="fsdp8",
-                        choices=["cpu", "ddp8", "fsdp8", "hsdp2x4", "tp4-fsdp2", "pp2-tp4"])
+    parser.add_argument(
+        "--layout",
+        default="fsdp8",
+        choices=["cpu", "ddp8", "fsdp8", "hsdp2x4", "tp4-fsdp2", "pp2-tp4"],
+    )
     parser.add_argument("--schedule", default="gpipe", choices=["gpipe", "1f1b"])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--save-at", type=int, default=None)
     parser.add_argument("--checkpoint", default=None)
-    parser.add_argument("--resume", default=None, help="checkpoint to restore; continues after --save-at")
+    parser.add_argument(
+        "--resume", default=None, help="checkpoint to restore; continues after --save-at"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     if args.layout == "cpu":

@@ -14,7 +14,9 @@ from torch import nn
 
 def train(device: str, steps: int = 20, seed: int = 0) -> list[float]:
     torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 10))
+    model = nn.Sequential(
+        nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 10)
+    )
     model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     data = torch.Generator().manual_seed(seed + 1)

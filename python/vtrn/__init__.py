@@ -10,7 +10,14 @@ import warnings
 
 __version__ = "0.1.0"
 
-__all__ = ["clear_op_tracking", "get_executed_ops", "get_fallback_ops", "metrics", "register", "reset_metrics"]
+__all__ = [
+    "clear_op_tracking",
+    "get_executed_ops",
+    "get_fallback_ops",
+    "metrics",
+    "register",
+    "reset_metrics",
+]
 
 
 def register():

@@ -21,8 +21,10 @@ def register():
         # otherwise spin between calls, taking a core from the Python thread that dispatches
         # the next ops: on 2 cores that cost the Llama step 25% (bench/bench_eager.py).
         os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-        from vtrn import _C  # noqa: F401 - loading it runs the C++ registrations
-        from vtrn import neuron
+        from vtrn import (
+            _C,  # noqa: F401 - loading it runs the C++ registrations
+            neuron,
+        )
 
         current = torch._C._get_privateuse1_backend_name()
         if current != DEVICE_TYPE:

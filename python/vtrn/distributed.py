@@ -104,11 +104,15 @@ def _create_backend(opts, backend_options):
 
         transport = FakeProcessGroup._create_internal(rank, size)
     else:
-        transport = dist.ProcessGroupGloo(dist.PrefixStore("vtrn-gloo/", store), rank, size, timeout)
+        transport = dist.ProcessGroupGloo(
+            dist.PrefixStore("vtrn-gloo/", store), rank, size, timeout
+        )
     placements = _gather_placements(store, global_ranks, my_global_rank)
     config = _config()
     nodes = max(node for node, _ in placements) + 1
-    return _C.NeuronBackend(transport, rank, size, config["instance"], config["lnc"], nodes, placements)
+    return _C.NeuronBackend(
+        transport, rank, size, config["instance"], config["lnc"], nodes, placements
+    )
 
 
 _registered = False
@@ -120,5 +124,7 @@ def register():
     if _registered or not dist.is_available():
         return
     if BACKEND not in dist.Backend.backend_list:
-        dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["neuron"])
+        dist.Backend.register_backend(
+            BACKEND, _create_backend, extended_api=True, devices=["neuron"]
+        )
     _registered = True

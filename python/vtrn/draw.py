@@ -32,26 +32,34 @@ class Canvas:
         self.items.append(("text", x, y, s, size, fill, anchor, bold))
 
     def to_svg(self) -> str:
-        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-               f'viewBox="0 0 {self.width} {self.height}" font-family="DejaVu Sans, Arial, sans-serif">',
-               f'<rect x="0" y="0" width="{self.width}" height="{self.height}" fill="#ffffff"/>']
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+            f'viewBox="0 0 {self.width} {self.height}" font-family="DejaVu Sans, Arial, sans-serif">',
+            f'<rect x="0" y="0" width="{self.width}" height="{self.height}" fill="#ffffff"/>',
+        ]
         for item in self.items:
             kind = item[0]
             if kind == "rect":
                 _, x, y, w, h, fill, stroke, width, dash = item
                 d = ' stroke-dasharray="6,4"' if dash else ""
-                out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="{fill}" '
-                           f'stroke="{stroke}" stroke-width="{width}"{d}/>')
+                out.append(
+                    f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="{fill}" '
+                    f'stroke="{stroke}" stroke-width="{width}"{d}/>'
+                )
             elif kind == "line":
                 _, x1, y1, x2, y2, stroke, width, dash = item
                 d = ' stroke-dasharray="5,4"' if dash else ""
-                out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{stroke}" '
-                           f'stroke-width="{width}"{d}/>')
+                out.append(
+                    f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{stroke}" '
+                    f'stroke-width="{width}"{d}/>'
+                )
             else:
                 _, x, y, s, size, fill, anchor, bold = item
                 weight = ' font-weight="bold"' if bold else ""
-                out.append(f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}" '
-                           f'text-anchor="{anchor}"{weight}>{escape(s)}</text>')
+                out.append(
+                    f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}" '
+                    f'text-anchor="{anchor}"{weight}>{escape(s)}</text>'
+                )
         out.append("</svg>\n")
         return "\n".join(out)
 
@@ -59,7 +67,9 @@ class Canvas:
         try:
             from PIL import Image, ImageDraw, ImageFont
         except ImportError as err:  # pragma: no cover - Pillow is in the install step
-            raise ValueError("PNG output needs Pillow (pip install pillow); or write FILE.svg instead") from err
+            raise ValueError(
+                "PNG output needs Pillow (pip install pillow); or write FILE.svg instead"
+            ) from err
         image = Image.new("RGB", (self.width, self.height), "white")
         draw = ImageDraw.Draw(image)
         fonts = {}
@@ -68,7 +78,9 @@ class Canvas:
             key = (size, bold)
             if key not in fonts:
                 try:
-                    fonts[key] = ImageFont.truetype("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf", size)
+                    fonts[key] = ImageFont.truetype(
+                        "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf", size
+                    )
                 except OSError:
                     try:
                         fonts[key] = ImageFont.load_default(size=size)
@@ -82,19 +94,34 @@ class Canvas:
             t = 0.0
             while t < length:
                 t2 = min(t + on, length)
-                draw.line([(x1 + (x2 - x1) * t / length, y1 + (y2 - y1) * t / length),
-                           (x1 + (x2 - x1) * t2 / length, y1 + (y2 - y1) * t2 / length)], fill=fill, width=width)
+                draw.line(
+                    [
+                        (x1 + (x2 - x1) * t / length, y1 + (y2 - y1) * t / length),
+                        (x1 + (x2 - x1) * t2 / length, y1 + (y2 - y1) * t2 / length),
+                    ],
+                    fill=fill,
+                    width=width,
+                )
                 t += on + off
 
         for item in self.items:
             kind = item[0]
             if kind == "rect":
                 _, x, y, w, h, fill, stroke, width, dash = item
-                draw.rounded_rectangle([x, y, x + w, y + h], radius=6, fill=fill,
-                                       outline=None if dash else stroke, width=width)
+                draw.rounded_rectangle(
+                    [x, y, x + w, y + h],
+                    radius=6,
+                    fill=fill,
+                    outline=None if dash else stroke,
+                    width=width,
+                )
                 if dash:
-                    for a, b in (((x, y), (x + w, y)), ((x + w, y), (x + w, y + h)),
-                                 ((x + w, y + h), (x, y + h)), ((x, y + h), (x, y))):
+                    for a, b in (
+                        ((x, y), (x + w, y)),
+                        ((x + w, y), (x + w, y + h)),
+                        ((x + w, y + h), (x, y + h)),
+                        ((x, y + h), (x, y)),
+                    ):
                         dashed((a, b), stroke, width)
             elif kind == "line":
                 _, x1, y1, x2, y2, stroke, width, dash = item
@@ -125,7 +152,9 @@ def save(canvas: Canvas, path: str) -> None:
         except OSError as err:
             raise ValueError(f"cannot write {path!r}: {err}") from None
     else:
-        raise ValueError(f"--out {path!r}: the picture is written as SVG or PNG; name the file FILE.svg or FILE.png")
+        raise ValueError(
+            f"--out {path!r}: the picture is written as SVG or PNG; name the file FILE.svg or FILE.png"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +163,9 @@ def save(canvas: Canvas, path: str) -> None:
 
 def _panel_size(spec) -> tuple[int, int]:
     cols, rows = spec["grid_cols"], spec["grid_rows"]
-    return cols * CELL_W + (cols - 1) * GAP + 2 * MARGIN, rows * CELL_H + (rows - 1) * GAP + 2 * MARGIN + 20
+    return cols * CELL_W + (cols - 1) * GAP + 2 * MARGIN, rows * CELL_H + (
+        rows - 1
+    ) * GAP + 2 * MARGIN + 20
 
 
 def _chip_xy(spec, chip, x0, y0):
@@ -161,22 +192,42 @@ def _links(canvas, cluster, x0, y0, highlight=None, colour=LINK):
             strong = chip in hl and other in hl
             stroke, width = (colour, 5) if strong else (LINK, 2)
             if orow == r and ocol == c + 1:  # right neighbour
-                canvas.line(x + CELL_W, y + CELL_H / 2, x + CELL_W + GAP, y + CELL_H / 2, stroke, width)
+                canvas.line(
+                    x + CELL_W, y + CELL_H / 2, x + CELL_W + GAP, y + CELL_H / 2, stroke, width
+                )
             elif ocol == c and orow == r + 1:  # neighbour below
-                canvas.line(x + CELL_W / 2, y + CELL_H, x + CELL_W / 2, y + CELL_H + GAP, stroke, width)
+                canvas.line(
+                    x + CELL_W / 2, y + CELL_H, x + CELL_W / 2, y + CELL_H + GAP, stroke, width
+                )
             elif orow == r and ocol == cols - 1 and c == 0 and cols > 2:  # row wraparound: stubs
                 ox, _ = _chip_xy(spec, other, x0, y0)
                 canvas.line(x, y + CELL_H / 2, x - 16, y + CELL_H / 2, stroke, width, dash=True)
-                canvas.line(ox + CELL_W, y + CELL_H / 2, ox + CELL_W + 16, y + CELL_H / 2, stroke, width, dash=True)
+                canvas.line(
+                    ox + CELL_W,
+                    y + CELL_H / 2,
+                    ox + CELL_W + 16,
+                    y + CELL_H / 2,
+                    stroke,
+                    width,
+                    dash=True,
+                )
             elif ocol == c and orow == rows - 1 and r == 0 and rows > 2:  # column wraparound: stubs
                 _, oy = _chip_xy(spec, other, x0, y0)
                 canvas.line(x + CELL_W / 2, y, x + CELL_W / 2, y - 14, stroke, width, dash=True)
-                canvas.line(x + CELL_W / 2, oy + CELL_H, x + CELL_W / 2, oy + CELL_H + 14, stroke, width, dash=True)
+                canvas.line(
+                    x + CELL_W / 2,
+                    oy + CELL_H,
+                    x + CELL_W / 2,
+                    oy + CELL_H + 14,
+                    stroke,
+                    width,
+                    dash=True,
+                )
 
 
 def _tint(colour: str, amount: float = 0.2) -> str:
     """|colour| mixed with white (SVG and PNG alike, no alpha)."""
-    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
     mix = lambda v: round(255 - (255 - v) * amount)  # noqa: E731
     return f"#{mix(r):02x}{mix(g):02x}{mix(b):02x}"
 
@@ -193,8 +244,13 @@ def topo_picture(cluster) -> Canvas:
     rows = (nodes + per_row - 1) // per_row
     canvas = Canvas(pw * per_row, ph * rows + TITLE_H + 20)
     lnc = f"LNC{cluster.lnc}" if cluster.lnc else "no LNC"
-    canvas.text(MARGIN, 28, f"{spec['name']}, {lnc}: {cluster.ranks_per_chip} ranks per chip, world "
-                f"{cluster.world}", 18, bold=True)
+    canvas.text(
+        MARGIN,
+        28,
+        f"{spec['name']}, {lnc}: {cluster.ranks_per_chip} ranks per chip, world {cluster.world}",
+        18,
+        bold=True,
+    )
     note = "dashed stubs: wraparound links" if spec["topology"] == "torus-2d" else spec["summary"]
     if cluster.nodes > nodes:
         note += f"; first {nodes} of {cluster.nodes} nodes drawn"
@@ -210,7 +266,13 @@ def topo_picture(cluster) -> Canvas:
             first = cluster.rank_of(node, chip, 0)
             canvas.rect(x, y, CELL_W, CELL_H, "#eef3fb", "#4a6fa5", 2)
             canvas.text(x + CELL_W / 2, y + 26, f"chip {chip}", 14, anchor="middle", bold=True)
-            canvas.text(x + CELL_W / 2, y + 48, f"ranks {_range_text(first, first + rpc - 1)}", 13, anchor="middle")
+            canvas.text(
+                x + CELL_W / 2,
+                y + 48,
+                f"ranks {_range_text(first, first + rpc - 1)}",
+                13,
+                anchor="middle",
+            )
     return canvas
 
 
@@ -235,10 +297,21 @@ def mesh_picture(cluster, report) -> Canvas:
     width = max(len(p[2]) for p in panels) * pw
     row_h = ph + 36
     canvas = Canvas(max(width, 640), TITLE_H + row_h * len(panels) + 10)
-    canvas.text(MARGIN, 28, f"mesh {tuple(report['shape'])} {tuple(report['names'])} on {report['_description']}",
-                17, bold=True)
-    canvas.text(MARGIN, 46, f"placement: {report['placement_source']}; one group per axis, "
-                "red dashed chips: disconnected sets", 12, "#555555")
+    canvas.text(
+        MARGIN,
+        28,
+        f"mesh {tuple(report['shape'])} {tuple(report['names'])} on {report['_description']}",
+        17,
+        bold=True,
+    )
+    canvas.text(
+        MARGIN,
+        46,
+        f"placement: {report['placement_source']}; one group per axis, "
+        "red dashed chips: disconnected sets",
+        12,
+        "#555555",
+    )
     for row, (a, g, nodes) in enumerate(panels):
         axis = axes[a]
         colour = AXIS_COLOURS[a % len(AXIS_COLOURS)]
@@ -248,8 +321,14 @@ def mesh_picture(cluster, report) -> Canvas:
         status = "routable" if ok else "NOT ROUTABLE (no_hier no_mesh)"
         from vtrn.topology import abbreviate  # local import keeps draw usable on its own
 
-        canvas.text(MARGIN, y_row + 24, f"axis {axis['name']}: group {g} {abbreviate(group, 12)}: {status}",
-                    14, BAD if not ok else colour, bold=True)
+        canvas.text(
+            MARGIN,
+            y_row + 24,
+            f"axis {axis['name']}: group {g} {abbreviate(group, 12)}: {status}",
+            14,
+            BAD if not ok else colour,
+            bold=True,
+        )
         sets = {}
         if not ok and axis.get("disconnected"):
             for s, chips in enumerate(axis["disconnected"]):
@@ -274,9 +353,19 @@ def mesh_picture(cluster, report) -> Canvas:
                 stroke, dash = (BAD, True) if bad_set is not None else (colour, False)
                 canvas.rect(x, y, CELL_W, CELL_H, _tint(colour), stroke, 3, dash)
                 label = f"chip {chip}" + (f"  (set {bad_set + 1})" if bad_set is not None else "")
-                canvas.text(x + CELL_W / 2, y + 24, label, 13, BAD if bad_set is not None else "#222222",
-                            "middle", True)
-                ranks = ", ".join(map(str, members)) if len(members) <= 4 else \
-                    f"{members[0]}, ..., {members[-1]} ({len(members)})"
+                canvas.text(
+                    x + CELL_W / 2,
+                    y + 24,
+                    label,
+                    13,
+                    BAD if bad_set is not None else "#222222",
+                    "middle",
+                    True,
+                )
+                ranks = (
+                    ", ".join(map(str, members))
+                    if len(members) <= 4
+                    else f"{members[0]}, ..., {members[-1]} ({len(members)})"
+                )
                 canvas.text(x + CELL_W / 2, y + 46, ranks, 12, anchor="middle")
     return canvas

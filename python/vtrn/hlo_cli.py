@@ -22,8 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.mlir", help="StableHLO text (pretty or generic form)")
     parser.add_argument("--run", action="store_true", help="run the module on --inputs")
     parser.add_argument("--inputs", default="", help="comma-separated .npy files, one per argument")
-    parser.add_argument("--outputs", default=".", help="directory for out0.npy, out1.npy, ... (default: .)")
-    parser.add_argument("-O", "--opt-level", type=int, default=2, choices=(0, 1, 2), help="optimization level")
+    parser.add_argument(
+        "--outputs", default=".", help="directory for out0.npy, out1.npy, ... (default: .)"
+    )
+    parser.add_argument(
+        "-O", "--opt-level", type=int, default=2, choices=(0, 1, 2), help="optimization level"
+    )
     parser.add_argument("--no-fusion", action="store_true", help="compile without fusion")
 
 
@@ -62,8 +66,11 @@ def _read_text(path: str) -> str | None:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        print(f"vtrn hlo: {path} is not StableHLO text: byte 0x{data[err.start]:02x} at offset {err.start} "
-              "is not UTF-8 (expected MLIR text such as the output of jax's lower().as_text())", file=sys.stderr)
+        print(
+            f"vtrn hlo: {path} is not StableHLO text: byte 0x{data[err.start]:02x} at offset {err.start} "
+            "is not UTF-8 (expected MLIR text such as the output of jax's lower().as_text())",
+            file=sys.stderr,
+        )
         return None
 
 
@@ -79,14 +86,20 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"vtrn hlo: {args.file}: {err}", file=sys.stderr)
         return 2
-    hit = {"compiled": "miss (compiled)", "memory": "hit (memory)", "disk": "hit (disk)"}[info["source"]]
-    print(f"module {args.file}: {len(info['kernels'])} kernels, modeled {_format_time(info['modeled_time_s'])} "
-          f"on one {_hlo.COST_MODEL_CORE}")
+    hit = {"compiled": "miss (compiled)", "memory": "hit (memory)", "disk": "hit (disk)"}[
+        info["source"]
+    ]
+    print(
+        f"module {args.file}: {len(info['kernels'])} kernels, modeled {_format_time(info['modeled_time_s'])} "
+        f"on one {_hlo.COST_MODEL_CORE}"
+    )
     print(f"cache: {hit}, key {info['key'][:16]}..., dir {_hlo.cache_dirs()[0]}")
     name_w = max([len(k["name"]) for k in info["kernels"]] + [6])
     print(f"  {'kernel':<{name_w}}  {'engine':<6}  {'time':>12}  ops")
     for k in info["kernels"]:
-        print(f"  {k['name']:<{name_w}}  {k['engine']:<6}  {_format_time(k['time_s']):>12}  {', '.join(k['ops'])}")
+        print(
+            f"  {k['name']:<{name_w}}  {k['engine']:<6}  {_format_time(k['time_s']):>12}  {', '.join(k['ops'])}"
+        )
     if not args.run:
         return 0
 
@@ -94,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
 
     paths = [p for p in args.inputs.split(",") if p]
     if len(paths) != len(info["inputs"]):
-        print(f"vtrn hlo: the module takes {len(info['inputs'])} inputs, --inputs gives {len(paths)}", file=sys.stderr)
+        print(
+            f"vtrn hlo: the module takes {len(info['inputs'])} inputs, --inputs gives {len(paths)}",
+            file=sys.stderr,
+        )
         return 2
     arrays = []
     for i, (p, (dtype, dims)) in enumerate(zip(paths, info["inputs"])):
@@ -106,19 +122,29 @@ def run(args: argparse.Namespace) -> int:
         want = _hlo.NUMPY_DTYPES[dtype]
         if a.dtype.name != want:  # never converted silently
             carried = " (numpy uint16 holding the bf16 bits)" if dtype == "bf16" else ""
-            print(f"vtrn hlo: input {i} ({p}) has dtype {a.dtype.name}, expected {dtype}{carried}", file=sys.stderr)
+            print(
+                f"vtrn hlo: input {i} ({p}) has dtype {a.dtype.name}, expected {dtype}{carried}",
+                file=sys.stderr,
+            )
             return 2
         if list(a.shape) != list(dims):
-            print(f"vtrn hlo: input {i} ({p}) has shape {list(a.shape)}, expected {dtype}{list(dims)}", file=sys.stderr)
+            print(
+                f"vtrn hlo: input {i} ({p}) has shape {list(a.shape)}, expected {dtype}{list(dims)}",
+                file=sys.stderr,
+            )
             return 2
         arrays.append(a)
-    need = sum(math.prod(dims) * np.dtype(_hlo.NUMPY_DTYPES[dtype]).itemsize
-               for dtype, dims in info["outputs"])
+    need = sum(
+        math.prod(dims) * np.dtype(_hlo.NUMPY_DTYPES[dtype]).itemsize
+        for dtype, dims in info["outputs"]
+    )
     available = _available_memory()
     if need > available:
-        print(f"vtrn hlo: the outputs need {need} bytes ({_format_bytes(need)}), which exceeds the "
-              f"{_format_bytes(available)} of memory available; compile without --run, or run a smaller module",
-              file=sys.stderr)
+        print(
+            f"vtrn hlo: the outputs need {need} bytes ({_format_bytes(need)}), which exceeds the "
+            f"{_format_bytes(available)} of memory available; compile without --run, or run a smaller module",
+            file=sys.stderr,
+        )
         return 2
     try:
         outputs, _ = _hlo.run(text, arrays, opt_level=args.opt_level, fusion=fusion)
@@ -126,8 +152,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"vtrn hlo: {err}", file=sys.stderr)
         return 2
     except MemoryError:
-        print(f"vtrn hlo: out of memory running {args.file} (outputs {need} bytes, "
-              f"{_format_bytes(available)} available)", file=sys.stderr)
+        print(
+            f"vtrn hlo: out of memory running {args.file} (outputs {need} bytes, "
+            f"{_format_bytes(available)} available)",
+            file=sys.stderr,
+        )
         return 2
     os.makedirs(args.outputs, exist_ok=True)
     for i, out in enumerate(outputs):
@@ -139,8 +168,11 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Adds ``hlo`` to the ``vtrn`` command (see vtrn/cli.py)."""
-    parser = subparsers.add_parser("hlo", help="parse, compile (cached) and optionally run a StableHLO module",
-                                   description=__doc__.split("\n\n")[1])
+    parser = subparsers.add_parser(
+        "hlo",
+        help="parse, compile (cached) and optionally run a StableHLO module",
+        description=__doc__.split("\n\n")[1],
+    )
     add_arguments(parser)
     parser.set_defaults(func=run)
 

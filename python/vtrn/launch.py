@@ -14,14 +14,28 @@ import os
 import runpy
 import sys
 
+
 def register(subparsers):
-    p = subparsers.add_parser("run", help="launch a script on emulated Trainium nodes (torchrun, one core per process)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "run",
+        help="launch a script on emulated Trainium nodes (torchrun, one core per process)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--nnodes", default="1", help="nodes, or MIN:MAX (torchrun's --nnodes)")
-    p.add_argument("--nproc-per-node", type=int, default=None,
-                   help="processes per node (default: every logical core of the instance)")
+    p.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=None,
+        help="processes per node (default: every logical core of the instance)",
+    )
     p.add_argument("--instance", default=None, help="instance type (NEURON_RT_FAKE_INSTANCE_TYPE)")
-    p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG)")
+    p.add_argument(
+        "--lnc",
+        type=int,
+        default=None,
+        help="logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG)",
+    )
     p.add_argument("--node-rank", type=int, default=0)
     p.add_argument("--rdzv-endpoint", default=None, help="host:port of the rendezvous (multi-node)")
     p.add_argument("--master-port", type=int, default=None)
@@ -37,7 +51,9 @@ def _cores_per_node(env) -> int:
     instance = env.get("NEURON_RT_FAKE_INSTANCE_TYPE", "trn2.48xlarge")
     lnc_text = env.get("NEURON_LOGICAL_NC_CONFIG", "") or "0"
     if not lnc_text.isdigit():
-        raise ValueError(f"NEURON_LOGICAL_NC_CONFIG='{lnc_text}' is not a logical NeuronCore setting; use 1 or 2")
+        raise ValueError(
+            f"NEURON_LOGICAL_NC_CONFIG='{lnc_text}' is not a logical NeuronCore setting; use 1 or 2"
+        )
     return _model.Cluster(instance, int(lnc_text), 1).world
 
 
@@ -54,19 +70,40 @@ def run(args) -> int:
         return 2
     nproc = args.nproc_per_node if args.nproc_per_node is not None else cores
     if not 1 <= nproc <= cores:
-        print(f"vtrn run: --nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', 'trn2.48xlarge')}"
-              f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes.",
-              file=sys.stderr)
+        print(
+            f"vtrn run: --nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', 'trn2.48xlarge')}"
+            f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes.",
+            file=sys.stderr,
+        )
         return 2
     env.pop("NEURON_RT_VISIBLE_CORES", None)
     env.pop("NEURON_RT_NUM_CORES", None)
-    torchrun = ["--nnodes", str(args.nnodes), "--nproc-per-node", str(nproc), "--node-rank", str(args.node_rank)]
+    torchrun = [
+        "--nnodes",
+        str(args.nnodes),
+        "--nproc-per-node",
+        str(nproc),
+        "--node-rank",
+        str(args.node_rank),
+    ]
     if args.rdzv_endpoint:
         torchrun += ["--rdzv-backend", "c10d", "--rdzv-endpoint", args.rdzv_endpoint]
     else:
-        torchrun += ["--standalone"] if args.master_port is None else ["--master-port", str(args.master_port)]
-    command = [sys.executable, "-m", "torch.distributed.run", *torchrun, "-m", "vtrn.launch", args.script,
-               *args.script_args]
+        torchrun += (
+            ["--standalone"]
+            if args.master_port is None
+            else ["--master-port", str(args.master_port)]
+        )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *torchrun,
+        "-m",
+        "vtrn.launch",
+        args.script,
+        *args.script_args,
+    ]
     os.execvpe(sys.executable, command, env)
 
 

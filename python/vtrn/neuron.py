@@ -224,9 +224,15 @@ class Event(metaclass=_NeuronEventMeta):
     methods accept only torch.Event itself, not subclasses, so this is a factory whose
     isinstance check matches every neuron torch.Event."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        return torch.Event(device=torch.device("neuron", current_device()), enable_timing=enable_timing,
-                           blocking=blocking, interprocess=interprocess)
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
+        return torch.Event(
+            device=torch.device("neuron", current_device()),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
 
 
 def current_stream(dev=None) -> Stream:
@@ -334,13 +340,15 @@ def memory_summary(dev=None, abbreviated: bool = False) -> str:
         ("Segments", "segment.all", False),
     ]
     width = 75
-    lines = ["=" * width,
-             f" neuron memory summary, device neuron:{index} ({props.name})".ljust(width),
-             f" HBM budget {_format_size(props.total_memory).strip()}, OOMs {stats.get('num_ooms', 0)},"
-             f" cache flushes {stats.get('num_alloc_retries', 0)}".ljust(width),
-             "-" * width,
-             f"{'Metric':<22}| {'Cur Usage':>11} | {'Peak Usage':>11} | {'Tot Alloc':>11} | {'Tot Freed':>11}",
-             "-" * width]
+    lines = [
+        "=" * width,
+        f" neuron memory summary, device neuron:{index} ({props.name})".ljust(width),
+        f" HBM budget {_format_size(props.total_memory).strip()}, OOMs {stats.get('num_ooms', 0)},"
+        f" cache flushes {stats.get('num_alloc_retries', 0)}".ljust(width),
+        "-" * width,
+        f"{'Metric':<22}| {'Cur Usage':>11} | {'Peak Usage':>11} | {'Tot Alloc':>11} | {'Tot Freed':>11}",
+        "-" * width,
+    ]
     for label, key, is_bytes in rows:
         values = [stats.get(f"{key}.{k}", 0) for k in ("current", "peak", "allocated", "freed")]
         cells = [_format_size(v) if is_bytes else f"{v:11d}" for v in values]
@@ -411,7 +419,7 @@ def _register_exit_sync():
             try:
                 _C.synchronize(index)
             except Exception as err:  # noqa: BLE001 - report, never raise at exit
-                warnings.warn(f"neuron:{index}: {err}", RuntimeWarning)
+                warnings.warn(f"neuron:{index}: {err}", RuntimeWarning, stacklevel=2)
 
     atexit.register(_sync_all)
 

@@ -17,11 +17,29 @@ REGENERATE = "python -m vtrn.cli ops --markdown > docs/ops.md"
 
 # Kernels that PyTorch runs for any backend without a kernel of its own, ahead of the backend
 # fallback; an op with one of them never reaches vtrn's CPU fallback (add.Tensor runs as add.out).
-COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+COMPOSITE_KEYS = (
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutograd",
+)
 
 # The C++ side may list dtypes in any order; a fixed one keeps the table stable.
-DTYPE_ORDER = ("bool", "uint8", "int8", "int16", "int32", "int64", "float8_e4m3fn", "float8_e5m2", "float16",
-               "bfloat16", "float32", "float64", "complex64", "complex128")
+DTYPE_ORDER = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 
 NOT_LISTED = "(not listed by vtrn._C._native_ops)"
 
@@ -56,36 +74,48 @@ def native_ops() -> list[tuple[str, list[str], str]]:
     from vtrn import _C
 
     if not hasattr(_C, "_native_ops"):
-        raise SystemExit("vtrn ops: the installed extension vtrn._C has no _native_ops(); rebuild it with "
-                         "`make install`")
+        raise SystemExit(
+            "vtrn ops: the installed extension vtrn._C has no _native_ops(); rebuild it with "
+            "`make install`"
+        )
     return _C._native_ops()
 
 
 def aten_registrations(key: str) -> set[str]:
     import torch
 
-    return {n[len("aten::"):] for n in torch._C._dispatch_get_registrations_for_dispatch_key(key)
-            if n.startswith("aten::")}
+    return {
+        n[len("aten::") :]
+        for n in torch._C._dispatch_get_registrations_for_dispatch_key(key)
+        if n.startswith("aten::")
+    }
 
 
 def ops_table() -> list[OpRow]:
     """One row per ATen op with a CPU or neuron kernel, sorted by name."""
     import torch
 
-    rows = {name: OpRow(name, "native", kind, tuple(sorted(dtypes, key=_dtype_key)))
-            for name, dtypes, kind in native_ops()}
+    rows = {
+        name: OpRow(name, "native", kind, tuple(sorted(dtypes, key=_dtype_key)))
+        for name, dtypes, kind in native_ops()
+    }
     # A neuron kernel missing from _native_ops is still native; tests/python/test_ops_table.py
     # keeps the list complete, so this row only shows up while it is not.
     for name in aten_registrations("PrivateUse1") - rows.keys():
         rows[name] = OpRow(name, "native", "runtime", (NOT_LISTED,))
     for name in aten_registrations("CPU") - rows.keys():
-        composite = any(torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, k) for k in COMPOSITE_KEYS)
+        composite = any(
+            torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, k)
+            for k in COMPOSITE_KEYS
+        )
         rows[name] = OpRow(name, "composite" if composite else "fallback", "", ())
     return [rows[name] for name in sorted(rows)]
 
 
 def text_lines(rows: list[OpRow]) -> list[str]:
-    cells = [("op", "status", "dtypes")] + [(r.name, r.status_text(), r.dtypes_text()) for r in rows]
+    cells = [("op", "status", "dtypes")] + [
+        (r.name, r.status_text(), r.dtypes_text()) for r in rows
+    ]
     w0 = max(len(c[0]) for c in cells)
     w1 = max(len(c[1]) for c in cells)
     return [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in cells]
@@ -132,10 +162,14 @@ def run(args: argparse.Namespace) -> int:
     if args.op:
         picked = select(rows, args.op)
         if not picked:
-            close = difflib.get_close_matches(args.op.removeprefix("aten::"), [r.name for r in rows], n=3)
+            close = difflib.get_close_matches(
+                args.op.removeprefix("aten::"), [r.name for r in rows], n=3
+            )
             hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise ValueError(f"unknown op '{args.op}': no ATen op of that name has a CPU or neuron kernel.{hint} "
-                             "Run `vtrn ops` to list every op.")
+            raise ValueError(
+                f"unknown op '{args.op}': no ATen op of that name has a CPU or neuron kernel.{hint} "
+                "Run `vtrn ops` to list every op."
+            )
         rows = picked
     if args.native:
         rows = [r for r in rows if r.status == "native"]
@@ -148,11 +182,20 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Adds ``ops`` to the ``vtrn`` command (see vtrn/cli.py)."""
-    p = subparsers.add_parser("ops", help="which ATen ops run natively on neuron and which fall back to the CPU",
-                              description=__doc__.split("\n\n")[1])
+    p = subparsers.add_parser(
+        "ops",
+        help="which ATen ops run natively on neuron and which fall back to the CPU",
+        description=__doc__.split("\n\n")[1],
+    )
     p.add_argument("--native", action="store_true", help="only the ops with a neuron kernel")
-    p.add_argument("--op", metavar="NAME", help="one op: an overload (add.out) or every overload of an op (add)")
-    p.add_argument("--markdown", action="store_true", help=f"print the markdown document ({REGENERATE})")
+    p.add_argument(
+        "--op",
+        metavar="NAME",
+        help="one op: an overload (add.out) or every overload of an op (add)",
+    )
+    p.add_argument(
+        "--markdown", action="store_true", help=f"print the markdown document ({REGENERATE})"
+    )
     p.set_defaults(func=run)
 
 

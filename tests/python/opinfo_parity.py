@@ -123,8 +123,13 @@ def _load_op_db():
 
         # The _foreach_* ops have their own OpInfo lists (ForeachFuncInfo).
         op_db = list(cmi.op_db)
-        for name in ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db",
-                     "foreach_reduce_op_db", "foreach_other_op_db"):
+        for name in (
+            "foreach_unary_op_db",
+            "foreach_binary_op_db",
+            "foreach_pointwise_op_db",
+            "foreach_reduce_op_db",
+            "foreach_other_op_db",
+        ):
             op_db += list(getattr(cmi, name, []))
     finally:
         # common_utils freezes torch.backends flags and wraps TorchScript calls on import:
@@ -153,7 +158,7 @@ def native_registry() -> dict[str, tuple[frozenset[str], str]] | None:
 
 
 def base_name(aten_op: str) -> str:
-    """"aten::_softmax_backward_data.out" -> "_softmax_backward_data"."""
+    """ "aten::_softmax_backward_data.out" -> "_softmax_backward_data"."""
     return aten_op.removeprefix("aten::").split(".")[0]
 
 
@@ -359,8 +364,10 @@ def _compare(dev, cpu, what: str, ref=None, notes=None):
             r = ref_leaves[i] if ref_leaves is not None else None
             if isinstance(r, torch.Tensor) and _no_worse_than_cpu(d, c, r):
                 if notes is not None:
-                    notes.append(f"{where}: beyond the default tolerance of the CPU result, but at least "
-                                 "as close to the float64 result as the CPU")
+                    notes.append(
+                        f"{where}: beyond the default tolerance of the CPU result, but at least "
+                        "as close to the float64 result as the CPU"
+                    )
                 continue
             detail = f"{where}: shape {list(c.shape)} dtype {c.dtype}"
             if d.dtype != c.dtype:
@@ -431,8 +438,11 @@ def _inplace_variant(op, sample, cpu_out, ref=None, notes=None):
     """Runs |op|'s in-place variant on both devices; returns (failure or "", note or "")."""
     if sample.broadcasts_input or not isinstance(sample.input, torch.Tensor):
         return "", ""
-    if not isinstance(cpu_out, torch.Tensor) or cpu_out.dtype != sample.input.dtype \
-            or cpu_out.shape != sample.input.shape:
+    if (
+        not isinstance(cpu_out, torch.Tensor)
+        or cpu_out.dtype != sample.input.dtype
+        or cpu_out.shape != sample.input.shape
+    ):
         return "", ""  # the in-place op would have to promote or resize: PyTorch rejects it
     results = {}
     for device in ("cpu", DEVICE):
@@ -452,8 +462,9 @@ def _inplace_variant(op, sample, cpu_out, ref=None, notes=None):
     return "", ""
 
 
-def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
-               variants: bool = True) -> SampleResult:
+def run_sample(
+    op, sample, index: int, dtype: torch.dtype, check_backward: bool, variants: bool = True
+) -> SampleResult:
     """Runs |sample| on the CPU and on neuron and compares outputs and gradients; with
     |variants|, also the out= and in-place variants of the op (forward only)."""
     desc = describe(sample)
@@ -501,8 +512,10 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
         failures.append(f"forward mismatch: {e}")
 
     if variants:
-        for variant, wanted in ((_out_variant, op.supports_out),
-                                (_inplace_variant, op.inplace_variant is not None)):
+        for variant, wanted in (
+            (_out_variant, op.supports_out),
+            (_inplace_variant, op.inplace_variant is not None),
+        ):
             if not wanted:
                 continue
             vtrn.clear_op_tracking()
@@ -518,11 +531,13 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
     cpu_leaves = _grad_leaves((cpu_in, cpu_args, cpu_kwargs))
     dev_leaves = _grad_leaves((dev_in, dev_args, dev_kwargs))
     cpu_outs = [
-        t for t in _tensors(sample.output_process_fn_grad(cpu_out))
+        t
+        for t in _tensors(sample.output_process_fn_grad(cpu_out))
         if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
     ]
     dev_outs = [
-        t for t in _tensors(sample.output_process_fn_grad(dev_out))
+        t
+        for t in _tensors(sample.output_process_fn_grad(dev_out))
         if t.requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
     ]
     if not (cpu_leaves and cpu_outs and len(cpu_outs) == len(dev_outs)):
@@ -550,7 +565,9 @@ def run_sample(op, sample, index: int, dtype: torch.dtype, check_backward: bool,
     if ref_grads is not None and _gradient_is_zero(ref_grads):
         # normalize over a size-1 dim is sign(x): the exact gradient is 0, and both devices
         # return the half type's rounding noise of the cancelling terms (1-2 ulps of the inputs).
-        notes.append("grad: the float64 gradient is 0; neuron and CPU both return rounding noise, not compared")
+        notes.append(
+            "grad: the float64 gradient is 0; neuron and CPU both return rounding noise, not compared"
+        )
         return finish()
     try:
         _compare(list(dev_grads), list(cpu_grads), "grad", ref_grads, notes)
@@ -566,6 +583,7 @@ def _gradient_is_zero(grads) -> bool:
 
 def _upcast(sample, requires_grad: bool):
     """The sample on the CPU with float16/bfloat16 tensors as float64 leaves."""
+
     def move(v):
         if isinstance(v, torch.Tensor):
             t = v.detach().to("cpu")
@@ -573,6 +591,7 @@ def _upcast(sample, requires_grad: bool):
                 t = t.double()
             return t.requires_grad_(requires_grad and v.requires_grad and t.dtype.is_floating_point)
         return v
+
     return pytree.tree_map(move, (sample.input, sample.args, sample.kwargs))
 
 
@@ -595,12 +614,17 @@ def _reference_grads(op, sample, dtype, cots):
     try:
         inp, args, kwargs = _upcast(sample, True)
         out = op(inp, *args, **kwargs)
-        outs = [t for t in _tensors(sample.output_process_fn_grad(out))
-                if t.requires_grad and t.dtype.is_floating_point]
+        outs = [
+            t
+            for t in _tensors(sample.output_process_fn_grad(out))
+            if t.requires_grad and t.dtype.is_floating_point
+        ]
         leaves = _grad_leaves((inp, args, kwargs))
         if len(outs) != len(cots) or not leaves:
             return None
-        return list(torch.autograd.grad(outs, leaves, [c.double() for c in cots], allow_unused=True))
+        return list(
+            torch.autograd.grad(outs, leaves, [c.double() for c in cots], allow_unused=True)
+        )
     except Exception:
         return None
 
@@ -615,16 +639,25 @@ def _signature(sample):
             return tuple(kind(x) for x in v)
         return type(v).__name__
 
-    return (kind(sample.input), tuple(kind(a) for a in sample.args),
-            tuple(sorted((k, kind(v)) for k, v in sample.kwargs.items())))
+    return (
+        kind(sample.input),
+        tuple(kind(a) for a in sample.args),
+        tuple(sorted((k, kind(v)) for k, v in sample.kwargs.items())),
+    )
 
 
 class SampleGenerationError(Exception):
     pass
 
 
-def samples_for(op, dtype: torch.dtype, requires_grad: bool, limit: int = MAX_SAMPLES,
-                extra: int = EXTRA_SAMPLES, scan: int = 64):
+def samples_for(
+    op,
+    dtype: torch.dtype,
+    requires_grad: bool,
+    limit: int = MAX_SAMPLES,
+    extra: int = EXTRA_SAMPLES,
+    scan: int = 64,
+):
     """The first |limit| reference samples, then up to |extra| more of new argument kinds
     among the next |scan|.
 

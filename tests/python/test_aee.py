@@ -52,7 +52,10 @@ def run_mode(aee, deterministic=False, tmp_path=None):
         env["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, "1" if deterministic else "0"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -101,12 +104,31 @@ def test_deterministic_algorithms_turn_aee_off(results):
 def test_a_second_process_compiles_no_fused_group(tmp_path):
     # Which group temporaries are skipped depends only on the program, so the fused modules
     # of a second identical run are all in the disk cache.
-    env = dict(os.environ, TORCH_NEURONX_ENABLE_CONCATENATION="1", TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path))
+    env = dict(
+        os.environ,
+        TORCH_NEURONX_ENABLE_CONCATENATION="1",
+        TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path),
+    )
     step = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "llama_step.py")
 
     def run():
-        proc = subprocess.run([sys.executable, step, "--device", "neuron", "--dtype", "bfloat16", "--steps", "2", "--json"],
-                              env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                step,
+                "--device",
+                "neuron",
+                "--dtype",
+                "bfloat16",
+                "--steps",
+                "2",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])["metrics"]
 

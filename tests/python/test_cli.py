@@ -35,7 +35,9 @@ def test_hlo_subcommand_compiles_a_module(tmp_path, monkeypatch):
 
 def test_hlo_subcommand_rejects_a_bad_file(tmp_path):
     path = tmp_path / "bad.mlir"
-    path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { %0 = stablehlo.frobnicate %a")
+    path.write_text(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { %0 = stablehlo.frobnicate %a"
+    )
     result = vtrn("hlo", str(path))
     assert result.returncode == 2
     assert result.stderr.strip()

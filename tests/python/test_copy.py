@@ -107,7 +107,7 @@ def test_conjugate_and_negative_views_copy_their_logical_values():
     out = torch.empty(3, dtype=torch.complex64)
     out.copy_(d.conj())
     assert torch.equal(out, z.conj())
-    assert torch.equal(d.conj().clone().cpu(), z.conj())          # neuron -> neuron
-    assert torch.equal(z.conj().to("neuron").cpu(), z.conj())     # cpu -> neuron
+    assert torch.equal(d.conj().clone().cpu(), z.conj())  # neuron -> neuron
+    assert torch.equal(z.conj().to("neuron").cpu(), z.conj())  # cpu -> neuron
     x = torch.arange(4.0)
     assert torch.equal(torch._neg_view(x.to("neuron")).cpu(), -x)

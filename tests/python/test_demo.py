@@ -10,8 +10,9 @@ EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_mlp.
 
 
 def test_demo_losses_match_cpu():
-    result = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "20"], capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--steps", "20"], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert len(rows) == 20

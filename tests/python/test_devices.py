@@ -4,7 +4,6 @@ import os
 
 import pytest
 import torch
-
 from conftest import run_python
 
 

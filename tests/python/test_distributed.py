@@ -1,8 +1,8 @@
 """The `neuron` c10d backend, `vtrn run`, and topology-checked collectives."""
 
 import os
-import re
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -13,8 +13,13 @@ RUNTIME_ERROR = "failed (2) to init a collective algorithm. reason: no_hier no_m
 
 
 def vtrn_run(*args, env=None, timeout=110):
-    return subprocess.run([sys.executable, "-m", "vtrn.cli", "run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "vtrn.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_every_collective_on_four_processes():
@@ -36,8 +41,12 @@ def test_ddp_and_fsdp2_losses_match_the_cpu_run(mode):
 
 @pytest.mark.parametrize("rank", [0, 63])
 def test_64_rank_world_checks_the_seed_meshes(rank):
-    result = subprocess.run([sys.executable, str(SCRIPTS / "mesh64.py"), str(rank)], capture_output=True, text=True,
-                            timeout=110)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mesh64.py"), str(rank)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     lines = dict(line.split(": ", 1) for line in result.stdout.strip().splitlines())
     assert lines["TP1 x FSDP64"] == "ok"
@@ -60,16 +69,34 @@ def test_cpu_tensor_to_a_neuron_collective_is_refused():
 
 def test_two_processes_on_one_core_are_refused():
     env = dict(os.environ, NEURON_RT_VISIBLE_CORES="5")
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             str(SCRIPTS / "misuse.py"), "same-core"], capture_output=True, text=True, timeout=110,
-                            env=env)
-    assert "ranks 0 and 1 both run on logical core 5 of node 0" in result.stdout, result.stdout + result.stderr[-3000:]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(SCRIPTS / "misuse.py"),
+            "same-core",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=env,
+    )
+    assert "ranks 0 and 1 both run on logical core 5 of node 0" in result.stdout, (
+        result.stdout + result.stderr[-3000:]
+    )
 
 
 def test_world_that_does_not_fit_the_instance_is_refused():
     result = vtrn_run("--nproc-per-node", "65", str(SCRIPTS / "misuse.py"), "x")
     assert result.returncode == 2
-    assert "--nproc-per-node 65 does not fit: trn2.48xlarge has 64 logical cores per node" in result.stderr
+    assert (
+        "--nproc-per-node 65 does not fit: trn2.48xlarge has 64 logical cores per node"
+        in result.stderr
+    )
     result = vtrn_run("--lnc", "1", "--nproc-per-node", "129", str(SCRIPTS / "misuse.py"), "x")
     assert "has 128 logical cores per node" in result.stderr
 
@@ -82,10 +109,24 @@ def test_two_nodes_on_one_host_rendezvous_like_torchrun():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    common = ["--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--nproc-per-node", "2",
-              str(SCRIPTS / "collectives.py")]
-    launchers = [subprocess.Popen([sys.executable, "-m", "vtrn.cli", "run", "--node-rank", str(node), *common],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
+    common = [
+        "--nnodes",
+        "2",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--nproc-per-node",
+        "2",
+        str(SCRIPTS / "collectives.py"),
+    ]
+    launchers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "vtrn.cli", "run", "--node-rank", str(node), *common],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for node in (0, 1)
+    ]
     outputs = [p.communicate(timeout=110) for p in launchers]
     assert all(p.returncode == 0 for p in launchers), [err[-3000:] for _, err in outputs]
     ranks = sorted(r for out, _ in outputs for r in re.findall(r"rank (\d) OK", out))

@@ -5,7 +5,6 @@ import warnings
 
 import pytest
 import torch
-
 from conftest import run_python
 
 
@@ -13,7 +12,9 @@ def test_float64_is_computed_as_float32_and_stored_as_float64():
     x64 = torch.tensor([1.0 + 1e-10, 2.0 / 3.0, 1e-45, 123456789.123456789], dtype=torch.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = torch.sin(x64.to("neuron")) + 1e-12 * 0  # float64 is not lowered: the fallback runs both
+        out = (
+            torch.sin(x64.to("neuron")) + 1e-12 * 0
+        )  # float64 is not lowered: the fallback runs both
         diff = (x64.to("neuron") - 1.0).cpu()
     got = out.cpu()
     assert got.dtype == torch.float64
@@ -51,7 +52,9 @@ def test_float64_warns_once_per_process():
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
 def test_fp8_requires_trainium3(dtype):
-    with pytest.raises(RuntimeError, match="FP8 requires Trainium3: .* cannot be created on trn2.48xlarge, LNC2"):
+    with pytest.raises(
+        RuntimeError, match="FP8 requires Trainium3: .* cannot be created on trn2.48xlarge, LNC2"
+    ):
         torch.empty(4, dtype=dtype, device="neuron")
     with pytest.raises(RuntimeError, match="FP8 requires Trainium3"):
         torch.ones(4).to(dtype).to("neuron")
@@ -72,8 +75,18 @@ def test_fp8_works_on_trn3():
 
 
 def test_native_dtypes_are_supported():
-    for dtype in [torch.bfloat16, torch.float16, torch.float32, torch.complex64, torch.int8, torch.int16,
-                  torch.int32, torch.int64, torch.uint8, torch.bool]:
+    for dtype in [
+        torch.bfloat16,
+        torch.float16,
+        torch.float32,
+        torch.complex64,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
+    ]:
         t = torch.zeros(2, dtype=dtype, device="neuron")
         assert t.dtype == dtype
 

@@ -14,10 +14,9 @@ import sys
 
 import pytest
 import torch
+from conftest import run_python
 
 import vtrn
-
-from conftest import run_python
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -26,7 +25,10 @@ import llama_step  # noqa: E402
 STEPS = 10
 # torch.testing.assert_close's defaults for each dtype. The losses themselves are float32
 # (cross-entropy upcasts the logits), so the model's dtype picks the tolerance explicitly.
-TOLERANCE = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-5)}
+TOLERANCE = {
+    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
+    torch.bfloat16: dict(rtol=1.6e-2, atol=1e-5),
+}
 AEE = "TORCH_NEURONX_ENABLE_CONCATENATION"
 CACHE = "TORCH_NEURONX_NEFF_CACHE_DIR"
 HLO_CACHE = "TORCH_NEURONX_HLO_CACHE_DIR"
@@ -34,13 +36,20 @@ HLO_CACHE = "TORCH_NEURONX_HLO_CACHE_DIR"
 
 def assert_no_fallbacks(fallbacks, what):
     if fallbacks:
-        pytest.fail(f"{what}: {len(fallbacks)} ops fell back to the CPU: {', '.join(fallbacks)}", pytrace=False)
+        pytest.fail(
+            f"{what}: {len(fallbacks)} ops fell back to the CPU: {', '.join(fallbacks)}",
+            pytrace=False,
+        )
 
 
 def assert_losses_match(neuron, cpu, dtype, what):
     assert len(neuron) == len(cpu) == STEPS, what
-    torch.testing.assert_close(torch.tensor(neuron), torch.tensor(cpu), **TOLERANCE[dtype],
-                               msg=lambda m: f"{what}: neuron losses {neuron} against cpu {cpu}\n{m}")
+    torch.testing.assert_close(
+        torch.tensor(neuron),
+        torch.tensor(cpu),
+        **TOLERANCE[dtype],
+        msg=lambda m: f"{what}: neuron losses {neuron} against cpu {cpu}\n{m}",
+    )
 
 
 @pytest.mark.parametrize("optimizer", llama_step.OPTIMIZERS)
@@ -95,7 +104,9 @@ def run_step(cache_dir, passes=1, aee=False, dtype="float32", **kwargs):
     if aee:
         env[AEE] = "1"
     kwargs = {"device": "neuron", "steps": 3, **kwargs}
-    code = RUNNER.format(examples=str(EXAMPLES), passes=passes, kwargs=kwargs, dtype=dtype, hlo=str(hlo))
+    code = RUNNER.format(
+        examples=str(EXAMPLES), passes=passes, kwargs=kwargs, dtype=dtype, hlo=str(hlo)
+    )
     proc = run_python(code, env=env, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -120,12 +131,21 @@ def delta(after, before):
     return {key: after[key] - before[key] for key in after if isinstance(after[key], (int, float))}
 
 
-METRIC_KEYS = {"compiles", "memory_cache_hits", "disk_cache_hits", "executed_kernels", "fused_groups",
-               "fallbacks", "modeled_device_time_us"}
+METRIC_KEYS = {
+    "compiles",
+    "memory_cache_hits",
+    "disk_cache_hits",
+    "executed_kernels",
+    "fused_groups",
+    "fallbacks",
+    "modeled_device_time_us",
+}
 
 
 def test_metrics_api():
-    assert hasattr(vtrn, "metrics") and hasattr(vtrn, "reset_metrics"), "vtrn.metrics() / reset_metrics() missing"
+    assert hasattr(vtrn, "metrics") and hasattr(vtrn, "reset_metrics"), (
+        "vtrn.metrics() / reset_metrics() missing"
+    )
     assert METRIC_KEYS <= set(vtrn.metrics())
     x = torch.ones(16, device="neuron")
     vtrn.reset_metrics()
@@ -148,8 +168,9 @@ def test_compile_cache_persists_across_processes_and_compiles_new_shapes_once(tm
 
     second = run_step(cache)
     m = delta(second["metrics"][1], second["metrics"][0])
-    assert m["compiles"] == 0, \
+    assert m["compiles"] == 0, (
         f"a second process with the same cache compiled again: {m}; compiled:\n  {compiled_in(second, cache, 0)}"
+    )
     assert m["disk_cache_hits"] > 0, m
     assert second["passes"] == first["passes"], "same kernels, same data: same losses"
 
@@ -160,15 +181,19 @@ def test_compile_cache_persists_across_processes_and_compiles_new_shapes_once(tm
     m1, m2 = delta(pass1, before), delta(pass2, pass1)
     assert m1["compiles"] > 0, f"a new shape did not compile: {m1}"
     assert m1["disk_cache_hits"] > 0, f"shape-independent kernels were not found on disk: {m1}"
-    assert m2["compiles"] == 0, (f"the second pass over the same shapes compiled again: pass 1 {m1}, pass 2 {m2}; "
-                                 f"compiled in pass 2:\n  {compiled_in(third, cache, 1)}")
+    assert m2["compiles"] == 0, (
+        f"the second pass over the same shapes compiled again: pass 1 {m1}, pass 2 {m2}; "
+        f"compiled in pass 2:\n  {compiled_in(third, cache, 1)}"
+    )
     assert m2["memory_cache_hits"] > 0 and m2["executed_kernels"] > 0, m2
     assert third["passes"][0] == third["passes"][1], "the same run twice in one process differs"
 
 
 def test_adaptive_eager_execution_fuses_and_matches_cpu(tmp_path):
     cpu = llama_step.train("cpu", torch.bfloat16, STEPS, "foreach")
-    result = run_step(tmp_path / "neff-cache", aee=True, dtype="bfloat16", steps=STEPS, optimizer="foreach")
+    result = run_step(
+        tmp_path / "neff-cache", aee=True, dtype="bfloat16", steps=STEPS, optimizer="foreach"
+    )
     assert_no_fallbacks(result["fallbacks"], "AEE on, bfloat16 AdamW(foreach)")
     assert_losses_match(result["passes"][0], cpu, torch.bfloat16, "AEE on, bfloat16 AdamW(foreach)")
     m = delta(result["metrics"][1], result["metrics"][0])

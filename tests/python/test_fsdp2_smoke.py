@@ -47,5 +47,9 @@ def test_fsdp2_shards_and_unshards_on_neuron():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
-    assert lines == ["freed after forward: True", "forward matches: True", "grads match: True",
-                     "second forward matches: True"], result.stdout
+    assert lines == [
+        "freed after forward: True",
+        "forward matches: True",
+        "grads match: True",
+        "second forward matches: True",
+    ], result.stdout

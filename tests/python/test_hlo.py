@@ -18,6 +18,7 @@ def private_cache(tmp_path_factory, monkeypatch):
     """Every test (and every `vtrn hlo` it starts) uses its own compile cache, not /tmp/neff_cache."""
     monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path_factory.mktemp("neff")))
 
+
 CHAIN = """
 func.func @main(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> tensor<64x32xf32> {
   %0 = stablehlo.multiply %x, %y : tensor<64x32xf32>
@@ -41,8 +42,14 @@ module @jit_f {
 
 
 def cli(*args, env=None, preexec_fn=None):
-    return subprocess.run([sys.executable, "-m", "vtrn.hlo_cli", *args], capture_output=True, text=True, env=env, timeout=120,
-                          preexec_fn=preexec_fn)
+    return subprocess.run(
+        [sys.executable, "-m", "vtrn.hlo_cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=preexec_fn,
+    )
 
 
 def test_parse_round_trip_and_errors():
@@ -104,11 +111,21 @@ def test_cli_compiles_runs_and_hits_the_disk_cache(tmp_path):
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", x * 2)
     env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path / "neff"))
-    first = cli(str(mlir), "--run", "--inputs", f"{tmp_path / 'x.npy'},{tmp_path / 'y.npy'}", "--outputs", str(tmp_path / "out"), env=env)
+    first = cli(
+        str(mlir),
+        "--run",
+        "--inputs",
+        f"{tmp_path / 'x.npy'},{tmp_path / 'y.npy'}",
+        "--outputs",
+        str(tmp_path / "out"),
+        env=env,
+    )
     assert first.returncode == 0, first.stderr
     assert "miss (compiled)" in first.stdout and "fusion.0" in first.stdout
     out = np.load(tmp_path / "out" / "out0.npy")
-    np.testing.assert_allclose(out, -np.tanh(x.astype(np.float64) * (2 * x) + x - 0.5), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out, -np.tanh(x.astype(np.float64) * (2 * x) + x - 0.5), rtol=1e-5, atol=1e-6
+    )
     second = cli(str(mlir), env=env)
     assert second.returncode == 0 and "hit (disk)" in second.stdout, second.stdout
 
@@ -139,9 +156,18 @@ def test_cli_rejects_input_dtypes_instead_of_converting(tmp_path):
     np.save(tmp_path / "a.npy", np.ones((64, 32), np.int32))
     np.save(tmp_path / "b.npy", np.ones((64, 32), np.float64))
     np.save(tmp_path / "f.npy", np.ones((64, 32), np.float32))
-    for bad, dtype, i, inputs in (("a.npy", "int32", 0, "a.npy,f.npy"), ("b.npy", "float64", 1, "f.npy,b.npy")):
-        r = cli(str(mlir), "--run", "--inputs", ",".join(str(tmp_path / p) for p in inputs.split(",")),
-                "--outputs", str(tmp_path / "out"))
+    for bad, dtype, i, inputs in (
+        ("a.npy", "int32", 0, "a.npy,f.npy"),
+        ("b.npy", "float64", 1, "f.npy,b.npy"),
+    ):
+        r = cli(
+            str(mlir),
+            "--run",
+            "--inputs",
+            ",".join(str(tmp_path / p) for p in inputs.split(",")),
+            "--outputs",
+            str(tmp_path / "out"),
+        )
         assert r.returncode == 2, r.stdout + r.stderr
         assert f"input {i} ({tmp_path / bad}) has dtype {dtype}, expected f32" in r.stderr
         assert "Traceback" not in r.stderr
@@ -172,6 +198,7 @@ def test_cli_output_larger_than_memory_is_exit_2_before_allocating(tmp_path):
 
 def _limit_address_space():
     import resource
+
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
 

@@ -2,9 +2,7 @@
 
 import os
 
-import pytest
 import torch
-
 from conftest import run_python
 
 MiB = 1 << 20
@@ -27,9 +25,17 @@ def test_stats_use_cuda_key_names_and_are_exact():
     a = torch.empty(MiB // 4, device="neuron")  # 1 MiB
     b = torch.empty(3 * MiB // 4, device="neuron")  # 3 MiB
     stats = torch.neuron.memory_stats()
-    for key in ["allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.current",
-                "active_bytes.all.current", "requested_bytes.all.current", "allocation.all.current",
-                "segment.all.current", "num_ooms", "num_alloc_retries"]:
+    for key in [
+        "allocated_bytes.all.current",
+        "allocated_bytes.all.peak",
+        "reserved_bytes.all.current",
+        "active_bytes.all.current",
+        "requested_bytes.all.current",
+        "allocation.all.current",
+        "segment.all.current",
+        "num_ooms",
+        "num_alloc_retries",
+    ]:
         assert key in stats, key
     assert torch.neuron.memory_allocated() == base + 4 * MiB
     del b
@@ -77,9 +83,11 @@ def test_oom_is_cuda_style_and_leaves_the_process_usable():
     )
     assert result.returncode == 0, result.stderr
     oom = next(line for line in result.stdout.splitlines() if line.startswith("OOM:"))
-    assert ("neuron out of memory. Tried to allocate 32.00 MiB. neuron:3 (logical core 3 of trn2.48xlarge, "
-            "LNC2) has a total capacity of 64.00 MiB of which 24.00 MiB is free. Of the allocated memory "
-            "40.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.") in oom
+    assert (
+        "neuron out of memory. Tried to allocate 32.00 MiB. neuron:3 (logical core 3 of trn2.48xlarge, "
+        "LNC2) has a total capacity of 64.00 MiB of which 24.00 MiB is free. Of the allocated memory "
+        "40.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."
+    ) in oom
     assert "after: [3.0, 3.0, 3.0, 3.0]" in result.stdout
 
 

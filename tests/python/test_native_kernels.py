@@ -37,9 +37,9 @@ def test_views_alias_device_storage():
     v = base.view(24)
     s = base.as_strided((2, 2), (6, 1), 7)
     t = base.t()
-    v[3:5].fill_(1.0)      # elements (0,3), (0,4)
-    s.fill_(2.0)           # elements (1,1), (1,2), (2,1), (2,2)
-    t[5, 3] = 7.0          # element (3,5)
+    v[3:5].fill_(1.0)  # elements (0,3), (0,4)
+    s.fill_(2.0)  # elements (1,1), (1,2), (2,1), (2,2)
+    t[5, 3] = 7.0  # element (3,5)
     expected = torch.zeros(4, 6)
     expected.view(24)[3:5] = 1.0
     expected.as_strided((2, 2), (6, 1), 7).fill_(2.0)
@@ -71,14 +71,27 @@ def test_set_variants():
     assert c.cpu().tolist() == [[2.0, 4.0], [3.0, 5.0]]
 
 
-@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.int64, torch.float16, torch.bfloat16,
-                                   torch.float32, torch.complex64], ids=str)
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.bool,
+        torch.int8,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.complex64,
+    ],
+    ids=str,
+)
 def test_fill_zero_and_item_match_cpu(dtype):
     value = True if dtype == torch.bool else 3
     cpu = torch.empty(3, 5, dtype=dtype).fill_(value)
     dev = torch.empty(3, 5, dtype=dtype, device="neuron").fill_(value)
     assert torch.equal(dev.cpu(), cpu)
-    dev_t = torch.empty(2, dtype=dtype, device="neuron").fill_(torch.tensor(value, dtype=dtype, device="neuron"))
+    dev_t = torch.empty(2, dtype=dtype, device="neuron").fill_(
+        torch.tensor(value, dtype=dtype, device="neuron")
+    )
     assert torch.equal(dev_t.cpu(), torch.full((2,), value, dtype=dtype))
     assert dev[1, 2].item() == cpu[1, 2].item()
     dev.zero_()
@@ -110,8 +123,15 @@ def test_minimum_set_runs_natively(clean_tracking):
     torch.empty_strided((2, 2), (1, 2), device="neuron")
     assert vtrn.get_fallback_ops() == []
     executed = set(vtrn.get_executed_ops())
-    for op in ["aten::empty.memory_format", "aten::fill_.Scalar", "aten::zero_", "aten::view",
-               "aten::as_strided", "aten::_copy_from", "aten::_local_scalar_dense",
-               "aten::empty_strided"]:
+    for op in [
+        "aten::empty.memory_format",
+        "aten::fill_.Scalar",
+        "aten::zero_",
+        "aten::view",
+        "aten::as_strided",
+        "aten::_copy_from",
+        "aten::_local_scalar_dense",
+        "aten::empty_strided",
+    ]:
         assert op in executed, (op, executed)
     assert executed <= NATIVE, executed - NATIVE

@@ -23,12 +23,11 @@ import collections
 import json
 import os
 
+import opinfo_parity as P
 import pytest
 import torch
 
 import vtrn
-
-import opinfo_parity as P
 
 REGISTRY = P.native_registry()
 if REGISTRY is None:
@@ -76,9 +75,7 @@ class ParityReport:
         for (oid, _), status in self.pairs.items():
             ops[oid].add(status)
         counts = collections.Counter(self.pairs.values())
-        n_samples = collections.Counter(
-            r.status for rs in self.samples.values() for r in rs
-        )
+        n_samples = collections.Counter(r.status for rs in self.samples.values() for r in rs)
         n_backward = sum(r.backward_checked for rs in self.samples.values() for r in rs)
         out.append(
             f"OpInfo ops: {sum(s == {'pass'} for s in ops.values())} passed, "
@@ -97,7 +94,9 @@ class ParityReport:
         for name, status in sorted(self.extra.items()):
             out.append(f"non-OpInfo check {name}: {status}")
 
-        failed = [(k, r) for k, rs in sorted(self.samples.items()) for r in rs if r.status == "fail"]
+        failed = [
+            (k, r) for k, rs in sorted(self.samples.items()) for r in rs if r.status == "fail"
+        ]
         if failed:
             out.append("failures:")
             for (oid, dt), r in failed:
@@ -119,7 +118,7 @@ class ParityReport:
 
         # Ops the registry claims as native for a dtype that still fell back on some sample.
         claimed_fallbacks = collections.defaultdict(set)
-        for (oid, dt), rs in self.samples.items():
+        for (_oid, dt), rs in self.samples.items():
             for r in rs:
                 for f in set(r.forward_fallbacks) | set(r.backward_fallbacks):
                     entry = REGISTRY.get(f)
@@ -132,7 +131,7 @@ class ParityReport:
                 out.append(f"  {f} ({len(descs)} samples): " + "; ".join(examples))
 
         skips = collections.Counter()
-        for (oid, dt), rs in self.samples.items():
+        for (_oid, _dt), rs in self.samples.items():
             for r in rs:
                 if r.status == "skip":
                     skips[(oid, r.reason)] += 1
@@ -161,7 +160,8 @@ class ParityReport:
                 out.append(f"  {oid}: {', '.join(dts)} ({reason})")
         kinds = collections.Counter(kind for _, kind in REGISTRY.values())
         out.append(
-            "registry: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            "registry: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             + f" native ops; OpInfos selected for kinds: {', '.join(P.KINDS)}"
         )
         if self.unreached:
@@ -211,9 +211,7 @@ def _parity_report(request):
     yield REPORT
 
 
-@pytest.mark.parametrize(
-    "oid,dtype", PAIRS, ids=[f"{oid}-{_dt(dtype)}" for oid, dtype in PAIRS]
-)
+@pytest.mark.parametrize("oid,dtype", PAIRS, ids=[f"{oid}-{_dt(dtype)}" for oid, dtype in PAIRS])
 def test_parity(oid, dtype):
     op = SELECTION.ops[oid]
     backward = P.wants_backward(op, dtype)
@@ -244,13 +242,14 @@ FUSED_OPTIMIZERS = {"_fused_adam_": torch.optim.Adam, "_fused_adamw_": torch.opt
 
 def _fused_cases():
     cases = []
-    for kernel, optim in FUSED_OPTIMIZERS.items():
+    for kernel, _optim in FUSED_OPTIMIZERS.items():
         claimed = set()
         for name, (dtypes, kind) in REGISTRY.items():
             if P.base_name(name) == kernel and kind in P.KINDS:
                 claimed |= dtypes
-        cases += [(kernel, d) for d in (torch.float32, torch.bfloat16, torch.float16)
-                  if _dt(d) in claimed]
+        cases += [
+            (kernel, d) for d in (torch.float32, torch.bfloat16, torch.float16) if _dt(d) in claimed
+        ]
     return cases
 
 

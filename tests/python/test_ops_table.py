@@ -41,10 +41,20 @@ def test_docs_ops_md_is_up_to_date():
     assert result.returncode == 0, result.stderr
     current = DOC.read_text() if DOC.exists() else ""
     if current != result.stdout:
-        diff = list(difflib.unified_diff(current.splitlines(), result.stdout.splitlines(), "docs/ops.md",
-                                         "vtrn ops --markdown", lineterm="", n=0))
-        raise AssertionError(f"docs/ops.md is out of date; regenerate it from the repository root with "
-                             f"`{ops_cli.REGENERATE}`. Differences:\n" + "\n".join(diff[:40]))
+        diff = list(
+            difflib.unified_diff(
+                current.splitlines(),
+                result.stdout.splitlines(),
+                "docs/ops.md",
+                "vtrn ops --markdown",
+                lineterm="",
+                n=0,
+            )
+        )
+        raise AssertionError(
+            f"docs/ops.md is out of date; regenerate it from the repository root with "
+            f"`{ops_cli.REGENERATE}`. Differences:\n" + "\n".join(diff[:40])
+        )
 
 
 def test_native_rows_are_real_aten_ops_with_known_dtypes():
@@ -57,8 +67,11 @@ def test_native_rows_are_real_aten_ops_with_known_dtypes():
             torch._C._dispatch_find_schema_or_throw("aten::" + base, overload)
         except RuntimeError:
             unknown.append(r.name)
-        if r.kind not in ("lowered", "runtime") or not r.dtypes or not all(
-                isinstance(getattr(torch, d, None), torch.dtype) for d in r.dtypes):
+        if (
+            r.kind not in ("lowered", "runtime")
+            or not r.dtypes
+            or not all(isinstance(getattr(torch, d, None), torch.dtype) for d in r.dtypes)
+        ):
             bad.append(r)
     assert not unknown, f"vtrn._C._native_ops() names ops that ATen does not have: {unknown}"
     assert not bad, f"native rows with a bad kind or dtype list: {bad}"
@@ -66,7 +79,9 @@ def test_native_rows_are_real_aten_ops_with_known_dtypes():
 
 def test_every_neuron_kernel_is_listed_by_native_ops():
     unlisted = [r.name for r in ops_cli.ops_table() if ops_cli.NOT_LISTED in r.dtypes]
-    assert not unlisted, f"ops with a neuron (PrivateUse1) kernel missing from vtrn._C._native_ops(): {unlisted}"
+    assert not unlisted, (
+        f"ops with a neuron (PrivateUse1) kernel missing from vtrn._C._native_ops(): {unlisted}"
+    )
 
 
 def test_fallback_and_composite_match_the_dispatcher():
@@ -75,8 +90,11 @@ def test_fallback_and_composite_match_the_dispatcher():
     for r in ops_cli.ops_table():
         if r.status == "native":
             continue
-        entry = next(line for line in torch._C._dispatch_dump_table("aten::" + r.name).splitlines()
-                     if line.startswith("PrivateUse1:"))
+        entry = next(
+            line
+            for line in torch._C._dispatch_dump_table("aten::" + r.name).splitlines()
+            if line.startswith("PrivateUse1:")
+        )
         if ("[backend fallback]" in entry) != (r.status == "fallback"):
             wrong.append((r.name, r.status, entry))
     assert not wrong, wrong[:10]
@@ -84,9 +102,13 @@ def test_fallback_and_composite_match_the_dispatcher():
 
 def test_an_op_listed_as_fallback_falls_back_on_neuron(clean_tracking):
     rows = rows_by_name()
-    name, fn = next(((n, f) for n, f in FALLBACK_CANDIDATES if rows.get(n) and rows[n].status == "fallback"),
-                    (None, None))
-    assert name, f"none of {[n for n, _ in FALLBACK_CANDIDATES]} is a fallback any more; add one that is"
+    name, fn = next(
+        ((n, f) for n, f in FALLBACK_CANDIDATES if rows.get(n) and rows[n].status == "fallback"),
+        (None, None),
+    )
+    assert name, (
+        f"none of {[n for n, _ in FALLBACK_CANDIDATES]} is a fallback any more; add one that is"
+    )
     x = torch.linspace(0.25, 3.0, 12)
     out = fn(x.to("neuron"))
     assert f"aten::{name}" in vtrn.get_fallback_ops(), (name, vtrn.get_fallback_ops())
@@ -129,5 +151,5 @@ def test_default_table_lists_every_op_aligned():
     rows = ops_cli.ops_table()
     assert len(lines) == len(rows)
     column = header.index("status")
-    assert all(line[column - 2:column] == "  " and line[column] != " " for line in lines)
+    assert all(line[column - 2 : column] == "  " and line[column] != " " for line in lines)
     assert {line.split()[1] for line in lines} == {"native", "fallback", "composite"}

@@ -11,11 +11,27 @@ import pytest
 
 pytest.importorskip("vtrn._plan")
 
-from vtrn import _plan  # noqa: E402
 from vtrn.cli import main  # noqa: E402
 
-REQUIRED = {"mesh_shape", "mesh_axes", "pp", "replicate", "shard", "tp", "micro_batch", "checkpointing", "fits",
-            "routable", "memory_bytes", "step_time_s", "tokens_per_second", "mfu", "limiting_resource"}
+from vtrn import _plan  # noqa: E402
+
+REQUIRED = {
+    "mesh_shape",
+    "mesh_axes",
+    "pp",
+    "replicate",
+    "shard",
+    "tp",
+    "micro_batch",
+    "checkpointing",
+    "fits",
+    "routable",
+    "memory_bytes",
+    "step_time_s",
+    "tokens_per_second",
+    "mfu",
+    "limiting_resource",
+}
 
 
 def run(capsys, *argv):
@@ -37,7 +53,9 @@ def test_presets_have_published_sizes():
 
 
 def test_seed_small_model_one_node_fsdp64(capsys):
-    rc, layouts, _ = plan_json(capsys, "--model", "llama2-7b", "--nodes", "1", "--seq", "2048", "--global-batch", "512")
+    rc, layouts, _ = plan_json(
+        capsys, "--model", "llama2-7b", "--nodes", "1", "--seq", "2048", "--global-batch", "512"
+    )
     assert rc == 0
     best = layouts[0]
     assert REQUIRED <= set(best)
@@ -46,7 +64,16 @@ def test_seed_small_model_one_node_fsdp64(capsys):
     mem = best["memory_bytes"]
     assert mem["budget"] == 24 * 2**30  # 96 GiB per chip / 4 logical cores at LNC2
     assert mem["total"] <= mem["budget"]
-    assert {"parameters", "gradients", "optimizer", "gathered", "activations", "logits", "runtime", "total"} <= set(mem)
+    assert {
+        "parameters",
+        "gradients",
+        "optimizer",
+        "gathered",
+        "activations",
+        "logits",
+        "runtime",
+        "total",
+    } <= set(mem)
     # tokens per second = 512 sequences x 2048 tokens / step time
     assert best["tokens_per_second"] == pytest.approx(512 * 2048 / best["step_time_s"])
     rates = [d["tokens_per_second"] for d in layouts]
@@ -54,20 +81,44 @@ def test_seed_small_model_one_node_fsdp64(capsys):
 
 
 def test_seed_70b_four_nodes_tp4_fsdp64(capsys):
-    rc, layouts, _ = plan_json(capsys, "--model", "llama3-70b", "--nodes", "4", "--seq", "2048",
-                               "--global-batch", "1024", "--top", "3")
+    rc, layouts, _ = plan_json(
+        capsys,
+        "--model",
+        "llama3-70b",
+        "--nodes",
+        "4",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "1024",
+        "--top",
+        "3",
+    )
     assert rc == 0 and len(layouts) == 3
     assert layouts[0]["mesh_shape"] == [64, 4] and layouts[0]["mesh_axes"] == ["shard", "tp"]
 
 
 def test_seed_hsdp_when_adding_nodes(capsys):
-    rc, layouts, _ = plan_json(capsys, "--model", "llama2-7b", "--nodes", "4", "--seq", "2048", "--global-batch", "512")
+    rc, layouts, _ = plan_json(
+        capsys, "--model", "llama2-7b", "--nodes", "4", "--seq", "2048", "--global-batch", "512"
+    )
     assert rc == 0
     assert layouts[0]["mesh_shape"] == [4, 64] and layouts[0]["mesh_axes"] == ["replicate", "shard"]
 
 
 def test_table_code_and_reason(capsys):
-    rc, out, _ = run(capsys, "plan", "--model", "qwen3-32b", "--seq", "2048", "--global-batch", "512", "--top", "5")
+    rc, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "qwen3-32b",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "512",
+        "--top",
+        "5",
+    )
     assert rc == 0
     assert "TP4 x FSDP16" in out
     assert 'init_device_mesh("neuron", (16, 4), mesh_dim_names=("shard", "tp"))' in out
@@ -78,8 +129,19 @@ def test_table_code_and_reason(capsys):
 
 def test_layout_evaluates_exactly_that_layout(capsys):
     # The seed's TP8 x FSDP8: the default mesh is not routable, the searched placement is.
-    rc, layouts, _ = plan_json(capsys, "--model", "llama2-13b", "--seq", "2048", "--global-batch", "512",
-                               "--layout", "pp=1,replicate=1,shard=8,tp=8", "--micro-batch", "1")
+    rc, layouts, _ = plan_json(
+        capsys,
+        "--model",
+        "llama2-13b",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "512",
+        "--layout",
+        "pp=1,replicate=1,shard=8,tp=8",
+        "--micro-batch",
+        "1",
+    )
     assert rc == 0
     d = layouts[0]
     assert (d["shard"], d["tp"], d["micro_batch"]) == (8, 8, 1)
@@ -88,36 +150,78 @@ def test_layout_evaluates_exactly_that_layout(capsys):
 
 
 def test_layout_without_placement_search_is_unroutable(capsys):
-    rc, layouts, _ = plan_json(capsys, "--model", "llama2-13b", "--seq", "2048", "--global-batch", "512",
-                               "--layout", "shard=8,tp=8", "--no-placement-search", "--checkpointing", "selective")
+    rc, layouts, _ = plan_json(
+        capsys,
+        "--model",
+        "llama2-13b",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "512",
+        "--layout",
+        "shard=8,tp=8",
+        "--no-placement-search",
+        "--checkpointing",
+        "selective",
+    )
     assert rc == 1
     assert not layouts[0]["routable"]
     assert layouts[0]["limiting_resource"] == "collective topology"
 
 
 def test_nothing_fits_says_why_and_what_would(capsys):
-    rc, out, _ = run(capsys, "plan", "--model", "llama3.1-405b", "--nodes", "1", "--seq", "2048", "--global-batch", "512")
+    rc, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama3.1-405b",
+        "--nodes",
+        "1",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "512",
+    )
     assert rc == 1
     assert "Nothing fits" in out and "nodes it fits" in out
 
 
 def test_json_model_file(tmp_path, capsys):
     path = tmp_path / "tiny.json"
-    path.write_text(json.dumps({"name": "tiny", "layers": 4, "hidden": 512, "heads": 8, "ffn": 2048,
-                                "activation": "gelu", "vocab": 1000}))
-    rc, layouts, _ = plan_json(capsys, "--model", str(path), "--seq", "512", "--global-batch", "64", "--top", "1")
+    path.write_text(
+        json.dumps(
+            {
+                "name": "tiny",
+                "layers": 4,
+                "hidden": 512,
+                "heads": 8,
+                "ffn": 2048,
+                "activation": "gelu",
+                "vocab": 1000,
+            }
+        )
+    )
+    rc, layouts, _ = plan_json(
+        capsys, "--model", str(path), "--seq", "512", "--global-batch", "64", "--top", "1"
+    )
     assert rc == 0 and layouts[0]["fits"]
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--model", "llama9-1t"], "llama3-70b"),  # unknown preset lists the known ones
-    (["--model", "llama2-7b", "--nodes", "0"], "at least one node"),
-    (["--model", "llama2-7b", "--global-batch", "100", "--layout", "shard=64"], "not divisible"),
-    (["--model", "llama2-7b", "--layout", "shard=32"], "has 32 ranks"),
-    (["--model", "llama2-7b", "--layout", "tp=64"], "does not divide the 32 attention heads"),
-    (["--model", "llama2-7b", "--seq", "0"], "sequence length 0"),
-    (["--model", "llama2-7b", "--out", "x.txt"], "SVG or PNG"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--model", "llama9-1t"], "llama3-70b"),  # unknown preset lists the known ones
+        (["--model", "llama2-7b", "--nodes", "0"], "at least one node"),
+        (
+            ["--model", "llama2-7b", "--global-batch", "100", "--layout", "shard=64"],
+            "not divisible",
+        ),
+        (["--model", "llama2-7b", "--layout", "shard=32"], "has 32 ranks"),
+        (["--model", "llama2-7b", "--layout", "tp=64"], "does not divide the 32 attention heads"),
+        (["--model", "llama2-7b", "--seq", "0"], "sequence length 0"),
+        (["--model", "llama2-7b", "--out", "x.txt"], "SVG or PNG"),
+    ],
+)
 def test_bad_input_exits_2(capsys, argv, needle):
     rc, _, err = run(capsys, "plan", *argv)
     assert rc == 2
@@ -136,8 +240,20 @@ def test_out_draws_the_breakdown(tmp_path, capsys, suffix):
     if suffix == "png":
         pytest.importorskip("PIL")
     path = tmp_path / f"plan.{suffix}"
-    rc, out, _ = run(capsys, "plan", "--model", "llama2-7b", "--seq", "2048", "--global-batch", "512",
-                     "--top", "4", "--out", str(path))
+    rc, out, _ = run(
+        capsys,
+        "plan",
+        "--model",
+        "llama2-7b",
+        "--seq",
+        "2048",
+        "--global-batch",
+        "512",
+        "--top",
+        "4",
+        "--out",
+        str(path),
+    )
     assert rc == 0 and path.exists() and path.stat().st_size > 0
     if suffix == "svg":
         text = path.read_text()

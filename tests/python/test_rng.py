@@ -1,10 +1,7 @@
 """The device generator: seeds, state, Philox offsets, and the native random kernels."""
 
-import math
-
 import pytest
 import torch
-
 from conftest import run_python
 
 

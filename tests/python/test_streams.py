@@ -4,9 +4,9 @@ import os
 
 import pytest
 import torch
+from conftest import run_python
 
 import vtrn
-from conftest import run_python
 
 SLOW = 0.3  # seconds of queued work that holds a stream
 
@@ -105,8 +105,11 @@ def test_record_stream_is_accepted():
 
 def test_queued_error_surfaces_at_the_next_sync_naming_the_op():
     vtrn._C._enqueue_failure(0, "device fault for testing")
-    with pytest.raises(RuntimeError, match=r"queued op 'vtrn::_fail' on neuron:0 stream 0 failed: device fault "
-                                           r"for testing"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"queued op 'vtrn::_fail' on neuron:0 stream 0 failed: device fault "
+        r"for testing",
+    ):
         torch.neuron.synchronize()
     # The error is reported once, and the device keeps working.
     torch.neuron.synchronize()

@@ -51,7 +51,9 @@ def test_mesh_exit_codes(capsys):
     assert "vtrn mesh --placement auto" in out
     rc, _, err = run(capsys, "mesh", "--shape", "8,4", "--names", "dp,tp")
     assert rc == 2 and "holds 32 ranks, but the world has 64" in err
-    rc, _, err = run(capsys, "mesh", "--shape", "16,4", "--names", "shard,tp", "--instance", "trn9.huge")
+    rc, _, err = run(
+        capsys, "mesh", "--shape", "16,4", "--names", "shard,tp", "--instance", "trn9.huge"
+    )
     assert rc == 2 and "unknown instance 'trn9.huge'" in err
     rc, _, err = run(capsys, "mesh", "--shape", "16,4", "--names", "shard,tp", "--lnc", "4")
     assert rc == 2 and "use LNC 1 or 2" in err
@@ -65,7 +67,12 @@ def test_mesh_json_fields(capsys):
     rc, out, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--json")
     assert rc == 3
     data = json.loads(out)
-    assert (data["world"], data["instance"], data["lnc"], data["nodes"]) == (64, "trn2.48xlarge", 2, 1)
+    assert (data["world"], data["instance"], data["lnc"], data["nodes"]) == (
+        64,
+        "trn2.48xlarge",
+        2,
+        1,
+    )
     dp, tp = data["axes"]
     assert dp["name"] == "dp" and dp["size"] == 8
     assert dp["groups"][0] == list(range(0, 57, 8))
@@ -74,19 +81,26 @@ def test_mesh_json_fields(capsys):
     assert tp["groups"][0] == list(range(8))
     # Sizes are byte counts; 64 KiB is Mesh, 16 MiB RDH, 256 MiB KangaRing (whole chips).
     assert {k: v["algorithm"] for k, v in tp["algorithms"].items()} == {
-        "65536": "Mesh", "16777216": "RDH", "268435456": "KangaRing"}
+        "65536": "Mesh",
+        "16777216": "RDH",
+        "268435456": "KangaRing",
+    }
     # TP8 [0..7] on chips 0 and 1 (whole chips, one 256e9 B/s link), 256 MiB all-reduce by
     # KangaRing, 2 * 4 / 2 - 1 = 3 steps, intra-chip stage folded (as model_test.cc):
     #   2 * (3 * 1.5e-6 + 1/2 * 268435456 / 256e9) = 2 * (4.5e-6 + 5.24288e-4) = 1.057576e-3
     assert tp["algorithms"]["268435456"]["seconds"] == pytest.approx(1.057576e-3, rel=1e-12)
     # 64 KiB all-reduce by Mesh: node 1.5e-6 + 1 hop * 1/2 * 65536 / 256e9 = 1.628e-6,
     #   chip 1.3e-6 + 3/4 * 65536 / 736e9 = 1.3e-6 + 6.678260869565e-8; twice the sum.
-    assert tp["algorithms"]["65536"]["seconds"] == pytest.approx(2 * (1.628e-6 + 1.3e-6 + 49152 / 736e9), rel=1e-12)
+    assert tp["algorithms"]["65536"]["seconds"] == pytest.approx(
+        2 * (1.628e-6 + 1.3e-6 + 49152 / 736e9), rel=1e-12
+    )
     assert "placement" not in data
 
 
 def test_mesh_auto_placement_json_and_file_round_trip(capsys, tmp_path):
-    rc, out, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json"
+    )
     assert rc == 0
     data = json.loads(out)
     assert all(axis["routable"] for axis in data["axes"])
@@ -96,12 +110,16 @@ def test_mesh_auto_placement_json_and_file_round_trip(capsys, tmp_path):
     # The JSON output is itself a placement file.
     path = tmp_path / "auto.json"
     path.write_text(out)
-    assert run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path))[0] == 0
+    assert (
+        run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path))[0] == 0
+    )
     # The seed's chip-pair mesh as a bare nested list.
     chip_pairs = [(0, 12), (1, 13), (2, 14), (3, 15), (4, 8), (5, 9), (6, 10), (7, 11)]
     seed = [[4 * chip + core for chip in pair for core in range(4)] for pair in chip_pairs]
     path.write_text(json.dumps(seed))
-    rc, out, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path), "--json")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path), "--json"
+    )
     assert rc == 0
     data = json.loads(out)
     assert data["axes"][1]["groups"][0] == [0, 1, 2, 3, 48, 49, 50, 51]
@@ -114,16 +132,30 @@ def test_mesh_placement_file_errors(capsys, tmp_path):
     twice[1][1] = 0
     path.write_text(json.dumps(twice))
     rc, _, err = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path))
-    assert rc == 2 and "rank 0 appears twice in the placement, at mesh positions (0, 0) and (1, 1)" in err
+    assert (
+        rc == 2
+        and "rank 0 appears twice in the placement, at mesh positions (0, 0) and (1, 1)" in err
+    )
     path.write_text(json.dumps([[0, 1]]))
     rc, _, err = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(path))
     assert rc == 2 and "should be a list of 8 entries" in err
-    rc, _, err = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", str(tmp_path / "none.json"))
+    rc, _, err = run(
+        capsys,
+        "mesh",
+        "--shape",
+        "8,8",
+        "--names",
+        "dp,tp",
+        "--placement",
+        str(tmp_path / "none.json"),
+    )
     assert rc == 2 and "cannot read placement file" in err
 
 
 def test_mesh_no_placement_found_exits_3(capsys):
-    rc, out, _ = run(capsys, "mesh", "--shape", "2,96", "--names", "dp,tp", "--nodes", "3", "--placement", "auto")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "2,96", "--names", "dp,tp", "--nodes", "3", "--placement", "auto"
+    )
     assert rc == 3
     assert "auto placement: none found" in out
 
@@ -152,15 +184,23 @@ def _stub_torch(rank):
     device_mesh.DeviceMesh = DeviceMesh
     torch.distributed = dist
     dist.device_mesh = device_mesh
-    modules = {"torch": torch, "torch.distributed": dist, "torch.distributed.device_mesh": device_mesh}
+    modules = {
+        "torch": torch,
+        "torch.distributed": dist,
+        "torch.distributed.device_mesh": device_mesh,
+    }
     return modules, calls
 
 
 def test_mesh_code_builds_the_seed_style_mesh(capsys, monkeypatch):
-    rc, code, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--code")
+    rc, code, _ = run(
+        capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--code"
+    )
     assert rc == 0
     assert "sort_ranks=False" in code and "DeviceMesh.from_group(" in code
-    rc, out, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json"
+    )
     data = json.loads(out)
     matrix = data["placement"]
     modules, calls = _stub_torch(rank=matrix[2][5])
@@ -205,19 +245,29 @@ def test_png_picture(capsys, tmp_path):
 
 
 def test_cli_does_not_import_torch():
-    code = ("import sys; from vtrn.cli import main; "
-            "rc = main(['mesh', '--shape', '8,8', '--names', 'dp,tp', '--placement', 'auto', '--json']); "
-            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    code = (
+        "import sys; from vtrn.cli import main; "
+        "rc = main(['mesh', '--shape', '8,8', '--names', 'dp,tp', '--placement', 'auto', '--json']); "
+        "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)"
+    )
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def test_console_script():
     # `make install` installs the console script; its absence is a failure, not a skip.
-    assert shutil.which("vtrn") is not None, "the vtrn console script is not on PATH; run `make install`"
-    proc = subprocess.run(["vtrn", "mesh", "--shape", "8,8", "--names", "dp,tp"], capture_output=True, text=True,
-                          timeout=60)
+    assert shutil.which("vtrn") is not None, (
+        "the vtrn console script is not on PATH; run `make install`"
+    )
+    proc = subprocess.run(
+        ["vtrn", "mesh", "--shape", "8,8", "--names", "dp,tp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 3 and NO_ALGORITHM in proc.stdout
 
 
@@ -225,23 +275,42 @@ def test_console_script():
     "argv, message",
     [
         # Node and world caps (topo::Cluster: 1..4096 nodes, 2^20 ranks).
-        (["topo", "--nodes", "100000000"], "nodes 100000000 is out of range: vtrn models 1 to 4096 nodes"),
+        (
+            ["topo", "--nodes", "100000000"],
+            "nodes 100000000 is out of range: vtrn models 1 to 4096 nodes",
+        ),
         (["topo", "--nodes", "3000000000"], "nodes 3000000000 is out of range"),
         (["topo", "--nodes", "0"], "nodes 0 is out of range"),
-        (["mesh", "--shape", "64", "--names", "shard", "--nodes", "100000000"], "nodes 100000000 is out of range"),
+        (
+            ["mesh", "--shape", "64", "--names", "shard", "--nodes", "100000000"],
+            "nodes 100000000 is out of range",
+        ),
         # Axis sizes too wide for a C++ int, and axes whose product overflows 64 bits
         # (64 * 536903681 * 536838145 = 2^64 + 64): each axis is checked against the world cap
         # first; the C++ product check behind it is tested through vtrn._model.
-        (["mesh", "--shape", "99999999999999999999", "--names", "shard"], "axis size 99999999999999999999 is outside"),
-        (["mesh", "--shape", "2147483648", "--names", "shard"], "axis size 2147483648 is outside 1..1048576"),
-        (["mesh", "--shape", "64,536903681,536838145", "--names", "shard,tp,dp"],
-         "axis size 536903681 is outside 1..1048576"),
+        (
+            ["mesh", "--shape", "99999999999999999999", "--names", "shard"],
+            "axis size 99999999999999999999 is outside",
+        ),
+        (
+            ["mesh", "--shape", "2147483648", "--names", "shard"],
+            "axis size 2147483648 is outside 1..1048576",
+        ),
+        (
+            ["mesh", "--shape", "64,536903681,536838145", "--names", "shard,tp,dp"],
+            "axis size 536903681 is outside 1..1048576",
+        ),
         (["mesh", "--shape", "64,0", "--names", "shard,tp"], "axis size 0 is outside"),
         # --lnc 0 is not "the default"; --sizes '' is not "the default sizes".
-        (["mesh", "--shape", "64", "--names", "shard", "--lnc", "0"], "--lnc 0 is not a Logical NeuronCore setting"),
+        (
+            ["mesh", "--shape", "64", "--names", "shard", "--lnc", "0"],
+            "--lnc 0 is not a Logical NeuronCore setting",
+        ),
         (["topo", "--lnc", "-1"], "--lnc -1 is not a Logical NeuronCore setting"),
-        (["mesh", "--shape", "64", "--names", "shard", "--lnc", "99999999999999999999"],
-         "LNC 99999999999999999999 is not a Logical NeuronCore setting"),
+        (
+            ["mesh", "--shape", "64", "--names", "shard", "--lnc", "99999999999999999999"],
+            "LNC 99999999999999999999 is not a Logical NeuronCore setting",
+        ),
         (["mesh", "--shape", "64", "--names", "shard", "--sizes", ""], "--sizes is empty"),
         (["mesh", "--shape", "64", "--names", "shard", "--sizes", "0"], "outside 1 B..1 TiB"),
         (["mesh", "--shape", "64", "--names", "shard", "--sizes", "9" * 400], "outside 1 B..1 TiB"),
@@ -274,7 +343,9 @@ def test_long_groups_are_abbreviated(capsys):
     assert "  [0, 4, 8, ..., 60] " in out
     assert "[1, 5, 9, 13" not in out
     # Only the first 4 of the 16 TP groups are listed, then a count.
-    assert "  [0, 1, 2, 3] " in out and "  [12, 13, 14, 15] " in out and "[16, 17, 18, 19]" not in out
+    assert (
+        "  [0, 1, 2, 3] " in out and "  [12, 13, 14, 15] " in out and "[16, 17, 18, 19]" not in out
+    )
     assert "  ... 12 more" in out
     rc, out, _ = run(capsys, "mesh", "--shape", "64", "--names", "shard")
     assert "  [0, 1, 2, ..., 63] " in out
@@ -283,16 +354,23 @@ def test_long_groups_are_abbreviated(capsys):
 def test_send_recv_and_broadcast_labels(capsys):
     # The pp axis runs send/recv: a point-to-point transfer, labelled P2P, not the all-gather's
     # Hierarchical algorithm. 16 MiB over EFA: 15e-6 + 16777216 / 25e9 = 6.8608864e-4.
-    rc, out, _ = run(capsys, "mesh", "--shape", "2,16,4", "--names", "pp,shard,tp", "--nodes", "2", "--json")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "2,16,4", "--names", "pp,shard,tp", "--nodes", "2", "--json"
+    )
     assert rc == 0
     pp = json.loads(out)["axes"][0]
     assert pp["collective"] == "send_recv"
     assert {v["algorithm"] for v in pp["algorithms"].values()} == {"P2P"}
     assert pp["algorithms"]["16777216"]["seconds"] == pytest.approx(6.8608864e-4, rel=1e-12)
     rc, out, _ = run(capsys, "mesh", "--shape", "2,16,4", "--names", "pp,shard,tp", "--nodes", "2")
-    assert "16 MiB: P2P" in out and "Hierarchical(-/" not in out.split("axis pp")[1].split("axis shard")[0]
+    assert (
+        "16 MiB: P2P" in out
+        and "Hierarchical(-/" not in out.split("axis pp")[1].split("axis shard")[0]
+    )
     # Broadcast is never modeled slower than all-reduce (min of a tree and scatter + all-gather).
-    rc, out, _ = run(capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json")
+    rc, out, _ = run(
+        capsys, "mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto", "--json"
+    )
     for axis in json.loads(out)["axes"]:
         for est in axis["algorithms"].values():
             by = est["seconds_by_collective"]

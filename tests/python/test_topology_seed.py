@@ -71,7 +71,12 @@ def test_seed_layout_table_tp4_fsdp_spanning_four_nodes():
     assert len(tp["groups"]) == 64 and all(len(_chips(g)) == 1 for g in tp["groups"])
     assert shard["groups"][0] == list(range(0, 256, 4))
     assert len(shard["groups"]) == 4
-    assert [len([r for r in shard["groups"][0] if r // 64 == node]) for node in range(4)] == [16, 16, 16, 16]
+    assert [len([r for r in shard["groups"][0] if r // 64 == node]) for node in range(4)] == [
+        16,
+        16,
+        16,
+        16,
+    ]
     assert report["routable"]
 
 
@@ -194,10 +199,14 @@ def test_out_of_range_integers_raise_value_error():
     # Caps (topo::Cluster): 1..4096 nodes, at most 2^20 ranks.
     assert (_model.MAX_NODES, _model.MAX_WORLD) == (4096, 1 << 20)
     for nodes in (0, 4097, 100_000_000, 3_000_000_000, 10**30):
-        with pytest.raises(ValueError, match=f"nodes {nodes} is out of range: vtrn models 1 to 4096 nodes"):
+        with pytest.raises(
+            ValueError, match=f"nodes {nodes} is out of range: vtrn models 1 to 4096 nodes"
+        ):
             _model.Cluster("trn2.48xlarge", 2, nodes)
     with pytest.raises(ValueError, match="LNC 1099511627776 is not a Logical NeuronCore setting"):
         _model.Cluster("trn2.48xlarge", 1 << 40, 1)
     # 64 * 536903681 * 536838145 = 2^64 + 64 would wrap a 64-bit product to the world of 64.
-    with pytest.raises(ValueError, match="holds more than 9223372036854775807 ranks, but the world has 64"):
+    with pytest.raises(
+        ValueError, match="holds more than 9223372036854775807 ranks, but the world has 64"
+    ):
         cluster().analyze_mesh([64, 536903681, 536838145], ["shard", "tp", "dp"])

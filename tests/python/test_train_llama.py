@@ -15,11 +15,19 @@ BF16_RTOL = 2**-7
 
 
 def losses(*args, launcher=True):
-    cmd = [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "8", str(EXAMPLE)] if launcher else \
-        [sys.executable, str(EXAMPLE)]
-    result = subprocess.run([*cmd, "--steps", str(STEPS), *args], capture_output=True, text=True, timeout=115)
+    cmd = (
+        [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "8", str(EXAMPLE)]
+        if launcher
+        else [sys.executable, str(EXAMPLE)]
+    )
+    result = subprocess.run(
+        [*cmd, "--steps", str(STEPS), *args], capture_output=True, text=True, timeout=115
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return {int(step): float(loss) for step, loss in re.findall(r"^step (\d+) loss (\S+)$", result.stdout, re.M)}
+    return {
+        int(step): float(loss)
+        for step, loss in re.findall(r"^step (\d+) loss (\S+)$", result.stdout, re.M)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +35,18 @@ def cpu_losses():
     return losses("--layout", "cpu", launcher=False)
 
 
-@pytest.mark.parametrize("layout", [["ddp8"], ["fsdp8"], ["hsdp2x4"], ["tp4-fsdp2"],
-                                    ["pp2-tp4", "--schedule", "gpipe"], ["pp2-tp4", "--schedule", "1f1b"]],
-                         ids=lambda a: "-".join(a).replace("--schedule-", ""))
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ["ddp8"],
+        ["fsdp8"],
+        ["hsdp2x4"],
+        ["tp4-fsdp2"],
+        ["pp2-tp4", "--schedule", "gpipe"],
+        ["pp2-tp4", "--schedule", "1f1b"],
+    ],
+    ids=lambda a: "-".join(a).replace("--schedule-", ""),
+)
 def test_layout_matches_the_cpu_run(layout, cpu_losses):
     got = losses("--layout", *layout)
     assert sorted(got) == list(range(STEPS)) == sorted(cpu_losses)

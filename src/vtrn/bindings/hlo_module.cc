@@ -24,20 +24,34 @@ namespace {
 
 const char* numpy_name(hlo::DType d) {
   switch (d) {
-    case hlo::DType::kPred: return "bool";
-    case hlo::DType::kI8: return "int8";
-    case hlo::DType::kI16: return "int16";
-    case hlo::DType::kI32: return "int32";
-    case hlo::DType::kI64: return "int64";
-    case hlo::DType::kU8: return "uint8";
-    case hlo::DType::kU16: return "uint16";
-    case hlo::DType::kU32: return "uint32";
-    case hlo::DType::kU64: return "uint64";
-    case hlo::DType::kF16: return "float16";
-    case hlo::DType::kBF16: return "uint16";
-    case hlo::DType::kF32: return "float32";
-    case hlo::DType::kF64: return "float64";
-    case hlo::DType::kC64: return "complex64";
+    case hlo::DType::kPred:
+      return "bool";
+    case hlo::DType::kI8:
+      return "int8";
+    case hlo::DType::kI16:
+      return "int16";
+    case hlo::DType::kI32:
+      return "int32";
+    case hlo::DType::kI64:
+      return "int64";
+    case hlo::DType::kU8:
+      return "uint8";
+    case hlo::DType::kU16:
+      return "uint16";
+    case hlo::DType::kU32:
+      return "uint32";
+    case hlo::DType::kU64:
+      return "uint64";
+    case hlo::DType::kF16:
+      return "float16";
+    case hlo::DType::kBF16:
+      return "uint16";
+    case hlo::DType::kF32:
+      return "float32";
+    case hlo::DType::kF64:
+      return "float64";
+    case hlo::DType::kC64:
+      return "complex64";
   }
   return "float32";
 }
@@ -52,7 +66,8 @@ hlo::Module parse(const std::string& text) {
 
 py::list shape_list(const std::vector<hlo::TensorType>& ts) {
   py::list l;
-  for (const auto& t : ts) l.append(py::make_tuple(std::string(hlo::dtype_name(t.dtype)), py::tuple(py::cast(t.dims))));
+  for (const auto& t : ts)
+    l.append(py::make_tuple(std::string(hlo::dtype_name(t.dtype)), py::tuple(py::cast(t.dims))));
   return l;
 }
 
@@ -64,7 +79,9 @@ py::dict info(const runtime::CacheResult& r) {
     if (k.kind == compiler::KernelKind::kConstant) continue;
     py::dict d;
     d["name"] = k.name;
-    d["kind"] = k.kind == compiler::KernelKind::kFused ? "fused" : k.kind == compiler::KernelKind::kBitcast ? "bitcast" : "op";
+    d["kind"] = k.kind == compiler::KernelKind::kFused     ? "fused"
+                : k.kind == compiler::KernelKind::kBitcast ? "bitcast"
+                                                           : "op";
     py::list ops;
     for (int i : k.ops) ops.append(std::string(hlo::op_name(b.ops[i].kind)));
     d["ops"] = ops;
@@ -105,26 +122,36 @@ PYBIND11_MODULE(_hlo, m) {
   {
     py::dict numpy_dtypes;  // StableHLO element type -> the numpy dtype that carries it
     for (int d = 0; d <= static_cast<int>(hlo::DType::kC64); ++d)
-      numpy_dtypes[py::str(std::string(hlo::dtype_name(static_cast<hlo::DType>(d))))] = numpy_name(static_cast<hlo::DType>(d));
+      numpy_dtypes[py::str(std::string(hlo::dtype_name(static_cast<hlo::DType>(d))))] =
+          numpy_name(static_cast<hlo::DType>(d));
     m.attr("NUMPY_DTYPES") = numpy_dtypes;
     const hw::ChipSpec& chip = cost::CostModel::trn2().chip();
     m.attr("COST_MODEL_CORE") = std::string(chip.core_name) + " (" + std::string(chip.name) + ")";
   }
 
-  m.def("parse", [](const std::string& text) { return hlo::print_module(parse(text)); }, py::arg("text"),
-        "Parses and verifies StableHLO text; returns it printed canonically. Raises ValueError.");
+  m.def(
+      "parse", [](const std::string& text) { return hlo::print_module(parse(text)); },
+      py::arg("text"),
+      "Parses and verifies StableHLO text; returns it printed canonically. Raises ValueError.");
 
-  m.def("compile", [](const std::string& text, int opt_level, bool fusion) { return info(compile_text(text, opt_level, fusion)); },
-        py::arg("text"), py::arg("opt_level") = 2, py::arg("fusion") = true,
-        "Compiles through the compile cache; returns the kernels, their modeled times and the cache source.");
+  m.def(
+      "compile",
+      [](const std::string& text, int opt_level, bool fusion) {
+        return info(compile_text(text, opt_level, fusion));
+      },
+      py::arg("text"), py::arg("opt_level") = 2, py::arg("fusion") = true,
+      "Compiles through the compile cache; returns the kernels, their modeled times and the cache "
+      "source.");
 
   m.def(
       "run",
-      [](const std::string& text, const std::vector<py::array>& inputs, int opt_level, bool fusion) {
+      [](const std::string& text, const std::vector<py::array>& inputs, int opt_level,
+         bool fusion) {
         runtime::CacheResult r = compile_text(text, opt_level, fusion);
         const auto in_types = r.executable->input_types();
         if (inputs.size() != in_types.size())
-          throw py::value_error("the module takes " + std::to_string(in_types.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+          throw py::value_error("the module takes " + std::to_string(in_types.size()) +
+                                " inputs, " + std::to_string(inputs.size()) + " given");
         py::module_ np = py::module_::import("numpy");
         std::vector<py::array> held;
         std::vector<const void*> ptrs;
@@ -135,12 +162,16 @@ PYBIND11_MODULE(_hlo, m) {
           const std::string want = numpy_name(t.dtype);
           const std::string have = py::str(a.dtype().attr("name")).cast<std::string>();
           if (have != want && !(t.dtype == hlo::DType::kBF16 && have == "bfloat16"))
-            throw py::value_error("input " + std::to_string(i) + " has dtype " + have + ", expected " + std::string(hlo::dtype_name(t.dtype)) +
-                                  " (numpy " + want + (t.dtype == hlo::DType::kBF16 ? " holding the bf16 bits" : "") + ")");
+            throw py::value_error(
+                "input " + std::to_string(i) + " has dtype " + have + ", expected " +
+                std::string(hlo::dtype_name(t.dtype)) + " (numpy " + want +
+                (t.dtype == hlo::DType::kBF16 ? " holding the bf16 bits" : "") + ")");
           a = np.attr("ascontiguousarray")(a);
           std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
           if (shape != t.dims)
-            throw py::value_error("input " + std::to_string(i) + " has shape " + py::str(py::tuple(py::cast(shape))).cast<std::string>() + ", expected " + t.str());
+            throw py::value_error("input " + std::to_string(i) + " has shape " +
+                                  py::str(py::tuple(py::cast(shape))).cast<std::string>() +
+                                  ", expected " + t.str());
           held.push_back(a);
           ptrs.push_back(a.data());
         }
@@ -160,7 +191,8 @@ PYBIND11_MODULE(_hlo, m) {
         return py::make_tuple(outs, info(r));
       },
       py::arg("text"), py::arg("inputs"), py::arg("opt_level") = 2, py::arg("fusion") = true,
-      "Compiles (through the cache) and runs the module; returns (outputs, info). bf16 travels as uint16 bits.");
+      "Compiles (through the cache) and runs the module; returns (outputs, info). bf16 travels as "
+      "uint16 bits.");
 
   m.def("cache_counters", [] {
     const runtime::CacheCounters c = runtime::CompileCache::global().counters();

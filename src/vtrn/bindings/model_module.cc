@@ -25,18 +25,24 @@ namespace {
 
 std::string_view topology_name(hw::ChipTopology t) {
   switch (t) {
-    case hw::ChipTopology::kSingleChip: return "single-chip";
-    case hw::ChipTopology::kTorus2D: return "torus-2d";
-    case hw::ChipTopology::kSwitch: return "switch";
+    case hw::ChipTopology::kSingleChip:
+      return "single-chip";
+    case hw::ChipTopology::kTorus2D:
+      return "torus-2d";
+    case hw::ChipTopology::kSwitch:
+      return "switch";
   }
   return "?";
 }
 
 std::string_view fabric_name(hw::UltraServerFabric f) {
   switch (f) {
-    case hw::UltraServerFabric::kNone: return "none";
-    case hw::UltraServerFabric::kZRing: return "z-ring";
-    case hw::UltraServerFabric::kSwitch: return "switch";
+    case hw::UltraServerFabric::kNone:
+      return "none";
+    case hw::UltraServerFabric::kZRing:
+      return "z-ring";
+    case hw::UltraServerFabric::kSwitch:
+      return "switch";
   }
   return "?";
 }
@@ -44,7 +50,8 @@ std::string_view fabric_name(hw::UltraServerFabric f) {
 py::dict spec_dict(const hw::InstanceSpec& s) {
   const hw::ChipSpec& c = *s.chip;
   py::dict peaks;
-  for (hw::DType d : {hw::DType::kFP8, hw::DType::kBF16, hw::DType::kFP16, hw::DType::kTF32, hw::DType::kFP32}) {
+  for (hw::DType d :
+       {hw::DType::kFP8, hw::DType::kBF16, hw::DType::kFP16, hw::DType::kTF32, hw::DType::kFP32}) {
     peaks[py::str(std::string(hw::dtype_name(d)))] = c.core.tensor(d);
   }
   py::dict chip;
@@ -104,7 +111,8 @@ py::dict route_dict(const coll::Route& r) {
 }
 
 py::object algo_or_none(coll::Algorithm a) {
-  return a == coll::Algorithm::kNone ? py::object(py::none()) : py::object(py::str(std::string(coll::algorithm_name(a))));
+  return a == coll::Algorithm::kNone ? py::object(py::none())
+                                     : py::object(py::str(std::string(coll::algorithm_name(a))));
 }
 
 py::dict estimate_dict(const coll::Estimate& e) {
@@ -118,10 +126,14 @@ py::dict estimate_dict(const coll::Estimate& e) {
 
 std::string_view role_name(topo::AxisRole role) {
   switch (role) {
-    case topo::AxisRole::kPipeline: return "pipeline";
-    case topo::AxisRole::kReplicate: return "replicate";
-    case topo::AxisRole::kShard: return "shard";
-    case topo::AxisRole::kTensor: return "tensor";
+    case topo::AxisRole::kPipeline:
+      return "pipeline";
+    case topo::AxisRole::kReplicate:
+      return "replicate";
+    case topo::AxisRole::kShard:
+      return "shard";
+    case topo::AxisRole::kTensor:
+      return "tensor";
   }
   return "?";
 }
@@ -130,7 +142,9 @@ std::string_view role_name(topo::AxisRole role) {
 // pybind11 TypeError. These turn it into the model's own ValueError.
 int nodes_arg(const py::int_& nodes) {
   const py::int_ lo(1), hi(topo::Cluster::kMaxNodes);
-  if (nodes < lo || hi < nodes) throw std::invalid_argument(topo::Cluster::nodes_error_text(py::str(nodes).cast<std::string>()));
+  if (nodes < lo || hi < nodes)
+    throw std::invalid_argument(
+        topo::Cluster::nodes_error_text(py::str(nodes).cast<std::string>()));
   return nodes.cast<int>();
 }
 
@@ -138,8 +152,9 @@ int lnc_arg(const py::int_& lnc) {
   // Values in [0, 64] go on to hw::resolve_lnc, which names the instance's allowed settings.
   const py::int_ lo(0), hi(64);
   if (lnc < lo || hi < lnc) {
-    throw std::invalid_argument("LNC " + py::str(lnc).cast<std::string>() +
-                                " is not a Logical NeuronCore setting; use LNC 1 or 2 (0 = the instance default)");
+    throw std::invalid_argument(
+        "LNC " + py::str(lnc).cast<std::string>() +
+        " is not a Logical NeuronCore setting; use LNC 1 or 2 (0 = the instance default)");
   }
   return lnc.cast<int>();
 }
@@ -157,10 +172,11 @@ class Model {
     return py::make_tuple(loc.node, loc.chip, loc.core);
   }
   int rank_of(int node, int chip, int core) const {
-    if (node < 0 || node >= cluster_.nodes() || chip < 0 || chip >= cluster_.chips_per_node() || core < 0 ||
-        core >= cluster_.ranks_per_chip()) {
-      throw std::invalid_argument("(node " + std::to_string(node) + ", chip " + std::to_string(chip) + ", core " +
-                                  std::to_string(core) + ") is not in " + cluster_.describe());
+    if (node < 0 || node >= cluster_.nodes() || chip < 0 || chip >= cluster_.chips_per_node() ||
+        core < 0 || core >= cluster_.ranks_per_chip()) {
+      throw std::invalid_argument("(node " + std::to_string(node) + ", chip " +
+                                  std::to_string(chip) + ", core " + std::to_string(core) +
+                                  ") is not in " + cluster_.describe());
     }
     return cluster_.rank_of({node, chip, core});
   }
@@ -169,36 +185,44 @@ class Model {
     return py::make_tuple(c.row, c.col, c.z);
   }
   std::vector<int> neighbors(int chip) const {
-    if (chip < 0 || chip >= graph_.chips()) throw std::invalid_argument("chip " + std::to_string(chip) + " is not in the node");
+    if (chip < 0 || chip >= graph_.chips())
+      throw std::invalid_argument("chip " + std::to_string(chip) + " is not in the node");
     return graph_.neighbors(chip);
   }
   py::list links() const {
     py::list out;
     for (const topo::Link& l : graph_.links()) {
-      out.append(py::make_tuple(l.a, l.b, l.kind == topo::LinkKind::kNeuronLink ? "neuronlink" : "neuronlink-z"));
+      out.append(py::make_tuple(
+          l.a, l.b, l.kind == topo::LinkKind::kNeuronLink ? "neuronlink" : "neuronlink-z"));
     }
     return out;
   }
   std::vector<std::vector<int>> components(const std::vector<int>& chips) const {
     for (int chip : chips)
-      if (chip < 0 || chip >= graph_.chips()) throw std::invalid_argument("chip " + std::to_string(chip) + " is not in the node");
+      if (chip < 0 || chip >= graph_.chips())
+        throw std::invalid_argument("chip " + std::to_string(chip) + " is not in the node");
     return graph_.components(topo::LinkGraph::mask_of(chips));
   }
 
-  py::dict route(const std::vector<int>& ranks) const { return route_dict(coll::route_group(cluster_, graph_, ranks)); }
+  py::dict route(const std::vector<int>& ranks) const {
+    return route_dict(coll::route_group(cluster_, graph_, ranks));
+  }
 
-  py::dict estimate(const std::vector<int>& ranks, const std::string& collective, hw::Bytes bytes) const {
+  py::dict estimate(const std::vector<int>& ranks, const std::string& collective,
+                    hw::Bytes bytes) const {
     coll::Route r = coll::route_group(cluster_, graph_, ranks);
     return estimate_dict(coll::estimate(cluster_, r, coll::parse_collective(collective), bytes));
   }
 
   topo::Mesh make_mesh(const std::vector<int>& shape, const std::vector<std::string>& names,
                        const std::optional<std::vector<int>>& placement) const {
-    return placement ? topo::Mesh(cluster_, shape, names, *placement) : topo::Mesh(cluster_, shape, names);
+    return placement ? topo::Mesh(cluster_, shape, names, *placement)
+                     : topo::Mesh(cluster_, shape, names);
   }
 
-  std::vector<std::vector<std::vector<int>>> mesh_groups(const std::vector<int>& shape, const std::vector<std::string>& names,
-                                                         const std::optional<std::vector<int>>& placement) const {
+  std::vector<std::vector<std::vector<int>>> mesh_groups(
+      const std::vector<int>& shape, const std::vector<std::string>& names,
+      const std::optional<std::vector<int>>& placement) const {
     topo::Mesh mesh = make_mesh(shape, names, placement);
     std::vector<std::vector<std::vector<int>>> out;
     for (int axis = 0; axis < mesh.dims(); ++axis) out.push_back(mesh.groups(axis));
@@ -228,7 +252,8 @@ class Model {
       a["group_routable"] = ok;
       a["routable"] = ax.routable;
       a["error"] = ax.routable ? py::object(py::none()) : py::object(py::str(ax.error));
-      a["first_bad_group"] = ax.first_bad_group >= 0 ? py::object(py::int_(ax.first_bad_group)) : py::object(py::none());
+      a["first_bad_group"] = ax.first_bad_group >= 0 ? py::object(py::int_(ax.first_bad_group))
+                                                     : py::object(py::none());
       a["bad_node"] = ax.bad_node >= 0 ? py::object(py::int_(ax.bad_node)) : py::object(py::none());
       a["disconnected"] = ax.disconnected;
       py::dict algorithms;
@@ -237,7 +262,8 @@ class Model {
         e["collective"] = coll::collective_name(ax.collective);
         py::dict by;
         for (int c = 0; c < coll::kCollectiveCount; ++c) {
-          by[py::str(std::string(coll::collective_name(coll::kCollectives[c])))] = se.seconds_by_collective[c];
+          by[py::str(std::string(coll::collective_name(coll::kCollectives[c])))] =
+              se.seconds_by_collective[c];
         }
         e["seconds_by_collective"] = by;
         algorithms[py::str(std::to_string(se.bytes))] = e;
@@ -252,8 +278,9 @@ class Model {
     return d;
   }
 
-  py::dict search_placement(const std::vector<int>& shape, const std::vector<std::string>& names, hw::Bytes cost_bytes,
-                            long max_steps, int max_solutions, bool structured_orders) const {
+  py::dict search_placement(const std::vector<int>& shape, const std::vector<std::string>& names,
+                            hw::Bytes cost_bytes, long max_steps, int max_solutions,
+                            bool structured_orders) const {
     coll::SearchOptions options;
     options.structured_orders = structured_orders;
     options.cost_bytes = cost_bytes;
@@ -289,15 +316,21 @@ class Model {
 PYBIND11_MODULE(_model, m) {
   m.doc() = "vtrn's Trainium topology and collective model (hw / topo / coll), without torch";
 
-  m.def("instance_names", [] {
-    std::vector<std::string> out;
-    for (const hw::InstanceSpec& s : hw::instances()) out.emplace_back(s.name);
-    return out;
-  }, "Names of the known instance types, in listing order.");
-  m.def("instance", [](const std::string& name) { return spec_dict(hw::find_instance(name)); }, py::arg("name"),
-        "The spec of instance |name| as a dict (bandwidths in B/s, latencies in s, sizes in bytes).");
-  m.def("axis_names", [] { return topo::axis_names_known(); },
-        "The accepted mesh axis names, comma separated.");
+  m.def(
+      "instance_names",
+      [] {
+        std::vector<std::string> out;
+        for (const hw::InstanceSpec& s : hw::instances()) out.emplace_back(s.name);
+        return out;
+      },
+      "Names of the known instance types, in listing order.");
+  m.def(
+      "instance", [](const std::string& name) { return spec_dict(hw::find_instance(name)); },
+      py::arg("name"),
+      "The spec of instance |name| as a dict (bandwidths in B/s, latencies in s, sizes in bytes).");
+  m.def(
+      "axis_names", [] { return topo::axis_names_known(); },
+      "The accepted mesh axis names, comma separated.");
   m.def("collective_names", [] {
     std::vector<std::string> out;
     for (coll::Collective c : coll::kCollectives) out.emplace_back(coll::collective_name(c));
@@ -309,36 +342,48 @@ PYBIND11_MODULE(_model, m) {
   m.attr("MAX_NODES") = topo::Cluster::kMaxNodes;
   m.attr("MAX_WORLD") = topo::Cluster::kMaxWorld;
 
-  py::class_<Model>(m, "Cluster", "A cluster of `nodes` instances at one LNC setting, with its NeuronLink graph.")
-      .def(py::init<const std::string&, const py::int_&, const py::int_&>(), py::arg("instance") = "trn2.48xlarge",
-           py::arg("lnc") = 0, py::arg("nodes") = 1)
-      .def_property_readonly("instance", [](const Model& m) { return std::string(m.cluster().spec().name); })
+  py::class_<Model>(m, "Cluster",
+                    "A cluster of `nodes` instances at one LNC setting, with its NeuronLink graph.")
+      .def(py::init<const std::string&, const py::int_&, const py::int_&>(),
+           py::arg("instance") = "trn2.48xlarge", py::arg("lnc") = 0, py::arg("nodes") = 1)
+      .def_property_readonly("instance",
+                             [](const Model& m) { return std::string(m.cluster().spec().name); })
       .def_property_readonly("spec", [](const Model& m) { return spec_dict(m.cluster().spec()); })
-      .def_property_readonly("lnc", [](const Model& m) {
-        return m.cluster().lnc() > 0 ? py::object(py::int_(m.cluster().lnc())) : py::object(py::none());
-      })
+      .def_property_readonly("lnc",
+                             [](const Model& m) {
+                               return m.cluster().lnc() > 0
+                                          ? py::object(py::int_(m.cluster().lnc()))
+                                          : py::object(py::none());
+                             })
       .def_property_readonly("nodes", [](const Model& m) { return m.cluster().nodes(); })
-      .def_property_readonly("chips_per_node", [](const Model& m) { return m.cluster().chips_per_node(); })
-      .def_property_readonly("ranks_per_chip", [](const Model& m) { return m.cluster().ranks_per_chip(); })
-      .def_property_readonly("ranks_per_node", [](const Model& m) { return m.cluster().ranks_per_node(); })
+      .def_property_readonly("chips_per_node",
+                             [](const Model& m) { return m.cluster().chips_per_node(); })
+      .def_property_readonly("ranks_per_chip",
+                             [](const Model& m) { return m.cluster().ranks_per_chip(); })
+      .def_property_readonly("ranks_per_node",
+                             [](const Model& m) { return m.cluster().ranks_per_node(); })
       .def_property_readonly("world", [](const Model& m) { return m.cluster().world(); })
       .def("describe", [](const Model& m) { return m.cluster().describe(); })
       .def("locate", &Model::locate, py::arg("rank"), "(node, chip, core) of |rank|.")
       .def("rank_of", &Model::rank_of, py::arg("node"), py::arg("chip"), py::arg("core"))
-      .def("chip_coord", &Model::chip_coord, py::arg("node"), py::arg("chip"), "(row, col, z) of a chip.")
-      .def("neighbors", &Model::neighbors, py::arg("chip"), "Node-local NeuronLink neighbours of |chip|.")
+      .def("chip_coord", &Model::chip_coord, py::arg("node"), py::arg("chip"),
+           "(row, col, z) of a chip.")
+      .def("neighbors", &Model::neighbors, py::arg("chip"),
+           "Node-local NeuronLink neighbours of |chip|.")
       .def("links", &Model::links, "Every link: (global chip a, global chip b, kind).")
       .def("components", &Model::components, py::arg("chips"),
            "Connected components of node-local |chips|, using only links between them.")
-      .def("route", &Model::route, py::arg("ranks"), "Whether the runtime can build a collective for |ranks|.")
+      .def("route", &Model::route, py::arg("ranks"),
+           "Whether the runtime can build a collective for |ranks|.")
       .def("estimate", &Model::estimate, py::arg("ranks"), py::arg("collective"), py::arg("bytes"),
            "Algorithm and modeled seconds of |collective| over |ranks| with a |bytes| buffer.")
-      .def("mesh_groups", &Model::mesh_groups, py::arg("shape"), py::arg("names"), py::arg("placement") = py::none(),
-           "The groups of every axis of a mesh.")
-      .def("analyze_mesh", &Model::analyze_mesh, py::arg("shape"), py::arg("names"), py::arg("placement") = py::none(),
-           py::arg("sizes") = py::none(), "Groups, routability, algorithms and modeled times of every axis.")
+      .def("mesh_groups", &Model::mesh_groups, py::arg("shape"), py::arg("names"),
+           py::arg("placement") = py::none(), "The groups of every axis of a mesh.")
+      .def("analyze_mesh", &Model::analyze_mesh, py::arg("shape"), py::arg("names"),
+           py::arg("placement") = py::none(), py::arg("sizes") = py::none(),
+           "Groups, routability, algorithms and modeled times of every axis.")
       .def("search_placement", &Model::search_placement, py::arg("shape"), py::arg("names"),
-           py::arg("cost_bytes") = hw::MiB(64), py::arg("max_steps") = 2'000'000L, py::arg("max_solutions") = 1024,
-           py::arg("structured_orders") = true,
+           py::arg("cost_bytes") = hw::MiB(64), py::arg("max_steps") = 2'000'000L,
+           py::arg("max_solutions") = 1024, py::arg("structured_orders") = true,
            "A placement where every group is routable (see coll/placement_search.h).");
 }

@@ -96,12 +96,15 @@ py::dict eval_dict(const plan::Planner& p, const plan::Evaluation& e, bool with_
   return d;
 }
 
-py::dict run_plan(const std::string& model, const std::string& instance, int lnc, int nodes, int seq, int global_batch,
-                  const std::string& precision, const std::string& schedule, bool sequence_parallel, int prefetch,
-                  std::optional<std::string> layout, int top, std::vector<std::string> checkpointing,
-                  std::vector<int> micro_batches, bool allow_pp, bool search_placement) {
+py::dict run_plan(const std::string& model, const std::string& instance, int lnc, int nodes,
+                  int seq, int global_batch, const std::string& precision,
+                  const std::string& schedule, bool sequence_parallel, int prefetch,
+                  std::optional<std::string> layout, int top,
+                  std::vector<std::string> checkpointing, std::vector<int> micro_batches,
+                  bool allow_pp, bool search_placement) {
   if (nodes < 1)
-    throw std::invalid_argument("--nodes " + std::to_string(nodes) + ": the cluster needs at least one node");
+    throw std::invalid_argument("--nodes " + std::to_string(nodes) +
+                                ": the cluster needs at least one node");
   plan::Workload w;
   w.seq = seq;
   w.global_batch = global_batch;
@@ -129,24 +132,37 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     // same choices as the search and report them best first.
     std::vector<plan::Evaluation> evals;
     std::vector<plan::Checkpointing> cks;
-    if (choose_ckpt) for (const auto& c : checkpointing) cks.push_back(plan::parse_checkpointing(c));
-    else cks.push_back(l.checkpointing);
+    if (choose_ckpt)
+      for (const auto& c : checkpointing) cks.push_back(plan::parse_checkpointing(c));
+    else
+      cks.push_back(l.checkpointing);
     std::vector<int> mbs = choose_mb ? micro_batches : std::vector<int>{l.micro_batch};
     for (auto c : cks)
       for (int mb : mbs) {
         plan::Layout x = l;
         x.checkpointing = c;
         x.micro_batch = mb;
-        if (choose_mb && global_batch % std::max(1, x.dp()) == 0 && (global_batch / x.dp()) % mb != 0) continue;
+        if (choose_mb && global_batch % std::max(1, x.dp()) == 0 &&
+            (global_batch / x.dp()) % mb != 0)
+          continue;
         evals.push_back(p.evaluate(x, search_placement));
       }
-    if (evals.empty()) evals.push_back(p.evaluate([&] { plan::Layout x = l; x.micro_batch = 1; return x; }(), search_placement));
-    std::stable_sort(evals.begin(), evals.end(), [](const plan::Evaluation& a, const plan::Evaluation& b) {
-      if (a.valid() != b.valid()) return a.valid();
-      if (a.valid()) return a.tokens_per_second > b.tokens_per_second;
-      return a.memory.total < b.memory.total;
-    });
-    for (size_t i = 0; i < evals.size() && static_cast<int>(i) < top; ++i) layouts.append(eval_dict(p, evals[i], true));
+    if (evals.empty())
+      evals.push_back(p.evaluate(
+          [&] {
+            plan::Layout x = l;
+            x.micro_batch = 1;
+            return x;
+          }(),
+          search_placement));
+    std::stable_sort(evals.begin(), evals.end(),
+                     [](const plan::Evaluation& a, const plan::Evaluation& b) {
+                       if (a.valid() != b.valid()) return a.valid();
+                       if (a.valid()) return a.tokens_per_second > b.tokens_per_second;
+                       return a.memory.total < b.memory.total;
+                     });
+    for (size_t i = 0; i < evals.size() && static_cast<int>(i) < top; ++i)
+      layouts.append(eval_dict(p, evals[i], true));
     out["evaluated"] = static_cast<long>(evals.size());
     out["factorizations"] = 1;
     out["why_nothing"] = evals.front().valid() ? "" : p.explain(evals.front());
@@ -160,9 +176,11 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     o.search_placement = search_placement;
     o.keep_top = std::max(top, 1);
     const plan::SearchResult r = p.search(o);
-    for (size_t i = 0; i < r.ranked.size() && static_cast<int>(i) < top; ++i) layouts.append(eval_dict(p, r.ranked[i], true));
+    for (size_t i = 0; i < r.ranked.size() && static_cast<int>(i) < top; ++i)
+      layouts.append(eval_dict(p, r.ranked[i], true));
     py::list rejected;
-    for (size_t i = 0; i < r.rejected.size() && i < 5; ++i) rejected.append(eval_dict(p, r.rejected[i], true));
+    for (size_t i = 0; i < r.rejected.size() && i < 5; ++i)
+      rejected.append(eval_dict(p, r.rejected[i], true));
     out["rejected"] = rejected;
     out["evaluated"] = r.evaluated;
     out["factorizations"] = r.factorizations;
@@ -170,7 +188,8 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["why_nothing"] = r.why_nothing;
     out["alternatives"] = r.alternatives;
   }
-  out["search_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out["search_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out["layouts"] = layouts;
   return out;
 }
@@ -184,20 +203,26 @@ PYBIND11_MODULE(_plan, m) {
     for (const auto& p : plan::presets()) l.append(model_dict(p));
     return l;
   });
-  m.def("model", [](const std::string& name_or_path) { return model_dict(plan::resolve_model(name_or_path)); },
-        py::arg("name_or_path"));
-  m.def("activation_bytes_per_layer",
-        [](const std::string& model, int seq, int b, int tp, bool sp, const std::string& ckpt) {
-          return plan::activation_bytes_per_layer(plan::resolve_model(model), seq, b, tp, sp, plan::parse_checkpointing(ckpt));
-        },
-        py::arg("model"), py::arg("seq"), py::arg("micro_batch"), py::arg("tp"), py::arg("sequence_parallel"),
-        py::arg("checkpointing"));
-  m.def("plan", &run_plan, py::arg("model"), py::arg("instance") = "trn2.48xlarge", py::arg("lnc") = 0, py::arg("nodes") = 1,
-        py::arg("seq") = 4096, py::arg("global_batch") = 1024, py::arg("precision") = "bf16-fp32-master",
+  m.def(
+      "model",
+      [](const std::string& name_or_path) { return model_dict(plan::resolve_model(name_or_path)); },
+      py::arg("name_or_path"));
+  m.def(
+      "activation_bytes_per_layer",
+      [](const std::string& model, int seq, int b, int tp, bool sp, const std::string& ckpt) {
+        return plan::activation_bytes_per_layer(plan::resolve_model(model), seq, b, tp, sp,
+                                                plan::parse_checkpointing(ckpt));
+      },
+      py::arg("model"), py::arg("seq"), py::arg("micro_batch"), py::arg("tp"),
+      py::arg("sequence_parallel"), py::arg("checkpointing"));
+  m.def("plan", &run_plan, py::arg("model"), py::arg("instance") = "trn2.48xlarge",
+        py::arg("lnc") = 0, py::arg("nodes") = 1, py::arg("seq") = 4096,
+        py::arg("global_batch") = 1024, py::arg("precision") = "bf16-fp32-master",
         py::arg("schedule") = "1f1b", py::arg("sequence_parallel") = true, py::arg("prefetch") = 1,
         py::arg("layout") = std::nullopt, py::arg("top") = 10,
         py::arg("checkpointing") = std::vector<std::string>{"none", "selective", "full"},
         py::arg("micro_batches") = std::vector<int>{1, 2, 4, 8}, py::arg("allow_pp") = true,
         py::arg("search_placement") = true,
-        "Search (or, with layout='pp=1,replicate=1,shard=64,tp=8', evaluate) layouts; a dict with 'layouts' best first.");
+        "Search (or, with layout='pp=1,replicate=1,shard=64,tp=8', evaluate) layouts; a dict with "
+        "'layouts' best first.");
 }

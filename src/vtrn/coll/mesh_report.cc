@@ -4,18 +4,22 @@ namespace vtrn::coll {
 
 Collective axis_collective(topo::AxisRole role) {
   switch (role) {
-    case topo::AxisRole::kPipeline: return Collective::kSendRecv;
-    case topo::AxisRole::kReplicate: return Collective::kAllReduce;
-    case topo::AxisRole::kShard: return Collective::kAllGather;
-    case topo::AxisRole::kTensor: return Collective::kAllReduce;
+    case topo::AxisRole::kPipeline:
+      return Collective::kSendRecv;
+    case topo::AxisRole::kReplicate:
+      return Collective::kAllReduce;
+    case topo::AxisRole::kShard:
+      return Collective::kAllGather;
+    case topo::AxisRole::kTensor:
+      return Collective::kAllReduce;
   }
   return Collective::kAllReduce;
 }
 
 std::vector<hw::Bytes> default_report_sizes() { return {hw::KiB(64), hw::MiB(16), hw::MiB(256)}; }
 
-MeshReport analyze_mesh(const topo::Cluster& cluster, const topo::LinkGraph& graph, const topo::Mesh& mesh,
-                        std::span<const hw::Bytes> sizes) {
+MeshReport analyze_mesh(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                        const topo::Mesh& mesh, std::span<const hw::Bytes> sizes) {
   MeshReport report;
   for (int axis = 0; axis < mesh.dims(); ++axis) {
     AxisReport ax;
@@ -52,7 +56,8 @@ MeshReport analyze_mesh(const topo::Cluster& cluster, const topo::LinkGraph& gra
           }
         }
         for (int c = 0; c < kCollectiveCount; ++c) {
-          worst.seconds_by_collective[c] = estimate(cluster, *slowest, kCollectives[c], bytes).seconds;
+          worst.seconds_by_collective[c] =
+              estimate(cluster, *slowest, kCollectives[c], bytes).seconds;
         }
         ax.estimates.push_back(worst);
       }

@@ -49,7 +49,7 @@ struct MeshReport {
 /// The sizes `vtrn mesh` reports by default: 64 KiB (Mesh), 16 MiB (RDH), 256 MiB (KangaRing/Ring).
 std::vector<hw::Bytes> default_report_sizes();
 
-MeshReport analyze_mesh(const topo::Cluster& cluster, const topo::LinkGraph& graph, const topo::Mesh& mesh,
-                        std::span<const hw::Bytes> sizes);
+MeshReport analyze_mesh(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                        const topo::Mesh& mesh, std::span<const hw::Bytes> sizes);
 
 }  // namespace vtrn::coll

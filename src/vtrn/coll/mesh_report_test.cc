@@ -24,7 +24,8 @@ TEST(MeshReportTest, SeedDefaultTp8Fsdp8) {
   EXPECT_FALSE(dp.routable);
   EXPECT_EQ(dp.first_bad_group, 0);
   EXPECT_EQ(dp.groups[0], range(0, 64, 8));
-  EXPECT_NE(dp.error.find("failed (2) to init a collective algorithm. reason: no_hier no_mesh"), std::string::npos);
+  EXPECT_NE(dp.error.find("failed (2) to init a collective algorithm. reason: no_hier no_mesh"),
+            std::string::npos);
   EXPECT_TRUE(dp.estimates.empty());
   // Every DP group skips every other chip: none routable.
   for (char ok : dp.group_routable) EXPECT_FALSE(ok);
@@ -38,7 +39,8 @@ TEST(MeshReportTest, SeedDefaultTp8Fsdp8) {
   EXPECT_EQ(tp.estimates[0].estimate.choice.algorithm, Algorithm::kMesh);
   EXPECT_EQ(tp.estimates[1].estimate.choice.algorithm, Algorithm::kRDH);
   EXPECT_EQ(tp.estimates[2].estimate.choice.algorithm, Algorithm::kKangaRing);
-  // 256 MiB all-reduce over two whole chips: 2 * (3 * 1.5e-6 + 268435456 / 2 / 256e9), see model_test.
+  // 256 MiB all-reduce over two whole chips: 2 * (3 * 1.5e-6 + 268435456 / 2 / 256e9), see
+  // model_test.
   EXPECT_NEAR(tp.estimates[2].estimate.seconds, 1.057576e-3, 1e-15);
   EXPECT_NEAR(tp.estimates[2].seconds_by_collective[1], 5.28788e-4, 1e-15);  // all_gather
 }

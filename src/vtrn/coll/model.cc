@@ -51,28 +51,38 @@ Tiers tiers_of(const topo::Cluster& cluster, const Route& route) {
 int node_steps(Algorithm algorithm, const Tiers& t) {
   const int c = static_cast<int>(t.c), k = static_cast<int>(t.k);
   switch (algorithm) {
-    case Algorithm::kMesh: return 1;
-    case Algorithm::kRDH: return ceil_log2(c);
-    case Algorithm::kRing: return c * k - 1;
-    case Algorithm::kKangaRing: return std::max(c * k / 2 - 1, 1);
-    default: return 0;
+    case Algorithm::kMesh:
+      return 1;
+    case Algorithm::kRDH:
+      return ceil_log2(c);
+    case Algorithm::kRing:
+      return c * k - 1;
+    case Algorithm::kKangaRing:
+      return std::max(c * k / 2 - 1, 1);
+    default:
+      return 0;
   }
 }
 
 int net_steps(Algorithm algorithm, const Tiers& t) {
   const int n = static_cast<int>(t.n);
   switch (algorithm) {
-    case Algorithm::kMesh: return 1;
-    case Algorithm::kRDH: return ceil_log2(n);
-    case Algorithm::kRing: return n - 1;
-    default: return 0;
+    case Algorithm::kMesh:
+      return 1;
+    case Algorithm::kRDH:
+      return ceil_log2(n);
+    case Algorithm::kRing:
+      return n - 1;
+    default:
+      return 0;
   }
 }
 
 // One all-gather (or reduce-scatter) of S bytes.
 hw::Seconds gather_time(const Choice& choice, const Tiers& t, double S) {
   hw::Seconds total = 0;
-  if (t.n > 1) total += net_steps(choice.net, t) * t.net_latency + (t.n - 1) / t.n * S / (t.c * t.net_Bps);
+  if (t.n > 1)
+    total += net_steps(choice.net, t) * t.net_latency + (t.n - 1) / t.n * S / (t.c * t.net_Bps);
   bool folded = false;
   if (t.c > 1) {
     const double h = choice.node == Algorithm::kMesh ? t.mean_hops : 1.0;
@@ -86,7 +96,8 @@ hw::Seconds gather_time(const Choice& choice, const Tiers& t, double S) {
 hw::Seconds all_to_all_time(const Tiers& t, double S) {
   hw::Seconds total = 0;
   if (t.n > 1) total += t.net_latency + t.k * (t.n - 1) / t.n * S / t.net_Bps;
-  if (t.c > 1) total += t.hop_latency + t.mean_hops * t.k * (t.c - 1) / (t.c * t.n) * S / t.node_Bps;
+  if (t.c > 1)
+    total += t.hop_latency + t.mean_hops * t.k * (t.c - 1) / (t.c * t.n) * S / t.node_Bps;
   if (t.k > 1) total += t.dma_latency + (t.k - 1) / t.p * S / t.dma_Bps;
   return total;
 }
@@ -120,26 +131,40 @@ hw::Seconds send_recv_time(const Tiers& t, double S) {
 
 std::string_view algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kNone: return "none";
-    case Algorithm::kIntraChip: return "IntraChip";
-    case Algorithm::kMesh: return "Mesh";
-    case Algorithm::kRDH: return "RDH";
-    case Algorithm::kKangaRing: return "KangaRing";
-    case Algorithm::kRing: return "Ring";
-    case Algorithm::kHierarchical: return "Hierarchical";
-    case Algorithm::kPointToPoint: return "P2P";
+    case Algorithm::kNone:
+      return "none";
+    case Algorithm::kIntraChip:
+      return "IntraChip";
+    case Algorithm::kMesh:
+      return "Mesh";
+    case Algorithm::kRDH:
+      return "RDH";
+    case Algorithm::kKangaRing:
+      return "KangaRing";
+    case Algorithm::kRing:
+      return "Ring";
+    case Algorithm::kHierarchical:
+      return "Hierarchical";
+    case Algorithm::kPointToPoint:
+      return "P2P";
   }
   return "?";
 }
 
 std::string_view collective_name(Collective collective) {
   switch (collective) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllToAll: return "all_to_all";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kSendRecv: return "send_recv";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllToAll:
+      return "all_to_all";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kSendRecv:
+      return "send_recv";
   }
   return "?";
 }
@@ -150,11 +175,13 @@ Collective parse_collective(std::string_view name) {
     if (collective_name(c) == name) return c;
     known += (known.empty() ? "" : ", ") + std::string(collective_name(c));
   }
-  throw std::invalid_argument("unknown collective '" + std::string(name) + "'; use one of " + known);
+  throw std::invalid_argument("unknown collective '" + std::string(name) + "'; use one of " +
+                              known);
 }
 
 Choice select_algorithm(const Route& route, hw::Bytes bytes) {
-  if (!route.routable) throw std::invalid_argument("no algorithm for an unroutable group: " + route.error);
+  if (!route.routable)
+    throw std::invalid_argument("no algorithm for an unroutable group: " + route.error);
   Choice choice;
   if (route.chips_per_node > 1) {
     if (bytes < hw::kMeshBelowBytes) {
@@ -180,7 +207,8 @@ Choice select_algorithm(const Route& route, hw::Bytes bytes) {
   return choice;
 }
 
-Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective, hw::Bytes bytes) {
+Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective,
+                  hw::Bytes bytes) {
   Estimate out;
   out.choice = select_algorithm(route, bytes);  // also rejects an unroutable route
   // Send/recv is one transfer between two ranks, not one of the group algorithms.
@@ -190,11 +218,21 @@ Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective c
   const double S = static_cast<double>(bytes);
   switch (collective) {
     case Collective::kAllGather:
-    case Collective::kReduceScatter: out.seconds = gather_time(out.choice, t, S); break;
-    case Collective::kAllReduce: out.seconds = 2 * gather_time(out.choice, t, S); break;
-    case Collective::kAllToAll: out.seconds = all_to_all_time(t, S); break;
-    case Collective::kBroadcast: out.seconds = broadcast_time(out.choice, t, S); break;
-    case Collective::kSendRecv: out.seconds = send_recv_time(t, S); break;
+    case Collective::kReduceScatter:
+      out.seconds = gather_time(out.choice, t, S);
+      break;
+    case Collective::kAllReduce:
+      out.seconds = 2 * gather_time(out.choice, t, S);
+      break;
+    case Collective::kAllToAll:
+      out.seconds = all_to_all_time(t, S);
+      break;
+    case Collective::kBroadcast:
+      out.seconds = broadcast_time(out.choice, t, S);
+      break;
+    case Collective::kSendRecv:
+      out.seconds = send_recv_time(t, S);
+      break;
   }
   return out;
 }

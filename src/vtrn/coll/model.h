@@ -3,9 +3,10 @@
 // bandwidth and latency comes from hw.
 //
 // A group is seen in three tiers, each with its own latency α and bandwidth B:
-//   chip  : the group's k ranks of one chip, over DMA    (α = DMA start cost, B = DMA of one logical core)
-//   node  : the group's c chips of one node, NeuronLink  (α = hop latency,   B = Route::node_chip_Bps)
-//   net   : the group's n nodes, EFA or UltraServer links (α = EFA / hop latency, B = one chip's share)
+//   chip  : the group's k ranks of one chip, over DMA    (α = DMA start cost, B = DMA of one
+//   logical core) node  : the group's c chips of one node, NeuronLink  (α = hop latency,   B =
+//   Route::node_chip_Bps) net   : the group's n nodes, EFA or UltraServer links (α = EFA / hop
+//   latency, B = one chip's share)
 // With S the message size in bytes (the full buffer: all-reduce input, all-gather output,
 // reduce-scatter input, all-to-all send buffer, broadcast and send/recv message):
 //   all-gather = reduce-scatter = net + node + chip, where
@@ -29,14 +30,23 @@
 namespace vtrn::coll {
 
 /// kPointToPoint ("P2P") labels send/recv, a single transfer rather than a group algorithm.
-enum class Algorithm { kNone, kIntraChip, kMesh, kRDH, kKangaRing, kRing, kHierarchical, kPointToPoint };
+enum class Algorithm {
+  kNone,
+  kIntraChip,
+  kMesh,
+  kRDH,
+  kKangaRing,
+  kRing,
+  kHierarchical,
+  kPointToPoint
+};
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 inline constexpr int kCollectiveCount = 6;
 inline constexpr std::array<Collective, kCollectiveCount> kCollectives = {
     Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
     Collective::kAllToAll,  Collective::kBroadcast, Collective::kSendRecv};
 
-std::string_view algorithm_name(Algorithm algorithm);  ///< "Mesh", "RDH", "KangaRing", ...
+std::string_view algorithm_name(Algorithm algorithm);     ///< "Mesh", "RDH", "KangaRing", ...
 std::string_view collective_name(Collective collective);  ///< "all_reduce", "all_gather", ...
 /// Parses a collective_name(); throws std::invalid_argument listing the names.
 Collective parse_collective(std::string_view name);
@@ -63,6 +73,7 @@ Choice select_algorithm(const Route& route, hw::Bytes bytes);
 
 /// Modeled time of |collective| with a |bytes| buffer on a routable |route| of |cluster|. The
 /// choice is select_algorithm()'s, except send/recv, whose algorithm is kPointToPoint.
-Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective, hw::Bytes bytes);
+Estimate estimate(const topo::Cluster& cluster, const Route& route, Collective collective,
+                  hw::Bytes bytes);
 
 }  // namespace vtrn::coll

@@ -27,7 +27,7 @@ struct Fixture {
   }
 };
 
-#define EXPECT_SECONDS(actual, expected) EXPECT_NEAR(actual, expected, (expected) * kRel)
+#define EXPECT_SECONDS(actual, expected) EXPECT_NEAR(actual, expected, (expected)*kRel)
 
 TEST(ModelTest, IntraChipTp4) {
   Fixture f;
@@ -36,8 +36,10 @@ TEST(ModelTest, IntraChipTp4) {
   Estimate ag = f.run({0, 1, 2, 3}, Collective::kAllGather, 4194304);
   EXPECT_EQ(ag.choice.algorithm, Algorithm::kIntraChip);
   EXPECT_SECONDS(ag.seconds, 5.574086956521739e-6);
-  EXPECT_SECONDS(f.run({0, 1, 2, 3}, Collective::kAllReduce, 4194304).seconds, 1.1148173913043478e-5);
-  EXPECT_SECONDS(f.run({0, 1, 2, 3}, Collective::kReduceScatter, 4194304).seconds, 5.574086956521739e-6);
+  EXPECT_SECONDS(f.run({0, 1, 2, 3}, Collective::kAllReduce, 4194304).seconds,
+                 1.1148173913043478e-5);
+  EXPECT_SECONDS(f.run({0, 1, 2, 3}, Collective::kReduceScatter, 4194304).seconds,
+                 5.574086956521739e-6);
   // all-to-all: 1.3e-6 + (4-1)/4 * S / 736e9: the same number here.
   EXPECT_SECONDS(f.run({0, 1, 2, 3}, Collective::kAllToAll, 4194304).seconds, 5.574086956521739e-6);
   // send/recv on one chip: 1.3e-6 + 4194304 / 736e9 = 1.3e-6 + 5.69878260870e-6
@@ -133,16 +135,20 @@ TEST(ModelTest, UltraServerUsesNeuronLinkBetweenNodes) {
 TEST(ModelTest, SizeThresholds) {
   Fixture f;
   const auto tp8 = range(0, 8);
-  auto algo = [&](hw::Bytes bytes) { return f.run(tp8, Collective::kAllReduce, bytes).choice.algorithm; };
+  auto algo = [&](hw::Bytes bytes) {
+    return f.run(tp8, Collective::kAllReduce, bytes).choice.algorithm;
+  };
   EXPECT_EQ(algo(1048575), Algorithm::kMesh);
-  EXPECT_EQ(algo(1048576), Algorithm::kRDH);            // 1 MiB
-  EXPECT_EQ(algo(56ull * 1048576), Algorithm::kRDH);    // 56 MiB
+  EXPECT_EQ(algo(1048576), Algorithm::kRDH);          // 1 MiB
+  EXPECT_EQ(algo(56ull * 1048576), Algorithm::kRDH);  // 56 MiB
   EXPECT_EQ(algo(56ull * 1048576 + 1), Algorithm::kKangaRing);
   // One rank per chip above 56 MiB: Ring.
-  EXPECT_EQ(f.run(range(0, 64, 4), Collective::kAllReduce, 64ull << 20).choice.algorithm, Algorithm::kRing);
+  EXPECT_EQ(f.run(range(0, 64, 4), Collective::kAllReduce, 64ull << 20).choice.algorithm,
+            Algorithm::kRing);
   // Hierarchical between 3 nodes (not a power of two) at 16 MiB: Ring between nodes.
   Fixture three("trn2.48xlarge", 3);
-  EXPECT_EQ(three.run({0, 64, 128}, Collective::kAllGather, 16ull << 20).choice.net, Algorithm::kRing);
+  EXPECT_EQ(three.run({0, 64, 128}, Collective::kAllGather, 16ull << 20).choice.net,
+            Algorithm::kRing);
 }
 
 TEST(ModelTest, BroadcastIsNeverSlowerThanAllReduce) {
@@ -177,7 +183,8 @@ TEST(ModelTest, SendRecvIsPointToPoint) {
   EXPECT_EQ(e.choice.net, Algorithm::kNone);
   EXPECT_EQ(algorithm_name(e.choice.algorithm), "P2P");
   EXPECT_SECONDS(e.seconds, 6.8608864e-4);
-  EXPECT_EQ(f.run({0, 64}, Collective::kAllGather, 16777216).choice.algorithm, Algorithm::kHierarchical);
+  EXPECT_EQ(f.run({0, 64}, Collective::kAllGather, 16777216).choice.algorithm,
+            Algorithm::kHierarchical);
 }
 
 TEST(ModelTest, NamesAndErrors) {

@@ -38,19 +38,27 @@ struct Search {
   long& steps;
 
   Search(const topo::Cluster& cluster, const topo::LinkGraph& graph, const std::vector<int>& shape,
-         const std::vector<std::string>& names, const SearchOptions& options, SearchResult& best, long& steps,
-         std::vector<int> fill)
-      : cluster(cluster), graph(graph), shape(shape), names(names), options(options), best(best), steps(steps),
-        chips(cluster.chips_per_node()), fill(std::move(fill)), order(chips, 0) {}
+         const std::vector<std::string>& names, const SearchOptions& options, SearchResult& best,
+         long& steps, std::vector<int> fill)
+      : cluster(cluster),
+        graph(graph),
+        shape(shape),
+        names(names),
+        options(options),
+        best(best),
+        steps(steps),
+        chips(cluster.chips_per_node()),
+        fill(std::move(fill)),
+        order(chips, 0) {}
 
   int chips = 0;
-  std::vector<int> fill;                 // fill order, outermost first
-  std::vector<int> fill_index;           // mesh position -> fill index q
-  std::vector<ChipMask> constraints;     // slot sets (bit = slot) that must map to connected chips
-  std::vector<std::vector<int>> done_at; // slot -> constraints whose highest slot it is
-  std::vector<std::vector<int>> open_at; // slot -> constraints still open after it
-  std::vector<std::vector<int>> member_of; // slot -> constraints that hold it
-  std::vector<int> order;                // slot -> chip
+  std::vector<int> fill;                  // fill order, outermost first
+  std::vector<int> fill_index;            // mesh position -> fill index q
+  std::vector<ChipMask> constraints;      // slot sets (bit = slot) that must map to connected chips
+  std::vector<std::vector<int>> done_at;  // slot -> constraints whose highest slot it is
+  std::vector<std::vector<int>> open_at;  // slot -> constraints still open after it
+  std::vector<std::vector<int>> member_of;  // slot -> constraints that hold it
+  std::vector<int> order;                   // slot -> chip
   int solutions = 0;
   bool stop = false;
   // TP groups spread over several chips: fixed by the fill order, whatever the chip order.
@@ -165,8 +173,9 @@ struct Search {
     std::vector<int> placement(cluster.world());
     for (int pos = 0; pos < cluster.world(); ++pos) placement[pos] = rank_at(pos);
     Score out;
-    out.cost = placement_cost(cluster, graph, topo::Mesh(cluster, shape, names, std::move(placement)),
-                              options.cost_bytes, &out.off);
+    out.cost =
+        placement_cost(cluster, graph, topo::Mesh(cluster, shape, names, std::move(placement)),
+                       options.cost_bytes, &out.off);
     return out;
   }
 
@@ -179,7 +188,8 @@ struct Search {
       if (o == order) return;
     }
     starts.emplace_back(sc, order);
-    std::sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
+    std::sort(starts.begin(), starts.end(),
+              [](const auto& a, const auto& b) { return a.first.better_than(b.first); });
     if (starts.size() > kStarts) starts.pop_back();
   }
 
@@ -228,7 +238,8 @@ struct Search {
     if (cost < 0) return;  // not routable (a structured order can fail; the DFS's cannot)
     remember(Score{off, cost});
     ++best.solutions;
-    if (!best.found || off < best.tp_groups_off_chip || (off == best.tp_groups_off_chip && cost < best.cost)) {
+    if (!best.found || off < best.tp_groups_off_chip ||
+        (off == best.tp_groups_off_chip && cost < best.cost)) {
       best.found = true;
       best.placement = std::move(placement);
       best.chip_order = order;
@@ -265,7 +276,8 @@ struct Search {
           links[chip] += std::popcount(graph.neighbor_mask(chip) & image(constraints[i] & before));
         }
       }
-      std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return links[a] > links[b]; });
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int a, int b) { return links[a] > links[b]; });
     }
     for (int chip : candidates) {
       if (++steps > options.max_steps) {
@@ -316,8 +328,8 @@ std::vector<std::vector<int>> structured_orders(const hw::InstanceSpec& spec) {
 
 }  // namespace
 
-hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& graph, const topo::Mesh& mesh,
-                           hw::Bytes cost_bytes, int* tp_groups_off_chip) {
+hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                           const topo::Mesh& mesh, hw::Bytes cost_bytes, int* tp_groups_off_chip) {
   const hw::Bytes sizes[] = {cost_bytes};
   MeshReport report = analyze_mesh(cluster, graph, mesh, sizes);
   if (tp_groups_off_chip) *tp_groups_off_chip = count_tp_off_chip(cluster, mesh);
@@ -333,7 +345,8 @@ SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGrap
   SearchResult best;
   topo::Mesh row_major(cluster, shape, names);  // validates shape and names
   int off = 0;
-  const hw::Seconds default_cost = placement_cost(cluster, graph, row_major, options.cost_bytes, &off);
+  const hw::Seconds default_cost =
+      placement_cost(cluster, graph, row_major, options.cost_bytes, &off);
   best.default_routable = default_cost >= 0;
   if (best.default_routable) {
     best.found = true;
@@ -381,14 +394,16 @@ SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGrap
   }
   best.steps = steps;
   if (!best.found) {
-    best.message = !any_prepared
-                       ? "no placement of the mesh " + row_major.describe() + " on " + cluster.describe() +
-                             " gives every group the same number of ranks on each node; make the axes that span "
-                             "nodes divide the node count"
-                       : "no placement of the mesh " + row_major.describe() + " on " + cluster.describe() +
-                             " makes every group routable (searched " + std::to_string(steps) +
-                             " chip placements); reduce TP to the ranks of one chip (" +
-                             std::to_string(cluster.ranks_per_chip()) + ") or change the mesh shape";
+    best.message =
+        !any_prepared
+            ? "no placement of the mesh " + row_major.describe() + " on " + cluster.describe() +
+                  " gives every group the same number of ranks on each node; make the axes that "
+                  "span "
+                  "nodes divide the node count"
+            : "no placement of the mesh " + row_major.describe() + " on " + cluster.describe() +
+                  " makes every group routable (searched " + std::to_string(steps) +
+                  " chip placements); reduce TP to the ranks of one chip (" +
+                  std::to_string(cluster.ranks_per_chip()) + ") or change the mesh shape";
   }
   return best;
 }

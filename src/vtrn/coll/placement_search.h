@@ -29,27 +29,28 @@ namespace vtrn::coll {
 struct SearchOptions {
   hw::Bytes cost_bytes = hw::MiB(64);  ///< message size of the cost comparison
   long max_steps = 2'000'000;          ///< chip placements tried, over all fill orders
-  int max_solutions = 1024;            ///< routable placements compared per fill order (depth-first part)
-  bool structured_orders = true;       ///< also try the structured chip orders (false: depth-first only)
+  int max_solutions = 1024;  ///< routable placements compared per fill order (depth-first part)
+  bool structured_orders = true;  ///< also try the structured chip orders (false: depth-first only)
 };
 
 struct SearchResult {
   bool found = false;
-  std::vector<int> placement;    ///< rank at each mesh position, row-major over the shape
-  std::vector<int> chip_order;   ///< node-local chip of each slot
-  std::vector<int> fill_order;   ///< axes, outermost first
-  bool default_routable = false; ///< the row-major placement is routable
-  bool is_default = false;       ///< the result is the row-major placement
-  int tp_groups_off_chip = 0;    ///< TP groups spread over several chips
-  hw::Seconds cost = 0;          ///< see the file comment
+  std::vector<int> placement;     ///< rank at each mesh position, row-major over the shape
+  std::vector<int> chip_order;    ///< node-local chip of each slot
+  std::vector<int> fill_order;    ///< axes, outermost first
+  bool default_routable = false;  ///< the row-major placement is routable
+  bool is_default = false;        ///< the result is the row-major placement
+  int tp_groups_off_chip = 0;     ///< TP groups spread over several chips
+  hw::Seconds cost = 0;           ///< see the file comment
   long steps = 0;
   int solutions = 0;
-  std::string message;           ///< why nothing was found
+  std::string message;  ///< why nothing was found
 };
 
 /// The mesh's cost for the search (see the file comment); -1 when some group is not routable.
-hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& graph, const topo::Mesh& mesh,
-                           hw::Bytes cost_bytes, int* tp_groups_off_chip = nullptr);
+hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                           const topo::Mesh& mesh, hw::Bytes cost_bytes,
+                           int* tp_groups_off_chip = nullptr);
 
 /// Throws std::invalid_argument for a bad shape or names (as topo::Mesh does).
 SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGraph& graph,

@@ -16,7 +16,8 @@ using testing::seed_connected;
 
 // Every group of every axis sits on chips that are connected on the seed's grid.
 void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const SearchResult& result,
-                              const std::vector<int>& shape, const std::vector<std::string>& names) {
+                              const std::vector<int>& shape,
+                              const std::vector<std::string>& names) {
   ASSERT_TRUE(result.found) << result.message;
   std::vector<int> sorted = result.placement;
   std::sort(sorted.begin(), sorted.end());
@@ -45,8 +46,8 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   for (auto& pair : pairs)
     for (int chip : pair)
       for (int core = 0; core < 4; ++core) seed.push_back(4 * chip + core);
-  const hw::Seconds seed_cost =
-      placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed), SearchOptions{}.cost_bytes);
+  const hw::Seconds seed_cost = placement_cost(
+      cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed), SearchOptions{}.cost_bytes);
   ASSERT_GT(seed_cost, 0);
   EXPECT_LE(result.cost, seed_cost);
 }
@@ -60,7 +61,8 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   struct Case {
     int lnc;
     std::vector<int> shape;
-    int tp_chips;  // whole chips per TP group: TP8 and TP32 at LNC2 (4 ranks a chip), TP16 at LNC1 (8)
+    int tp_chips;  // whole chips per TP group: TP8 and TP32 at LNC2 (4 ranks a chip), TP16 at LNC1
+                   // (8)
   };
   for (const Case& c : {Case{2, {8, 8}, 2}, Case{2, {2, 32}, 8}, Case{1, {8, 16}, 2}}) {
     topo::Cluster cluster("trn2.48xlarge", c.lnc, 1);
@@ -126,7 +128,8 @@ TEST(PlacementSearchTest, ExplainsWhenNothingWorks) {
   topo::LinkGraph graph(cluster);
   SearchResult result = search_placement(cluster, graph, {2, 96}, {"dp", "tp"});
   EXPECT_FALSE(result.found);
-  EXPECT_NE(result.message.find("the same number of ranks on each node"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("the same number of ranks on each node"), std::string::npos)
+      << result.message;
 }
 
 TEST(PlacementSearchTest, RejectsBadShape) {

@@ -27,22 +27,26 @@ std::string set_text(const std::vector<int>& chips) {
 
 std::string advice(const topo::Cluster& cluster) {
   std::string lnc = cluster.lnc() > 0 ? " at LNC" + std::to_string(cluster.lnc()) : "";
-  return "Keep TP within a chip (at most " + std::to_string(cluster.ranks_per_chip()) + " ranks" + lnc +
-         "), or use the placement that `vtrn mesh --placement auto` finds.";
+  return "Keep TP within a chip (at most " + std::to_string(cluster.ranks_per_chip()) + " ranks" +
+         lnc + "), or use the placement that `vtrn mesh --placement auto` finds.";
 }
 
 }  // namespace
 
 std::string_view route_kind_name(RouteKind kind) {
   switch (kind) {
-    case RouteKind::kIntraChip: return "intra-chip";
-    case RouteKind::kIntraNode: return "intra-node";
-    case RouteKind::kHierarchical: return "hierarchical";
+    case RouteKind::kIntraChip:
+      return "intra-chip";
+    case RouteKind::kIntraNode:
+      return "intra-node";
+    case RouteKind::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
 
-Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph, std::span<const int> ranks) {
+Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                  std::span<const int> ranks) {
   if (ranks.empty()) throw std::invalid_argument("the group is empty; give at least one rank");
   const int world = cluster.world();
   const int chips = cluster.chips_per_node();
@@ -53,7 +57,8 @@ Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph, st
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (sorted[i] < 0 || sorted[i] >= world) {
-      throw std::invalid_argument("rank " + std::to_string(sorted[i]) + " of the group is outside the world [0, " +
+      throw std::invalid_argument("rank " + std::to_string(sorted[i]) +
+                                  " of the group is outside the world [0, " +
                                   std::to_string(world) + ") of " + cluster.describe());
     }
     if (i > 0 && sorted[i] == sorted[i - 1]) {
@@ -108,7 +113,7 @@ Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph, st
     i = end;
   }
   route.nodes = static_cast<int>(node_ids.size());
-  route.kind = route.nodes > 1 ? RouteKind::kHierarchical
+  route.kind = route.nodes > 1            ? RouteKind::kHierarchical
                : route.chips_per_node > 1 ? RouteKind::kIntraNode
                                           : RouteKind::kIntraChip;
   route.nodes_joined = graph.nodes_joined(node_ids);
@@ -117,27 +122,32 @@ Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph, st
   if (!route.routable) {
     std::string sets;
     for (size_t s = 0; s < route.disconnected.size(); ++s) {
-      sets += (s == 0 ? "" : s + 1 == route.disconnected.size() ? " and " : ", ") + set_text(route.disconnected[s]);
+      sets += (s == 0                               ? ""
+               : s + 1 == route.disconnected.size() ? " and "
+                                                    : ", ") +
+              set_text(route.disconnected[s]);
     }
     cause = "On node " + std::to_string(route.bad_node) + " the group's chips form " +
-            std::to_string(route.disconnected.size()) + " sets with no NeuronLink between them: chips " + sets +
-            ". The collective library routes only through the group's own chips, and no chip of the group "
+            std::to_string(route.disconnected.size()) +
+            " sets with no NeuronLink between them: chips " + sets +
+            ". The collective library routes only through the group's own chips, and no chip of "
+            "the group "
             "links these sets.";
   } else if (route.nodes > 1) {
     for (size_t n = 1; n < node_counts.size(); ++n) {
       if (node_counts[n] != node_counts[0]) {
         route.routable = false;
         cause = "The group has " + std::to_string(node_counts[0]) + " ranks on node " +
-                std::to_string(node_ids[0]) + " but " + std::to_string(node_counts[n]) + " on node " +
-                std::to_string(node_ids[n]) +
+                std::to_string(node_ids[0]) + " but " + std::to_string(node_counts[n]) +
+                " on node " + std::to_string(node_ids[n]) +
                 "; the hierarchical algorithm needs the same number of ranks on every node.";
         break;
       }
     }
   }
   if (!route.routable) {
-    route.error = "ENC:enc_init_comm " + std::string(kNoAlgorithmText) + " replica-group: " + list_text(ranks) +
-                  "\n" + cause + "\n" + advice(cluster);
+    route.error = "ENC:enc_init_comm " + std::string(kNoAlgorithmText) +
+                  " replica-group: " + list_text(ranks) + "\n" + cause + "\n" + advice(cluster);
     route.node_chip_Bps = 0;
     route.mean_hops = 0;
   }

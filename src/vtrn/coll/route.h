@@ -1,7 +1,7 @@
 // Can the collective library build an algorithm for a group of ranks?
 //
-// The rules (SDK neuron-runtime/explore/intranode-collective-comm.rst, internode-collective-comm.rst,
-// and the seed's TP8 x FSDP8 example):
+// The rules (SDK neuron-runtime/explore/intranode-collective-comm.rst,
+// internode-collective-comm.rst, and the seed's TP8 x FSDP8 example):
 //   * every rank on one chip: intra-chip, always possible;
 //   * several chips of one node: the chips that hold the group's ranks must form a connected
 //     subgraph of the NeuronLink graph using only those chips (no hop through a chip outside
@@ -62,6 +62,7 @@ struct Route {
 
 /// Checks |ranks| against the placement of |cluster|. Throws std::invalid_argument for an
 /// empty group, a rank outside the world or a repeated rank.
-Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph, std::span<const int> ranks);
+Route route_group(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                  std::span<const int> ranks);
 
 }  // namespace vtrn::coll

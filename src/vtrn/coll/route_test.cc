@@ -54,18 +54,23 @@ TEST(RouteTest, SeedDefaultTp8Fsdp8) {
   // "but FSDP parameter all-gather fails before training"
   Route dp = t.route(range(0, 64, 8));
   EXPECT_FALSE(dp.routable);
-  EXPECT_NE(dp.error.find("failed (2) to init a collective algorithm. reason: no_hier no_mesh"), std::string::npos);
+  EXPECT_NE(dp.error.find("failed (2) to init a collective algorithm. reason: no_hier no_mesh"),
+            std::string::npos);
   EXPECT_EQ(dp.bad_node, 0);
   ASSERT_EQ(dp.disconnected.size(), 2u);
   EXPECT_EQ(dp.disconnected[0], (Ranks{0, 4, 8, 12}));
   EXPECT_EQ(dp.disconnected[1], (Ranks{2, 6, 10, 14}));
   EXPECT_EQ(dp.error,
-            "ENC:enc_init_comm failed (2) to init a collective algorithm. reason: no_hier no_mesh replica-group: "
+            "ENC:enc_init_comm failed (2) to init a collective algorithm. reason: no_hier no_mesh "
+            "replica-group: "
             "[0, 8, 16, 24, 32, 40, 48, 56]\n"
-            "On node 0 the group's chips form 2 sets with no NeuronLink between them: chips {0, 4, 8, 12} and "
-            "{2, 6, 10, 14}. The collective library routes only through the group's own chips, and no chip of the "
+            "On node 0 the group's chips form 2 sets with no NeuronLink between them: chips {0, 4, "
+            "8, 12} and "
+            "{2, 6, 10, 14}. The collective library routes only through the group's own chips, and "
+            "no chip of the "
             "group links these sets.\n"
-            "Keep TP within a chip (at most 4 ranks at LNC2), or use the placement that `vtrn mesh --placement "
+            "Keep TP within a chip (at most 4 ranks at LNC2), or use the placement that `vtrn mesh "
+            "--placement "
             "auto` finds.");
   EXPECT_FALSE(t.mesh_routable({8, 8}, {"dp", "tp"}));
 }
@@ -92,7 +97,8 @@ TEST(RouteTest, NxdLnc2Table) {
   EXPECT_TRUE(t.mesh_routable({4, 16}, {"dp", "tp"}));
   EXPECT_TRUE(t.mesh_routable({1, 64}, {"dp", "tp"}));
   EXPECT_TRUE(t.mesh_routable({4, 4, 4}, {"pp", "dp", "tp"}));
-  EXPECT_FALSE(t.mesh_routable({2, 32}, {"dp", "tp"}));  // DP [0, 32]: chips 0 and 8, two rows apart
+  EXPECT_FALSE(
+      t.mesh_routable({2, 32}, {"dp", "tp"}));  // DP [0, 32]: chips 0 and 8, two rows apart
   EXPECT_FALSE(t.mesh_routable({8, 8}, {"dp", "tp"}));
 }
 
@@ -127,7 +133,8 @@ TEST(RouteTest, AcrossNodesIsHierarchical) {
   Route uneven = route_group(cluster, graph, Ranks{0, 1, 64});
   EXPECT_FALSE(uneven.routable);
   EXPECT_NE(uneven.error.find("no_hier no_mesh replica-group: [0, 1, 64]"), std::string::npos);
-  EXPECT_NE(uneven.error.find("The group has 2 ranks on node 0 but 1 on node 1"), std::string::npos);
+  EXPECT_NE(uneven.error.find("The group has 2 ranks on node 0 but 1 on node 1"),
+            std::string::npos);
   // A node's part that is not connected makes the whole group unroutable.
   Route split = route_group(cluster, graph, Ranks{64, 72, 0, 8});
   EXPECT_FALSE(split.routable);
@@ -160,7 +167,9 @@ TEST(RouteTest, BadGroups) {
     t.route({0, 64});
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "rank 64 of the group is outside the world [0, 64) of 1 x trn2.48xlarge, LNC2, 64 ranks");
+    EXPECT_STREQ(
+        e.what(),
+        "rank 64 of the group is outside the world [0, 64) of 1 x trn2.48xlarge, LNC2, 64 ranks");
   }
 }
 

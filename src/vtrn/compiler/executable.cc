@@ -1,9 +1,9 @@
 #include "vtrn/compiler/executable.h"
 
-#include <cstring>
-#include <map>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <set>
 
 #include "vtrn/compiler/passes.h"
@@ -19,7 +19,9 @@ using hlo::Op;
 using hlo::OpKind;
 using hlo::TensorType;
 
-std::string CompileOptions::key() const { return "O" + std::to_string(opt_level) + " fusion=" + (fusion ? "1" : "0"); }
+std::string CompileOptions::key() const {
+  return "O" + std::to_string(opt_level) + " fusion=" + (fusion ? "1" : "0");
+}
 
 double Executable::modeled_time_s() const {
   double t = 0;
@@ -35,8 +37,16 @@ namespace {
 
 bool transcendental(OpKind k) {
   switch (k) {
-    case OpKind::kExp: case OpKind::kExpm1: case OpKind::kLog: case OpKind::kLog1p: case OpKind::kLogistic:
-    case OpKind::kTanh: case OpKind::kSqrt: case OpKind::kRsqrt: case OpKind::kPower: case OpKind::kSine:
+    case OpKind::kExp:
+    case OpKind::kExpm1:
+    case OpKind::kLog:
+    case OpKind::kLog1p:
+    case OpKind::kLogistic:
+    case OpKind::kTanh:
+    case OpKind::kSqrt:
+    case OpKind::kRsqrt:
+    case OpKind::kPower:
+    case OpKind::kSine:
     case OpKind::kCosine:
       return true;
     default:
@@ -58,15 +68,19 @@ bool fusible(const Block& b, const Op& op) {
   if (hlo::is_elementwise(op.kind)) return true;
   if (op.kind == OpKind::kBroadcastInDim) return true;
   if (op.kind == OpKind::kReduce)
-    return op.operands.size() == 2 && op.regions.size() == 1 && hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
+    return op.operands.size() == 2 && op.regions.size() == 1 &&
+           hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
   return false;
 }
 
 hw::DType tensor_dtype(DType d) {
   switch (d) {
-    case DType::kBF16: return hw::DType::kBF16;
-    case DType::kF16: return hw::DType::kFP16;
-    default: return hw::DType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
+    case DType::kBF16:
+      return hw::DType::kBF16;
+    case DType::kF16:
+      return hw::DType::kFP16;
+    default:
+      return hw::DType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
   }
 }
 
@@ -85,11 +99,14 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
   if (k.kind == KernelKind::kFused) {
     for (int i : k.ops) {
       const Op& op = b.ops[i];
-      const double n = op.kind == OpKind::kReduce ? static_cast<double>(b.type(op.operands[0]).num_elements())
-                                                  : static_cast<double>(b.type(op.results[0]).num_elements());
+      const double n = op.kind == OpKind::kReduce
+                           ? static_cast<double>(b.type(op.operands[0]).num_elements())
+                           : static_cast<double>(b.type(op.results[0]).num_elements());
       if (op.kind == OpKind::kBroadcastInDim) continue;
-      if (transcendental(op.kind)) w.scalar_ops += n;
-      else w.vector_ops += n;
+      if (transcendental(op.kind))
+        w.scalar_ops += n;
+      else
+        w.vector_ops += n;
     }
     return model.estimate(w);
   }
@@ -115,7 +132,8 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     case OpKind::kSort: {
       const double n = static_cast<double>(b.type(root.operands[0]).num_elements());
       const double len = static_cast<double>(b.type(root.operands[0]).dims[root.dimension]);
-      w.vector_ops = n * std::max(1.0, std::log2(std::max(len, 2.0))) * static_cast<double>(root.operands.size());
+      w.vector_ops = n * std::max(1.0, std::log2(std::max(len, 2.0))) *
+                     static_cast<double>(root.operands.size());
       break;
     }
     default:
@@ -188,7 +206,9 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
       k.name = "fusion." + std::to_string(counts["fusion"]++);
       emitted[g] = true;
     } else {
-      k.kind = op.kind == OpKind::kReshape ? KernelKind::kBitcast : op.kind == OpKind::kConstant ? KernelKind::kConstant : KernelKind::kOp;
+      k.kind = op.kind == OpKind::kReshape    ? KernelKind::kBitcast
+               : op.kind == OpKind::kConstant ? KernelKind::kConstant
+                                              : KernelKind::kOp;
       k.ops = {static_cast<int>(i)};
       const std::string base(hlo::op_name(op.kind));
       k.name = base + "." + std::to_string(counts[base]++);
@@ -200,7 +220,8 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
 
 }  // namespace
 
-Executable compile(const hlo::Module& input, const CompileOptions& options, const cost::CostModel& model) {
+Executable compile(const hlo::Module& input, const CompileOptions& options,
+                   const cost::CostModel& model) {
   hlo::verify_module(input);
   Executable exe;
   exe.options = options;
@@ -285,7 +306,9 @@ std::vector<std::uint8_t> serialize(const Executable& exe) {
     for (int i : k.ops) w.pod<std::int32_t>(i);
     const cost::KernelCost& c = k.cost;
     w.pod<std::uint8_t>(static_cast<std::uint8_t>(c.engine));
-    for (double d : {c.flops, c.tile_efficiency, c.tensor_s, c.vector_s, c.scalar_s, c.dma_s, c.fixed_s, c.time_s}) w.pod(d);
+    for (double d : {c.flops, c.tile_efficiency, c.tensor_s, c.vector_s, c.scalar_s, c.dma_s,
+                     c.fixed_s, c.time_s})
+      w.pod(d);
   }
   Writer h;
   h.out.insert(h.out.end(), kMagic, kMagic + 8);
@@ -298,23 +321,32 @@ std::vector<std::uint8_t> serialize(const Executable& exe) {
 }
 
 Executable deserialize(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < kHeaderBytes) throw FormatError("executable is truncated: " + std::to_string(bytes.size()) + " bytes, the header alone is 32");
-  if (std::memcmp(bytes.data(), kMagic, 8) != 0) throw FormatError("not a vtrn executable (bad magic)");
+  if (bytes.size() < kHeaderBytes)
+    throw FormatError("executable is truncated: " + std::to_string(bytes.size()) +
+                      " bytes, the header alone is 32");
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0)
+    throw FormatError("not a vtrn executable (bad magic)");
   Reader h{bytes.subspan(8, kHeaderBytes - 8)};
   const auto version = h.pod<std::uint32_t>();
   if (version != kFormatVersion)
-    throw FormatError("executable format version " + std::to_string(version) + " is not supported (this build reads version " + std::to_string(kFormatVersion) + "); recompile it");
+    throw FormatError("executable format version " + std::to_string(version) +
+                      " is not supported (this build reads version " +
+                      std::to_string(kFormatVersion) + "); recompile it");
   if (h.pod<std::uint32_t>() != kHeaderBytes) throw FormatError("executable header size is wrong");
   const auto size = h.pod<std::uint64_t>();
   const auto sum = h.pod<std::uint64_t>();
   if (bytes.size() - kHeaderBytes != size)
-    throw FormatError("executable payload is " + std::to_string(bytes.size() - kHeaderBytes) + " bytes, the header says " + std::to_string(size) + " (truncated or padded)");
+    throw FormatError("executable payload is " + std::to_string(bytes.size() - kHeaderBytes) +
+                      " bytes, the header says " + std::to_string(size) + " (truncated or padded)");
   const auto payload = bytes.subspan(kHeaderBytes);
-  if (fnv1a64(payload.data(), payload.size()) != sum) throw FormatError("executable checksum mismatch (corrupted)");
+  if (fnv1a64(payload.data(), payload.size()) != sum)
+    throw FormatError("executable checksum mismatch (corrupted)");
   Reader r{payload};
   Executable exe;
   const std::string version_str = r.str();
-  if (version_str != kCompilerVersion) throw FormatError("executable was built by '" + version_str + "', this is '" + kCompilerVersion + "'");
+  if (version_str != kCompilerVersion)
+    throw FormatError("executable was built by '" + version_str + "', this is '" +
+                      kCompilerVersion + "'");
   exe.options.opt_level = r.pod<std::int32_t>();
   exe.options.fusion = r.pod<std::uint8_t>() != 0;
   try {
@@ -332,12 +364,16 @@ Executable deserialize(std::span<const std::uint8_t> bytes) {
     if (n == 0 || n > nops) throw FormatError("kernel " + k.name + " has a bad op count");
     for (std::uint32_t j = 0; j < n; ++j) {
       const auto op = r.pod<std::int32_t>();
-      if (op < 0 || static_cast<std::size_t>(op) >= nops) throw FormatError("kernel " + k.name + " refers to op " + std::to_string(op) + " of " + std::to_string(nops));
+      if (op < 0 || static_cast<std::size_t>(op) >= nops)
+        throw FormatError("kernel " + k.name + " refers to op " + std::to_string(op) + " of " +
+                          std::to_string(nops));
       k.ops.push_back(op);
     }
     cost::KernelCost& c = k.cost;
     c.engine = static_cast<cost::Engine>(r.pod<std::uint8_t>());
-    for (double* d : {&c.flops, &c.tile_efficiency, &c.tensor_s, &c.vector_s, &c.scalar_s, &c.dma_s, &c.fixed_s, &c.time_s}) *d = r.pod<double>();
+    for (double* d : {&c.flops, &c.tile_efficiency, &c.tensor_s, &c.vector_s, &c.scalar_s, &c.dma_s,
+                      &c.fixed_s, &c.time_s})
+      *d = r.pod<double>();
     exe.kernels.push_back(std::move(k));
   }
   if (r.p != payload.size()) throw FormatError("executable payload has trailing bytes");

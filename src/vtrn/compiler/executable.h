@@ -39,7 +39,7 @@ enum class KernelKind : std::uint8_t {
 };
 
 struct Kernel {
-  std::string name;      ///< "fusion.3", "dot_general.5"
+  std::string name;  ///< "fusion.3", "dot_general.5"
   KernelKind kind = KernelKind::kOp;
   std::vector<int> ops;  ///< indices into module.main.ops, in order; the last one is the root
   cost::KernelCost cost;

@@ -20,7 +20,8 @@ hlo::Module mlp() {
   Value w = b.param(TensorType(DType::kF32, {256, 512}));
   Value bias = b.param(TensorType(DType::kF32, {512}));
   Value h = b.matmul(x, w);
-  Value y = b.max(b.add(h, b.broadcast_in_dim(bias, {128, 512}, {1})), b.broadcast_in_dim(b.scalar(DType::kF32, 0), {128, 512}, {}));
+  Value y = b.max(b.add(h, b.broadcast_in_dim(bias, {128, 512}, {1})),
+                  b.broadcast_in_dim(b.scalar(DType::kF32, 0), {128, 512}, {}));
   Value s = b.reduce(b.mul(y, y), b.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd);
   return b.finish({y, s});
 }
@@ -71,7 +72,8 @@ TEST(ExecutableTest, SerializeRoundTrip) {
 TEST(ExecutableTest, CorruptionIsDetected) {
   const std::vector<std::uint8_t> bytes = serialize(compile(mlp()));
   // Every truncation fails cleanly.
-  for (std::size_t n = 0; n < bytes.size(); n += 7) EXPECT_THROW(deserialize(std::span(bytes).first(n)), FormatError);
+  for (std::size_t n = 0; n < bytes.size(); n += 7)
+    EXPECT_THROW(deserialize(std::span(bytes).first(n)), FormatError);
   // A flipped payload byte fails the checksum.
   std::vector<std::uint8_t> bad = bytes;
   bad[bad.size() / 2] ^= 0x40;

@@ -55,15 +55,18 @@ std::string op_key(const Block& block, const Op& op) {
   put(s, static_cast<std::int64_t>(op.operands.size()));
   for (int v : op.operands) put(s, v);
   for (int r : op.results) put(s, block.type(r));
-  put_all(s, op.dims, op.start, op.limit, op.strides, op.dimension,
-          static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type),
-          op.dot.lhs_batch, op.dot.rhs_batch, op.dot.lhs_contracting, op.dot.rhs_contracting,
-          op.gather.offset_dims, op.gather.collapsed_slice_dims, op.gather.start_index_map, op.gather.index_vector_dim,
-          op.scatter.update_window_dims, op.scatter.inserted_window_dims, op.scatter.scatter_dims_to_operand_dims,
-          op.scatter.index_vector_dim, static_cast<std::int64_t>(op.flag * 2 + op.flag2), op.target, op.backend_config);
+  put_all(
+      s, op.dims, op.start, op.limit, op.strides, op.dimension,
+      static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type),
+      op.dot.lhs_batch, op.dot.rhs_batch, op.dot.lhs_contracting, op.dot.rhs_contracting,
+      op.gather.offset_dims, op.gather.collapsed_slice_dims, op.gather.start_index_map,
+      op.gather.index_vector_dim, op.scatter.update_window_dims, op.scatter.inserted_window_dims,
+      op.scatter.scatter_dims_to_operand_dims, op.scatter.index_vector_dim,
+      static_cast<std::int64_t>(op.flag * 2 + op.flag2), op.target, op.backend_config);
   if (op.kind == OpKind::kConstant) {
     put_all(s, op.literal.type, static_cast<std::int64_t>(op.literal.splat),
-            std::string_view(reinterpret_cast<const char*>(op.literal.data.data()), op.literal.data.size()));
+            std::string_view(reinterpret_cast<const char*>(op.literal.data.data()),
+                             op.literal.data.size()));
   }
   for (const auto& r : op.regions) block_key(s, *r);
   return s;
@@ -97,8 +100,15 @@ constexpr std::int64_t kFoldLimit = 4096;
 
 bool foldable_kind(OpKind k) {
   switch (k) {
-    case OpKind::kAdd: case OpKind::kSubtract: case OpKind::kMultiply: case OpKind::kDivide: case OpKind::kNegate:
-    case OpKind::kAbs: case OpKind::kMaximum: case OpKind::kMinimum: case OpKind::kConvert:
+    case OpKind::kAdd:
+    case OpKind::kSubtract:
+    case OpKind::kMultiply:
+    case OpKind::kDivide:
+    case OpKind::kNegate:
+    case OpKind::kAbs:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
+    case OpKind::kConvert:
       return true;
     default:
       return false;
@@ -108,10 +118,12 @@ bool foldable_kind(OpKind k) {
 // Exact integer value of element i for integer dtypes.
 std::int64_t int_at(const Literal& l, std::int64_t i) { return l.get_int(i); }
 
-bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const TensorType& out, Literal* result) {
+bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const TensorType& out,
+                      Literal* result) {
   const DType din = in[0]->type.dtype;
   if (hlo::is_complex(din) || hlo::is_complex(out.dtype)) return false;
-  if (op.kind == OpKind::kDivide && !hlo::is_float(din)) return false;  // integer division by zero rules: leave to the executor
+  if (op.kind == OpKind::kDivide && !hlo::is_float(din))
+    return false;  // integer division by zero rules: leave to the executor
   const std::int64_t n = out.num_elements();
   if (n > kFoldLimit) return false;
   const bool all_splat = [&] {
@@ -133,14 +145,35 @@ bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const
       const std::int64_t b = in.size() > 1 ? int_at(*in[1], i) : 0;
       std::uint64_t v = 0;
       switch (op.kind) {
-        case OpKind::kAdd: v = static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b); break;
-        case OpKind::kSubtract: v = static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b); break;
-        case OpKind::kMultiply: v = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b); break;
-        case OpKind::kNegate: v = 0 - static_cast<std::uint64_t>(a); break;
-        case OpKind::kAbs: v = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a); break;
-        case OpKind::kMaximum: v = static_cast<std::uint64_t>(hlo::is_unsigned(din) ? (static_cast<std::uint64_t>(a) > static_cast<std::uint64_t>(b) ? a : b) : std::max(a, b)); break;
-        case OpKind::kMinimum: v = static_cast<std::uint64_t>(hlo::is_unsigned(din) ? (static_cast<std::uint64_t>(a) < static_cast<std::uint64_t>(b) ? a : b) : std::min(a, b)); break;
-        default: return false;
+        case OpKind::kAdd:
+          v = static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b);
+          break;
+        case OpKind::kSubtract:
+          v = static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b);
+          break;
+        case OpKind::kMultiply:
+          v = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b);
+          break;
+        case OpKind::kNegate:
+          v = 0 - static_cast<std::uint64_t>(a);
+          break;
+        case OpKind::kAbs:
+          v = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+          break;
+        case OpKind::kMaximum:
+          v = static_cast<std::uint64_t>(
+              hlo::is_unsigned(din)
+                  ? (static_cast<std::uint64_t>(a) > static_cast<std::uint64_t>(b) ? a : b)
+                  : std::max(a, b));
+          break;
+        case OpKind::kMinimum:
+          v = static_cast<std::uint64_t>(
+              hlo::is_unsigned(din)
+                  ? (static_cast<std::uint64_t>(a) < static_cast<std::uint64_t>(b) ? a : b)
+                  : std::min(a, b));
+          break;
+        default:
+          return false;
       }
       if (hlo::is_pred(out.dtype)) v = v != 0;
       std::memcpy(dst, &v, static_cast<std::size_t>(es));  // little-endian truncation wraps
@@ -154,7 +187,8 @@ bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const
       } else if (integer && hlo::is_unsigned(din) && din == DType::kU64) {
         return false;
       } else {
-        if (!integer && !hlo::is_float(out.dtype) && !hlo::is_pred(out.dtype)) return false;  // float->int: leave to the executor
+        if (!integer && !hlo::is_float(out.dtype) && !hlo::is_pred(out.dtype))
+          return false;  // float->int: leave to the executor
         hlo::store_double(out.dtype, in[0]->get_double(i), dst);
       }
       continue;
@@ -163,15 +197,32 @@ bool fold_elementwise(const Op& op, const std::vector<const Literal*>& in, const
     const double b = in.size() > 1 ? in[1]->get_double(i) : 0;
     double v = 0;
     switch (op.kind) {
-      case OpKind::kAdd: v = a + b; break;
-      case OpKind::kSubtract: v = a - b; break;
-      case OpKind::kMultiply: v = a * b; break;
-      case OpKind::kDivide: v = a / b; break;
-      case OpKind::kNegate: v = -a; break;
-      case OpKind::kAbs: v = std::fabs(a); break;
-      case OpKind::kMaximum: v = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); break;
-      case OpKind::kMinimum: v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); break;
-      default: return false;
+      case OpKind::kAdd:
+        v = a + b;
+        break;
+      case OpKind::kSubtract:
+        v = a - b;
+        break;
+      case OpKind::kMultiply:
+        v = a * b;
+        break;
+      case OpKind::kDivide:
+        v = a / b;
+        break;
+      case OpKind::kNegate:
+        v = -a;
+        break;
+      case OpKind::kAbs:
+        v = std::fabs(a);
+        break;
+      case OpKind::kMaximum:
+        v = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+        break;
+      case OpKind::kMinimum:
+        v = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
+        break;
+      default:
+        return false;
     }
     hlo::store_double(out.dtype, v, dst);
   }
@@ -203,7 +254,8 @@ int fold_constants(hlo::Module& module) {
     bool ok = false;
     if (foldable_kind(op.kind)) {
       ok = fold_elementwise(op, in, out, &lit);
-    } else if (op.kind == OpKind::kBroadcastInDim && (in[0]->splat || in[0]->type.num_elements() == 1)) {
+    } else if (op.kind == OpKind::kBroadcastInDim &&
+               (in[0]->splat || in[0]->type.num_elements() == 1)) {
       lit.type = out;
       lit.data.assign(in[0]->data.begin(), in[0]->data.begin() + hlo::dtype_size(out.dtype));
       lit.splat = out.num_elements() != 1;
@@ -239,7 +291,8 @@ int eliminate_common_subexpressions(hlo::Module& module) {
       auto it = seen.find(key);
       if (it != seen.end()) {
         const Op& prev = kept[it->second];
-        for (std::size_t r = 0; r < op.results.size(); ++r) replace[op.results[r]] = prev.results[r];
+        for (std::size_t r = 0; r < op.results.size(); ++r)
+          replace[op.results[r]] = prev.results[r];
         ++merged;
         continue;
       }
@@ -269,8 +322,10 @@ int eliminate_dead_code(hlo::Module& module) {
   std::vector<Op> kept;
   int removed = 0;
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
-    if (keep[i]) kept.push_back(std::move(b.ops[i]));
-    else ++removed;
+    if (keep[i])
+      kept.push_back(std::move(b.ops[i]));
+    else
+      ++removed;
   }
   b.ops = std::move(kept);
   renumber(b);

@@ -34,7 +34,8 @@ TEST(PassesTest, FoldsScalarArithmeticAndBroadcast) {
 TEST(PassesTest, FoldsIntegersWithWrapAndBf16WithRounding) {
   Builder b;
   Value i = b.add(b.scalar(DType::kI8, 100), b.scalar(DType::kI8, 100));  // 200 wraps to -56
-  Value h = b.add(b.scalar(DType::kBF16, 1), b.scalar(DType::kBF16, 1.0 / 256));  // 1 + 2^-8: tie, rounds to 1
+  Value h = b.add(b.scalar(DType::kBF16, 1),
+                  b.scalar(DType::kBF16, 1.0 / 256));  // 1 + 2^-8: tie, rounds to 1
   hlo::Module m = b.finish({i, h});
   fold_constants(m);
   eliminate_dead_code(m);

@@ -9,10 +9,14 @@ namespace vtrn::cost {
 
 std::string_view engine_name(Engine engine) {
   switch (engine) {
-    case Engine::kTensor: return "tensor";
-    case Engine::kVector: return "vector";
-    case Engine::kScalar: return "scalar";
-    case Engine::kDma: return "dma";
+    case Engine::kTensor:
+      return "tensor";
+    case Engine::kVector:
+      return "vector";
+    case Engine::kScalar:
+      return "scalar";
+    case Engine::kDma:
+      return "dma";
   }
   return "?";
 }
@@ -41,7 +45,8 @@ KernelCost CostModel::estimate(const Work& w) const {
   KernelCost c;
   const hw::CorePeaks& peaks = chip_->core;
   if (w.batch > 0) {
-    c.flops = 2.0 * static_cast<double>(w.batch) * static_cast<double>(w.m) * static_cast<double>(w.n) * static_cast<double>(w.k);
+    c.flops = 2.0 * static_cast<double>(w.batch) * static_cast<double>(w.m) *
+              static_cast<double>(w.n) * static_cast<double>(w.k);
     c.tile_efficiency = tile_efficiency(w.m, w.k);
     c.tensor_s = c.flops / (peaks.tensor(w.tensor_dtype) * c.tile_efficiency);
   }

@@ -34,8 +34,8 @@ struct KernelCost {
   double flops = 0;              ///< Tensor-engine FLOPs (2*b*m*n*k)
   double tile_efficiency = 1;    ///< fraction of the 128x128 array the contraction fills
   double tensor_s = 0, vector_s = 0, scalar_s = 0, dma_s = 0;
-  double fixed_s = 0;            ///< DMA start cost
-  double time_s = 0;             ///< fixed_s + max(tensor_s, vector_s, scalar_s, dma_s)
+  double fixed_s = 0;  ///< DMA start cost
+  double time_s = 0;   ///< fixed_s + max(tensor_s, vector_s, scalar_s, dma_s)
 };
 
 class CostModel {

@@ -79,8 +79,8 @@ TEST(KernelCostTest, TranscendentalsUseTheScalarEngine) {
 }
 
 TEST(KernelCostTest, Trainium1UsesItsOwnPeaks) {
-  // trn1 NeuronCore-v2: 23 FP32 TFLOPS, HBM 820 GiB/s / 2 cores = 440234147840 B/s (< 272 GB/s DMA? no:
-  // DMA 16 x 17 B/ns = 272 GB/s is lower, so 272e9 bounds).
+  // trn1 NeuronCore-v2: 23 FP32 TFLOPS, HBM 820 GiB/s / 2 cores = 440234147840 B/s (< 272 GB/s DMA?
+  // no: DMA 16 x 17 B/ns = 272 GB/s is lower, so 272e9 bounds).
   const CostModel trn1(*hw::find_instance("trn1.32xlarge").chip);
   EXPECT_DOUBLE_EQ(trn1.memory_Bps(), 272e9);
   Work w;

@@ -29,14 +29,16 @@ std::vector<Value> Builder::add_op(Op op, const std::vector<TensorType>* declare
   for (std::size_t i = 0; i < op.operands.size(); ++i) {
     const int v = op.operands[i];
     if (v < 0 || v >= static_cast<int>(block_.types.size()))
-      throw Error("stablehlo." + std::string(op_name(op.kind)) + ": operand " + std::to_string(i) + " is not a value of this builder");
+      throw Error("stablehlo." + std::string(op_name(op.kind)) + ": operand " + std::to_string(i) +
+                  " is not a value of this builder");
     in.push_back(block_.types[v]);
   }
   std::vector<TensorType> out = infer_result_types(op, in, declared);
   if (declared) {
     for (std::size_t i = 0; i < out.size() && i < declared->size(); ++i)
       if (out[i] != (*declared)[i])
-        throw Error("stablehlo." + std::string(op_name(op.kind)) + ": result " + std::to_string(i) + " has type " + (*declared)[i].str() + ", expected " + out[i].str());
+        throw Error("stablehlo." + std::string(op_name(op.kind)) + ": result " + std::to_string(i) +
+                    " has type " + (*declared)[i].str() + ", expected " + out[i].str());
   }
   std::vector<Value> res;
   op.results.clear();
@@ -50,12 +52,16 @@ std::vector<Value> Builder::add_op(Op op, const std::vector<TensorType>* declare
 }
 
 Value Builder::unary(OpKind kind, Value x) {
-  if (!is_unary_elementwise(kind) || kind == OpKind::kConvert) throw Error("Builder::unary: '" + std::string(op_name(kind)) + "' is not a unary elementwise op");
+  if (!is_unary_elementwise(kind) || kind == OpKind::kConvert)
+    throw Error("Builder::unary: '" + std::string(op_name(kind)) +
+                "' is not a unary elementwise op");
   return add_one(make(kind, {x}));
 }
 
 Value Builder::binary(OpKind kind, Value a, Value b) {
-  if (!is_binary_elementwise(kind)) throw Error("Builder::binary: '" + std::string(op_name(kind)) + "' is not a binary elementwise op");
+  if (!is_binary_elementwise(kind))
+    throw Error("Builder::binary: '" + std::string(op_name(kind)) +
+                "' is not a binary elementwise op");
   return add_one(make(kind, {a, b}));
 }
 
@@ -66,8 +72,12 @@ Value Builder::compare(Comparison dir, Value a, Value b, CompareType ct) {
   return add_one(std::move(op));
 }
 
-Value Builder::select(Value p, Value t, Value f) { return add_one(make(OpKind::kSelect, {p, t, f})); }
-Value Builder::clamp(Value lo, Value x, Value hi) { return add_one(make(OpKind::kClamp, {lo, x, hi})); }
+Value Builder::select(Value p, Value t, Value f) {
+  return add_one(make(OpKind::kSelect, {p, t, f}));
+}
+Value Builder::clamp(Value lo, Value x, Value hi) {
+  return add_one(make(OpKind::kClamp, {lo, x, hi}));
+}
 
 Value Builder::convert(Value x, DType dtype) {
   std::vector<TensorType> d{TensorType(dtype, type(x).dims)};
@@ -87,7 +97,8 @@ Value Builder::iota(TensorType t, std::int64_t dimension) {
   return add_one(std::move(op), &d);
 }
 
-Value Builder::broadcast_in_dim(Value x, std::vector<std::int64_t> shape, std::vector<std::int64_t> bdims) {
+Value Builder::broadcast_in_dim(Value x, std::vector<std::int64_t> shape,
+                                std::vector<std::int64_t> bdims) {
   Op op = make(OpKind::kBroadcastInDim, {x});
   op.dims = std::move(bdims);
   std::vector<TensorType> d{TensorType(type(x).dtype, std::move(shape))};
@@ -97,7 +108,8 @@ Value Builder::broadcast_in_dim(Value x, std::vector<std::int64_t> shape, std::v
 Value Builder::broadcast_to(Value x, std::vector<std::int64_t> shape) {
   const int r = type(x).rank();
   const int out_rank = static_cast<int>(shape.size());
-  if (r > out_rank) throw Error("Builder::broadcast_to: cannot broadcast " + type(x).str() + " to a lower rank");
+  if (r > out_rank)
+    throw Error("Builder::broadcast_to: cannot broadcast " + type(x).str() + " to a lower rank");
   std::vector<std::int64_t> bd(static_cast<std::size_t>(r));
   std::iota(bd.begin(), bd.end(), out_rank - r);
   return broadcast_in_dim(x, std::move(shape), std::move(bd));
@@ -114,7 +126,8 @@ Value Builder::transpose(Value x, std::vector<std::int64_t> perm) {
   return add_one(std::move(op));
 }
 
-Value Builder::slice(Value x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit, std::vector<std::int64_t> strides) {
+Value Builder::slice(Value x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit,
+                     std::vector<std::int64_t> strides) {
   Op op = make(OpKind::kSlice, {x});
   if (strides.empty()) strides.assign(start.size(), 1);
   op.start = std::move(start);
@@ -142,7 +155,8 @@ Value Builder::concatenate(std::vector<Value> xs, std::int64_t dimension) {
   return add_one(std::move(op));
 }
 
-Value Builder::pad(Value x, Value pv, std::vector<std::int64_t> low, std::vector<std::int64_t> high, std::vector<std::int64_t> interior) {
+Value Builder::pad(Value x, Value pv, std::vector<std::int64_t> low, std::vector<std::int64_t> high,
+                   std::vector<std::int64_t> interior) {
   Op op = make(OpKind::kPad, {x, pv});
   op.start = std::move(low);
   op.limit = std::move(high);
@@ -182,7 +196,8 @@ Value Builder::matmul(Value lhs, Value rhs) {
   return dot_general(lhs, rhs, std::move(d));
 }
 
-Value Builder::gather(Value x, Value indices, GatherDims dims, std::vector<std::int64_t> slice_sizes, bool sorted) {
+Value Builder::gather(Value x, Value indices, GatherDims dims,
+                      std::vector<std::int64_t> slice_sizes, bool sorted) {
   Op op = make(OpKind::kGather, {x, indices});
   op.gather = std::move(dims);
   op.dims = std::move(slice_sizes);
@@ -197,18 +212,21 @@ Value Builder::scatter(Value x, Value indices, Value updates, ScatterDims dims, 
   return add_one(std::move(op));
 }
 
-std::vector<Value> Builder::sort(std::vector<Value> xs, std::int64_t dimension, int key, bool descending, bool stable) {
+std::vector<Value> Builder::sort(std::vector<Value> xs, std::int64_t dimension, int key,
+                                 bool descending, bool stable) {
   Op op = make(OpKind::kSort, xs);
   op.dimension = dimension;
   op.flag = stable;
   std::vector<DType> dts;
   for (Value v : xs) dts.push_back(type(v).dtype);
-  if (key < 0 || key >= static_cast<int>(xs.size())) throw Error("Builder::sort: key operand " + std::to_string(key) + " is out of range");
+  if (key < 0 || key >= static_cast<int>(xs.size()))
+    throw Error("Builder::sort: key operand " + std::to_string(key) + " is out of range");
   op.regions.push_back(make_sort_region(dts, key, descending));
   return add_op(std::move(op));
 }
 
-std::pair<Value, Value> Builder::rng_bit_generator(Value state, TensorType output, std::string algorithm) {
+std::pair<Value, Value> Builder::rng_bit_generator(Value state, TensorType output,
+                                                   std::string algorithm) {
   Op op = make(OpKind::kRngBitGenerator, {state});
   op.target = std::move(algorithm);
   std::vector<TensorType> d{type(state), std::move(output)};
@@ -216,7 +234,9 @@ std::pair<Value, Value> Builder::rng_bit_generator(Value state, TensorType outpu
   return {r[0], r[1]};
 }
 
-std::vector<Value> Builder::custom_call(std::string target, std::vector<Value> operands, std::vector<TensorType> results, std::string backend_config) {
+std::vector<Value> Builder::custom_call(std::string target, std::vector<Value> operands,
+                                        std::vector<TensorType> results,
+                                        std::string backend_config) {
   Op op = make(OpKind::kCustomCall, operands);
   op.target = std::move(target);
   op.backend_config = std::move(backend_config);
@@ -225,7 +245,8 @@ std::vector<Value> Builder::custom_call(std::string target, std::vector<Value> o
 
 Module Builder::finish(std::vector<Value> results) {
   for (Value v : results)
-    if (v.id < 0 || v.id >= static_cast<int>(block_.types.size())) throw Error("Builder::finish: a result is not a value of this builder");
+    if (v.id < 0 || v.id >= static_cast<int>(block_.types.size()))
+      throw Error("Builder::finish: a result is not a value of this builder");
   Module m;
   m.name = name_;
   for (Value v : results) block_.results.push_back(v.id);

@@ -49,31 +49,38 @@ class Builder {
   Value constant(Literal literal);
   Value scalar(DType dtype, double value) { return constant(Literal::scalar(dtype, value)); }
   Value iota(TensorType type, std::int64_t dimension);
-  Value broadcast_in_dim(Value x, std::vector<std::int64_t> shape, std::vector<std::int64_t> broadcast_dims);
+  Value broadcast_in_dim(Value x, std::vector<std::int64_t> shape,
+                         std::vector<std::int64_t> broadcast_dims);
   /// Broadcasts |x| (same rank, size-1 or equal dims) or a scalar to |shape|.
   Value broadcast_to(Value x, std::vector<std::int64_t> shape);
   Value reshape(Value x, std::vector<std::int64_t> shape);
   Value transpose(Value x, std::vector<std::int64_t> permutation);
-  Value slice(Value x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit, std::vector<std::int64_t> strides = {});
+  Value slice(Value x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit,
+              std::vector<std::int64_t> strides = {});
   Value dynamic_slice(Value x, std::vector<Value> start, std::vector<std::int64_t> sizes);
   Value dynamic_update_slice(Value x, Value update, std::vector<Value> start);
   Value concatenate(std::vector<Value> xs, std::int64_t dimension);
-  Value pad(Value x, Value padding_value, std::vector<std::int64_t> low, std::vector<std::int64_t> high, std::vector<std::int64_t> interior);
+  Value pad(Value x, Value padding_value, std::vector<std::int64_t> low,
+            std::vector<std::int64_t> high, std::vector<std::int64_t> interior);
   Value reverse(Value x, std::vector<std::int64_t> dims);
 
   // Reductions and contractions.
   Value reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind);
-  Value dot_general(Value lhs, Value rhs, DotDims dims, std::optional<DType> result_dtype = std::nullopt);
+  Value dot_general(Value lhs, Value rhs, DotDims dims,
+                    std::optional<DType> result_dtype = std::nullopt);
   /// [.., m, k] x [k, n] style matmul of rank-2 operands.
   Value matmul(Value lhs, Value rhs);
-  Value gather(Value x, Value indices, GatherDims dims, std::vector<std::int64_t> slice_sizes, bool indices_are_sorted = false);
+  Value gather(Value x, Value indices, GatherDims dims, std::vector<std::int64_t> slice_sizes,
+               bool indices_are_sorted = false);
   Value scatter(Value x, Value indices, Value updates, ScatterDims dims, ScatterKind kind);
   /// Sorts |xs| along |dimension| by operand |key|; returns one value per operand.
-  std::vector<Value> sort(std::vector<Value> xs, std::int64_t dimension, int key, bool descending, bool stable = true);
+  std::vector<Value> sort(std::vector<Value> xs, std::int64_t dimension, int key, bool descending,
+                          bool stable = true);
   /// Returns {new_state, output}.
-  std::pair<Value, Value> rng_bit_generator(Value state, TensorType output, std::string algorithm = "DEFAULT");
-  std::vector<Value> custom_call(std::string target, std::vector<Value> operands, std::vector<TensorType> results,
-                                 std::string backend_config = "");
+  std::pair<Value, Value> rng_bit_generator(Value state, TensorType output,
+                                            std::string algorithm = "DEFAULT");
+  std::vector<Value> custom_call(std::string target, std::vector<Value> operands,
+                                 std::vector<TensorType> results, std::string backend_config = "");
 
   /// Adds a fully formed op (operands set, results empty): infers/checks |declared| result types.
   std::vector<Value> add_op(Op op, const std::vector<TensorType>* declared = nullptr);
@@ -82,7 +89,9 @@ class Builder {
   Module finish(std::vector<Value> results);
 
  private:
-  Value add_one(Op op, const std::vector<TensorType>* declared = nullptr) { return add_op(std::move(op), declared)[0]; }
+  Value add_one(Op op, const std::vector<TensorType>* declared = nullptr) {
+    return add_op(std::move(op), declared)[0];
+  }
   std::string name_;
   Block block_;
 };

@@ -82,19 +82,25 @@ TEST(BuilderTest, VerifierErrorsNameOpOperandAndExpectation) {
   Value y = b.param(f32({3}));
   const std::string e = error_of([&] { b.add(x, y); });
   EXPECT_NE(e.find("stablehlo.add"), std::string::npos) << e;
-  EXPECT_NE(e.find("operand 1 has type tensor<3xf32>, expected tensor<4xf32>"), std::string::npos) << e;
+  EXPECT_NE(e.find("operand 1 has type tensor<3xf32>, expected tensor<4xf32>"), std::string::npos)
+      << e;
 
   const std::string e2 = error_of([&] { b.reshape(x, {3}); });
-  EXPECT_NE(e2.find("stablehlo.reshape: cannot reshape tensor<4xf32> to tensor<3xf32>"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("stablehlo.reshape: cannot reshape tensor<4xf32> to tensor<3xf32>"),
+            std::string::npos)
+      << e2;
 
   const std::string e3 = error_of([&] { b.transpose(x, {1}); });
   EXPECT_NE(e3.find("permutation [1]"), std::string::npos) << e3;
 
   Value m = b.param(f32({2, 3}));
   const std::string e4 = error_of([&] { b.matmul(m, m); });
-  EXPECT_NE(e4.find("stablehlo.dot_general: contracting dimension 0 has size 3 in lhs"), std::string::npos) << e4;
+  EXPECT_NE(e4.find("stablehlo.dot_general: contracting dimension 0 has size 3 in lhs"),
+            std::string::npos)
+      << e4;
 
-  const std::string e5 = error_of([&] { b.unary(OpKind::kExp, b.param(TensorType(DType::kI32, {2}))); });
+  const std::string e5 =
+      error_of([&] { b.unary(OpKind::kExp, b.param(TensorType(DType::kI32, {2}))); });
   EXPECT_NE(e5.find("expected floating-point"), std::string::npos) << e5;
 }
 

@@ -40,12 +40,16 @@ TEST(DTypeTest, Bf16MatchesNearestSearch) {
     if (!std::isfinite(f)) continue;
     const std::uint32_t lo = float_bits(f) & 0xFFFF0000u;
     const double a = bits_float(lo), b = bits_float(lo + 0x10000u);
-    const double da = std::fabs(static_cast<double>(f) - a), db = std::fabs(static_cast<double>(f) - b);
+    const double da = std::fabs(static_cast<double>(f) - a),
+                 db = std::fabs(static_cast<double>(f) - b);
     if (!std::isfinite(b)) continue;  // next value up is inf: covered by the hand values
     std::uint16_t expect;
-    if (da < db) expect = static_cast<std::uint16_t>(lo >> 16);
-    else if (db < da) expect = static_cast<std::uint16_t>((lo >> 16) + 1);
-    else expect = static_cast<std::uint16_t>(((lo >> 16) & 1) ? (lo >> 16) + 1 : lo >> 16);
+    if (da < db)
+      expect = static_cast<std::uint16_t>(lo >> 16);
+    else if (db < da)
+      expect = static_cast<std::uint16_t>((lo >> 16) + 1);
+    else
+      expect = static_cast<std::uint16_t>(((lo >> 16) & 1) ? (lo >> 16) + 1 : lo >> 16);
     ASSERT_EQ(f32_to_bf16(f), expect) << std::hexfloat << f;
   }
 }
@@ -76,9 +80,11 @@ TEST(DTypeTest, F16RoundTripsEveryValue) {
 TEST(DTypeTest, F16MatchesNearestSearch) {
   // Every f16 value and the midpoints between neighbours: the midpoint rounds to the even one.
   for (std::uint32_t h = 0; h < 0x7BFFu; ++h) {
-    const double a = f16_to_f32(static_cast<std::uint16_t>(h)), b = f16_to_f32(static_cast<std::uint16_t>(h + 1));
+    const double a = f16_to_f32(static_cast<std::uint16_t>(h)),
+                 b = f16_to_f32(static_cast<std::uint16_t>(h + 1));
     const float mid = static_cast<float>((a + b) / 2);  // exact in f32
-    const std::uint16_t even = (h & 1) ? static_cast<std::uint16_t>(h + 1) : static_cast<std::uint16_t>(h);
+    const std::uint16_t even =
+        (h & 1) ? static_cast<std::uint16_t>(h + 1) : static_cast<std::uint16_t>(h);
     ASSERT_EQ(f32_to_f16(mid), even) << h;
     ASSERT_EQ(f32_to_f16(std::nextafter(mid, 1e9f)), h + 1) << h;
     ASSERT_EQ(f32_to_f16(std::nextafter(mid, -1e9f)), h) << h;

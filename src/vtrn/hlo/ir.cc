@@ -54,22 +54,47 @@ std::int64_t double_to_int(double v) {
 
 void store_double(DType dtype, double v, void* dst) {
   switch (dtype) {
-    case DType::kPred: write_as<std::uint8_t>(dst, v != 0 ? 1 : 0); break;
-    case DType::kI8: write_as<std::int8_t>(dst, static_cast<std::int8_t>(double_to_int(v))); break;
-    case DType::kI16: write_as<std::int16_t>(dst, static_cast<std::int16_t>(double_to_int(v))); break;
-    case DType::kI32: write_as<std::int32_t>(dst, static_cast<std::int32_t>(double_to_int(v))); break;
-    case DType::kI64: write_as<std::int64_t>(dst, double_to_int(v)); break;
-    case DType::kU8: write_as<std::uint8_t>(dst, static_cast<std::uint8_t>(double_to_int(v))); break;
-    case DType::kU16: write_as<std::uint16_t>(dst, static_cast<std::uint16_t>(double_to_int(v))); break;
-    case DType::kU32: write_as<std::uint32_t>(dst, static_cast<std::uint32_t>(double_to_int(v))); break;
-    case DType::kU64:
-      write_as<std::uint64_t>(dst, v >= 9.2233720368547758e18 ? static_cast<std::uint64_t>(v)
-                                                              : static_cast<std::uint64_t>(double_to_int(v)));
+    case DType::kPred:
+      write_as<std::uint8_t>(dst, v != 0 ? 1 : 0);
       break;
-    case DType::kF16: write_as<std::uint16_t>(dst, f32_to_f16(static_cast<float>(v))); break;
-    case DType::kBF16: write_as<std::uint16_t>(dst, f32_to_bf16(static_cast<float>(v))); break;
-    case DType::kF32: write_as<float>(dst, static_cast<float>(v)); break;
-    case DType::kF64: write_as<double>(dst, v); break;
+    case DType::kI8:
+      write_as<std::int8_t>(dst, static_cast<std::int8_t>(double_to_int(v)));
+      break;
+    case DType::kI16:
+      write_as<std::int16_t>(dst, static_cast<std::int16_t>(double_to_int(v)));
+      break;
+    case DType::kI32:
+      write_as<std::int32_t>(dst, static_cast<std::int32_t>(double_to_int(v)));
+      break;
+    case DType::kI64:
+      write_as<std::int64_t>(dst, double_to_int(v));
+      break;
+    case DType::kU8:
+      write_as<std::uint8_t>(dst, static_cast<std::uint8_t>(double_to_int(v)));
+      break;
+    case DType::kU16:
+      write_as<std::uint16_t>(dst, static_cast<std::uint16_t>(double_to_int(v)));
+      break;
+    case DType::kU32:
+      write_as<std::uint32_t>(dst, static_cast<std::uint32_t>(double_to_int(v)));
+      break;
+    case DType::kU64:
+      write_as<std::uint64_t>(dst, v >= 9.2233720368547758e18
+                                       ? static_cast<std::uint64_t>(v)
+                                       : static_cast<std::uint64_t>(double_to_int(v)));
+      break;
+    case DType::kF16:
+      write_as<std::uint16_t>(dst, f32_to_f16(static_cast<float>(v)));
+      break;
+    case DType::kBF16:
+      write_as<std::uint16_t>(dst, f32_to_bf16(static_cast<float>(v)));
+      break;
+    case DType::kF32:
+      write_as<float>(dst, static_cast<float>(v));
+      break;
+    case DType::kF64:
+      write_as<double>(dst, v);
+      break;
     case DType::kC64: {
       float c[2] = {static_cast<float>(v), 0.0f};
       std::memcpy(dst, c, 8);
@@ -80,20 +105,34 @@ void store_double(DType dtype, double v, void* dst) {
 
 double load_double(DType dtype, const void* src) {
   switch (dtype) {
-    case DType::kPred: return read_as<std::uint8_t>(src) ? 1.0 : 0.0;
-    case DType::kI8: return read_as<std::int8_t>(src);
-    case DType::kI16: return read_as<std::int16_t>(src);
-    case DType::kI32: return read_as<std::int32_t>(src);
-    case DType::kI64: return static_cast<double>(read_as<std::int64_t>(src));
-    case DType::kU8: return read_as<std::uint8_t>(src);
-    case DType::kU16: return read_as<std::uint16_t>(src);
-    case DType::kU32: return read_as<std::uint32_t>(src);
-    case DType::kU64: return static_cast<double>(read_as<std::uint64_t>(src));
-    case DType::kF16: return f16_to_f32(read_as<std::uint16_t>(src));
-    case DType::kBF16: return bf16_to_f32(read_as<std::uint16_t>(src));
-    case DType::kF32: return read_as<float>(src);
-    case DType::kF64: return read_as<double>(src);
-    case DType::kC64: return read_as<float>(src);
+    case DType::kPred:
+      return read_as<std::uint8_t>(src) ? 1.0 : 0.0;
+    case DType::kI8:
+      return read_as<std::int8_t>(src);
+    case DType::kI16:
+      return read_as<std::int16_t>(src);
+    case DType::kI32:
+      return read_as<std::int32_t>(src);
+    case DType::kI64:
+      return static_cast<double>(read_as<std::int64_t>(src));
+    case DType::kU8:
+      return read_as<std::uint8_t>(src);
+    case DType::kU16:
+      return read_as<std::uint16_t>(src);
+    case DType::kU32:
+      return read_as<std::uint32_t>(src);
+    case DType::kU64:
+      return static_cast<double>(read_as<std::uint64_t>(src));
+    case DType::kF16:
+      return f16_to_f32(read_as<std::uint16_t>(src));
+    case DType::kBF16:
+      return bf16_to_f32(read_as<std::uint16_t>(src));
+    case DType::kF32:
+      return read_as<float>(src);
+    case DType::kF64:
+      return read_as<double>(src);
+    case DType::kC64:
+      return read_as<float>(src);
   }
   return 0;
 }
@@ -107,9 +146,12 @@ std::int64_t Literal::get_int(std::int64_t i) const {
   const std::int64_t idx = splat ? 0 : i;
   const std::uint8_t* p = data.data() + idx * dtype_size(type.dtype);
   switch (type.dtype) {
-    case DType::kI64: return read_as<std::int64_t>(p);
-    case DType::kU64: return static_cast<std::int64_t>(read_as<std::uint64_t>(p));
-    default: return double_to_int(load_double(type.dtype, p));
+    case DType::kI64:
+      return read_as<std::int64_t>(p);
+    case DType::kU64:
+      return static_cast<std::int64_t>(read_as<std::uint64_t>(p));
+    default:
+      return double_to_int(load_double(type.dtype, p));
   }
 }
 
@@ -130,7 +172,9 @@ std::vector<std::uint8_t> Literal::expanded() const {
   return out;
 }
 
-Literal Literal::scalar(DType dtype, double value) { return splat_of(TensorType(dtype, {}), value); }
+Literal Literal::scalar(DType dtype, double value) {
+  return splat_of(TensorType(dtype, {}), value);
+}
 
 Literal Literal::splat_of(TensorType type, double value) {
   Literal lit;
@@ -143,11 +187,13 @@ Literal Literal::splat_of(TensorType type, double value) {
 
 Literal Literal::from_doubles(TensorType type, const std::vector<double>& values) {
   if (static_cast<std::int64_t>(values.size()) != type.num_elements())
-    throw Error("Literal::from_doubles: " + std::to_string(values.size()) + " values for " + type.str());
+    throw Error("Literal::from_doubles: " + std::to_string(values.size()) + " values for " +
+                type.str());
   Literal lit;
   const int es = dtype_size(type.dtype);
   lit.data.resize(values.size() * static_cast<std::size_t>(es));
-  for (std::size_t i = 0; i < values.size(); ++i) store_double(type.dtype, values[i], lit.data.data() + i * es);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    store_double(type.dtype, values[i], lit.data.data() + i * es);
   lit.type = std::move(type);
   return lit;
 }
@@ -196,7 +242,8 @@ std::string_view comparison_name(Comparison c) {
 }
 
 std::string_view compare_type_name(CompareType t) {
-  static constexpr std::string_view kNames[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+  static constexpr std::string_view kNames[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
+                                                "UNSIGNED"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -205,7 +252,8 @@ std::string_view compare_type_name(CompareType t) {
 //===----------------------------------------------------------------------===//
 
 std::string_view reduce_kind_name(ReduceKind kind) {
-  static constexpr std::string_view kNames[] = {"add", "multiply", "maximum", "minimum", "and", "or", "other"};
+  static constexpr std::string_view kNames[] = {"add", "multiply", "maximum", "minimum",
+                                                "and", "or",       "other"};
   return kNames[static_cast<int>(kind)];
 }
 
@@ -228,13 +276,20 @@ std::shared_ptr<Block> binary_region(OpKind op, DType dtype) {
 
 std::shared_ptr<Block> make_reduce_region(ReduceKind kind, DType dtype) {
   switch (kind) {
-    case ReduceKind::kAdd: return binary_region(OpKind::kAdd, dtype);
-    case ReduceKind::kMul: return binary_region(OpKind::kMultiply, dtype);
-    case ReduceKind::kMax: return binary_region(OpKind::kMaximum, dtype);
-    case ReduceKind::kMin: return binary_region(OpKind::kMinimum, dtype);
-    case ReduceKind::kAnd: return binary_region(OpKind::kAnd, dtype);
-    case ReduceKind::kOr: return binary_region(OpKind::kOr, dtype);
-    case ReduceKind::kOther: break;
+    case ReduceKind::kAdd:
+      return binary_region(OpKind::kAdd, dtype);
+    case ReduceKind::kMul:
+      return binary_region(OpKind::kMultiply, dtype);
+    case ReduceKind::kMax:
+      return binary_region(OpKind::kMaximum, dtype);
+    case ReduceKind::kMin:
+      return binary_region(OpKind::kMinimum, dtype);
+    case ReduceKind::kAnd:
+      return binary_region(OpKind::kAnd, dtype);
+    case ReduceKind::kOr:
+      return binary_region(OpKind::kOr, dtype);
+    case ReduceKind::kOther:
+      break;
   }
   throw Error("make_reduce_region: no standard region for 'other'");
 }
@@ -242,18 +297,26 @@ std::shared_ptr<Block> make_reduce_region(ReduceKind kind, DType dtype) {
 ReduceKind match_reduce_region(const Block& r) {
   if (r.args.size() != 2 || r.ops.size() != 1 || r.results.size() != 1) return ReduceKind::kOther;
   const Op& o = r.ops[0];
-  if (o.results.size() != 1 || r.results[0] != o.results[0] || o.operands.size() != 2) return ReduceKind::kOther;
+  if (o.results.size() != 1 || r.results[0] != o.results[0] || o.operands.size() != 2)
+    return ReduceKind::kOther;
   const bool args_ok = (o.operands[0] == r.args[0] && o.operands[1] == r.args[1]) ||
                        (o.operands[0] == r.args[1] && o.operands[1] == r.args[0]);
   if (!args_ok) return ReduceKind::kOther;
   switch (o.kind) {
-    case OpKind::kAdd: return ReduceKind::kAdd;
-    case OpKind::kMultiply: return ReduceKind::kMul;
-    case OpKind::kMaximum: return ReduceKind::kMax;
-    case OpKind::kMinimum: return ReduceKind::kMin;
-    case OpKind::kAnd: return ReduceKind::kAnd;
-    case OpKind::kOr: return ReduceKind::kOr;
-    default: return ReduceKind::kOther;
+    case OpKind::kAdd:
+      return ReduceKind::kAdd;
+    case OpKind::kMultiply:
+      return ReduceKind::kMul;
+    case OpKind::kMaximum:
+      return ReduceKind::kMax;
+    case OpKind::kMinimum:
+      return ReduceKind::kMin;
+    case OpKind::kAnd:
+      return ReduceKind::kAnd;
+    case OpKind::kOr:
+      return ReduceKind::kOr;
+    default:
+      return ReduceKind::kOther;
   }
 }
 
@@ -276,7 +339,8 @@ ScatterKind match_scatter_region(const Block& r) {
   return ScatterKind::kOther;
 }
 
-std::shared_ptr<Block> make_sort_region(const std::vector<DType>& dtypes, int key, bool descending) {
+std::shared_ptr<Block> make_sort_region(const std::vector<DType>& dtypes, int key,
+                                        bool descending) {
   auto b = std::make_shared<Block>();
   for (DType d : dtypes) {
     b->args.push_back(b->add_value(TensorType(d, {})));
@@ -287,7 +351,7 @@ std::shared_ptr<Block> make_sort_region(const std::vector<DType>& dtypes, int ke
   o.operands = {2 * key, 2 * key + 1};
   o.comparison = descending ? Comparison::kGT : Comparison::kLT;
   const DType kd = dtypes.at(static_cast<std::size_t>(key));
-  o.compare_type = is_float(kd) ? CompareType::kFloat
+  o.compare_type = is_float(kd)                     ? CompareType::kFloat
                    : is_unsigned(kd) || is_pred(kd) ? CompareType::kUnsigned
                                                     : CompareType::kSigned;
   o.results = {b->add_value(TensorType(DType::kPred, {}))};
@@ -302,9 +366,12 @@ bool match_sort_region(const Block& r, int* key, bool* descending) {
   if (o.kind != OpKind::kCompare || r.results[0] != o.results[0]) return false;
   const int a = o.operands[0], b = o.operands[1];
   if (a % 2 != 0 || b != a + 1 || a >= static_cast<int>(r.args.size())) return false;
-  if (o.comparison == Comparison::kLT) *descending = false;
-  else if (o.comparison == Comparison::kGT) *descending = true;
-  else return false;
+  if (o.comparison == Comparison::kLT)
+    *descending = false;
+  else if (o.comparison == Comparison::kGT)
+    *descending = true;
+  else
+    return false;
   *key = a / 2;
   return true;
 }

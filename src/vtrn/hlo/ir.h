@@ -77,57 +77,57 @@ double load_double(DType dtype, const void* src);
 
 // X(enum, MLIR name without "stablehlo.", class). Classes: U unary elementwise, B binary
 // elementwise, O anything else.
-#define VTRN_HLO_OPS(X)                                  \
-  X(kAbs, "abs", U)                                      \
-  X(kCeil, "ceil", U)                                    \
-  X(kConvert, "convert", U)                              \
-  X(kCosine, "cosine", U)                                \
-  X(kExp, "exponential", U)                              \
-  X(kExpm1, "exponential_minus_one", U)                  \
-  X(kFloor, "floor", U)                                  \
-  X(kLog, "log", U)                                      \
-  X(kLog1p, "log_plus_one", U)                           \
-  X(kLogistic, "logistic", U)                            \
-  X(kNegate, "negate", U)                                \
-  X(kNot, "not", U)                                      \
-  X(kRoundEven, "round_nearest_even", U)                 \
-  X(kRsqrt, "rsqrt", U)                                  \
-  X(kSign, "sign", U)                                    \
-  X(kSine, "sine", U)                                    \
-  X(kSqrt, "sqrt", U)                                    \
-  X(kTanh, "tanh", U)                                    \
-  X(kAdd, "add", B)                                      \
-  X(kAnd, "and", B)                                      \
-  X(kDivide, "divide", B)                                \
-  X(kMaximum, "maximum", B)                              \
-  X(kMinimum, "minimum", B)                              \
-  X(kMultiply, "multiply", B)                            \
-  X(kOr, "or", B)                                        \
-  X(kPower, "power", B)                                  \
-  X(kRemainder, "remainder", B)                          \
-  X(kSubtract, "subtract", B)                            \
-  X(kXor, "xor", B)                                      \
-  X(kCompare, "compare", O)                              \
-  X(kSelect, "select", O)                                \
-  X(kClamp, "clamp", O)                                  \
-  X(kConstant, "constant", O)                            \
-  X(kIota, "iota", O)                                    \
-  X(kBroadcastInDim, "broadcast_in_dim", O)              \
-  X(kReshape, "reshape", O)                              \
-  X(kTranspose, "transpose", O)                          \
-  X(kSlice, "slice", O)                                  \
-  X(kDynamicSlice, "dynamic_slice", O)                   \
-  X(kDynamicUpdateSlice, "dynamic_update_slice", O)      \
-  X(kConcatenate, "concatenate", O)                      \
-  X(kPad, "pad", O)                                      \
-  X(kReverse, "reverse", O)                              \
-  X(kReduce, "reduce", O)                                \
-  X(kDotGeneral, "dot_general", O)                       \
-  X(kGather, "gather", O)                                \
-  X(kScatter, "scatter", O)                              \
-  X(kSort, "sort", O)                                    \
-  X(kRngBitGenerator, "rng_bit_generator", O)            \
-  X(kCustomCall, "custom_call", O)                       \
+#define VTRN_HLO_OPS(X)                             \
+  X(kAbs, "abs", U)                                 \
+  X(kCeil, "ceil", U)                               \
+  X(kConvert, "convert", U)                         \
+  X(kCosine, "cosine", U)                           \
+  X(kExp, "exponential", U)                         \
+  X(kExpm1, "exponential_minus_one", U)             \
+  X(kFloor, "floor", U)                             \
+  X(kLog, "log", U)                                 \
+  X(kLog1p, "log_plus_one", U)                      \
+  X(kLogistic, "logistic", U)                       \
+  X(kNegate, "negate", U)                           \
+  X(kNot, "not", U)                                 \
+  X(kRoundEven, "round_nearest_even", U)            \
+  X(kRsqrt, "rsqrt", U)                             \
+  X(kSign, "sign", U)                               \
+  X(kSine, "sine", U)                               \
+  X(kSqrt, "sqrt", U)                               \
+  X(kTanh, "tanh", U)                               \
+  X(kAdd, "add", B)                                 \
+  X(kAnd, "and", B)                                 \
+  X(kDivide, "divide", B)                           \
+  X(kMaximum, "maximum", B)                         \
+  X(kMinimum, "minimum", B)                         \
+  X(kMultiply, "multiply", B)                       \
+  X(kOr, "or", B)                                   \
+  X(kPower, "power", B)                             \
+  X(kRemainder, "remainder", B)                     \
+  X(kSubtract, "subtract", B)                       \
+  X(kXor, "xor", B)                                 \
+  X(kCompare, "compare", O)                         \
+  X(kSelect, "select", O)                           \
+  X(kClamp, "clamp", O)                             \
+  X(kConstant, "constant", O)                       \
+  X(kIota, "iota", O)                               \
+  X(kBroadcastInDim, "broadcast_in_dim", O)         \
+  X(kReshape, "reshape", O)                         \
+  X(kTranspose, "transpose", O)                     \
+  X(kSlice, "slice", O)                             \
+  X(kDynamicSlice, "dynamic_slice", O)              \
+  X(kDynamicUpdateSlice, "dynamic_update_slice", O) \
+  X(kConcatenate, "concatenate", O)                 \
+  X(kPad, "pad", O)                                 \
+  X(kReverse, "reverse", O)                         \
+  X(kReduce, "reduce", O)                           \
+  X(kDotGeneral, "dot_general", O)                  \
+  X(kGather, "gather", O)                           \
+  X(kScatter, "scatter", O)                         \
+  X(kSort, "sort", O)                               \
+  X(kRngBitGenerator, "rng_bit_generator", O)       \
+  X(kCustomCall, "custom_call", O)                  \
   X(kReturn, "return", O)
 
 enum class OpKind : std::uint8_t {
@@ -147,7 +147,7 @@ bool is_elementwise(OpKind kind);
 
 enum class Comparison : std::uint8_t { kEQ, kNE, kGE, kGT, kLE, kLT };
 enum class CompareType : std::uint8_t { kNone, kFloat, kTotalOrder, kSigned, kUnsigned };
-std::string_view comparison_name(Comparison c);   // "EQ"
+std::string_view comparison_name(Comparison c);     // "EQ"
 std::string_view compare_type_name(CompareType t);  // "FLOAT"
 
 struct DotDims {
@@ -183,17 +183,17 @@ struct Op {
   std::vector<std::int64_t> start, limit, strides;
   /// concatenate, iota, sort: dimension.
   std::int64_t dimension = 0;
-  Comparison comparison = Comparison::kEQ;   ///< compare
+  Comparison comparison = Comparison::kEQ;  ///< compare
   CompareType compare_type = CompareType::kNone;
-  DotDims dot;                               ///< dot_general
-  GatherDims gather;                         ///< gather
-  ScatterDims scatter;                       ///< scatter
-  bool flag = false;  ///< sort: is_stable; gather/scatter: indices_are_sorted
-  bool flag2 = false; ///< scatter: unique_indices
+  DotDims dot;          ///< dot_general
+  GatherDims gather;    ///< gather
+  ScatterDims scatter;  ///< scatter
+  bool flag = false;    ///< sort: is_stable; gather/scatter: indices_are_sorted
+  bool flag2 = false;   ///< scatter: unique_indices
   /// custom_call: call_target_name; rng_bit_generator: algorithm (DEFAULT, THREE_FRY, PHILOX).
   std::string target;
-  std::string backend_config;  ///< custom_call
-  Literal literal;             ///< constant
+  std::string backend_config;                   ///< custom_call
+  Literal literal;                              ///< constant
   std::vector<std::shared_ptr<Block>> regions;  ///< reduce, scatter, sort bodies
 };
 
@@ -203,10 +203,13 @@ struct Block {
   std::vector<TensorType> types;  ///< type of each value number
   std::vector<int> args;          ///< the values that are arguments (0..n-1)
   std::vector<Op> ops;
-  std::vector<int> results;       ///< returned values
+  std::vector<int> results;  ///< returned values
 
   const TensorType& type(int value) const { return types.at(static_cast<std::size_t>(value)); }
-  int add_value(TensorType t) { types.push_back(std::move(t)); return static_cast<int>(types.size()) - 1; }
+  int add_value(TensorType t) {
+    types.push_back(std::move(t));
+    return static_cast<int>(types.size()) - 1;
+  }
 };
 
 struct Module {

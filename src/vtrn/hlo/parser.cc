@@ -31,7 +31,19 @@ struct DenseBody {
 };
 
 struct Attr {
-  enum Kind { kNone, kInt, kFloat, kString, kBool, kList, kEnum, kStruct, kDict, kDense, kOther } kind = kNone;
+  enum Kind {
+    kNone,
+    kInt,
+    kFloat,
+    kString,
+    kBool,
+    kList,
+    kEnum,
+    kStruct,
+    kDict,
+    kDense,
+    kOther
+  } kind = kNone;
   std::int64_t i = 0;
   double f = 0;
   std::string s;
@@ -149,9 +161,12 @@ class Parser {
     if (!at_end()) error("unexpected text after the module: '" + snippet() + "'");
     if (order_.empty()) error("no function found: expected 'func.func @main(...)'", 0);
     std::string main_name;
-    if (funcs_.count("main")) main_name = "main";
-    else if (order_.size() == 1) main_name = order_[0];
-    else error("no function named @main among " + std::to_string(order_.size()) + " functions", 0);
+    if (funcs_.count("main"))
+      main_name = "main";
+    else if (order_.size() == 1)
+      main_name = order_[0];
+    else
+      error("no function named @main among " + std::to_string(order_.size()) + " functions", 0);
     m.main = *function(main_name);
     try {
       verify_module(m);
@@ -184,7 +199,8 @@ class Parser {
     std::string text(t_.substr(line_start, std::min<std::size_t>(line_end - line_start, 200)));
     for (char& c : text)
       if (static_cast<unsigned char>(c) < 0x20 && c != '\t') c = ' ';
-    std::string full = "line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg + "\n  " + text + "\n  " +
+    std::string full = "line " + std::to_string(line) + ", column " + std::to_string(col) + ": " +
+                       msg + "\n  " + text + "\n  " +
                        std::string(static_cast<std::size_t>(std::min(col - 1, 200)), ' ') + "^";
     throw ParseError(full, line, col);
   }
@@ -229,8 +245,12 @@ class Parser {
     error("expected " + what + ", found '" + snippet() + "'");
   }
 
-  static bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-  static bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; }
+  static bool ident_start(char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  }
+  static bool ident_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
+  }
 
   bool peek_word(std::string_view w) {
     ws();
@@ -266,10 +286,14 @@ class Parser {
       if (c == '\\') {
         if (at_end()) error("unexpected end of input inside a string literal");
         char n = t_[p_++];
-        if (n == 'n') out += '\n';
-        else if (n == 't') out += '\t';
-        else if (n == '"' || n == '\\') out += n;
-        else if (std::isxdigit(static_cast<unsigned char>(n)) && std::isxdigit(static_cast<unsigned char>(peek_char()))) {
+        if (n == 'n')
+          out += '\n';
+        else if (n == 't')
+          out += '\t';
+        else if (n == '"' || n == '\\')
+          out += n;
+        else if (std::isxdigit(static_cast<unsigned char>(n)) &&
+                 std::isxdigit(static_cast<unsigned char>(peek_char()))) {
           const char h[3] = {n, t_[p_++], 0};
           out += static_cast<char>(std::strtol(h, nullptr, 16));
         } else {
@@ -343,7 +367,8 @@ class Parser {
         if (stack.size() > 4096) error("nesting too deep");
         stack.push_back(c == '(' ? ')' : c == '[' ? ']' : c == '{' ? '}' : '>');
       } else if (c == ')' || c == ']' || c == '}' || c == '>') {
-        if (stack.empty() || stack.back() != c) error(std::string("unbalanced '") + c + "'", p_ - 1);
+        if (stack.empty() || stack.back() != c)
+          error(std::string("unbalanced '") + c + "'", p_ - 1);
         stack.pop_back();
         if (stack.empty()) return;
       }
@@ -374,7 +399,8 @@ class Parser {
   TensorType tensor_type() {
     ws();
     const std::size_t s = p_;
-    if (peek_char() == '!') error("type '" + snippet() + "' is not supported by vtrn (tensors only)");
+    if (peek_char() == '!')
+      error("type '" + snippet() + "' is not supported by vtrn (tensors only)");
     const std::string w = ident("a tensor type");
     if (w != "tensor") {
       if (dtype_from_name(w)) return TensorType(*dtype_from_name(w), {});
@@ -391,7 +417,8 @@ class Parser {
     TensorType t;
     std::int64_t total = 1;
     while (true) {
-      if (peek_char() == '?') error("dynamic dimensions ('?') are not supported by vtrn; shapes must be static");
+      if (peek_char() == '?')
+        error("dynamic dimensions ('?') are not supported by vtrn; shapes must be static");
       if (!std::isdigit(static_cast<unsigned char>(peek_char()))) break;
       const std::size_t ds = p_;
       std::int64_t d = 0;
@@ -422,7 +449,10 @@ class Parser {
           if (at_end()) error("unexpected end of input inside a tensor type");
           error("expected an element type in the tensor type, found '" + snippet() + "'");
         }
-        error("element type '" + e + "' is not supported by vtrn (supported: i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64, f16, bf16, f32, f64, complex<f32>)", es);
+        error("element type '" + e +
+                  "' is not supported by vtrn (supported: i1, i8, i16, i32, i64, ui8, ui16, ui32, "
+                  "ui64, f16, bf16, f32, f64, complex<f32>)",
+              es);
       }
       t.dtype = *d;
     }
@@ -451,8 +481,10 @@ class Parser {
       r.functional = true;
       r.in_types = type_list_in_parens();
       expect("->", "'->' in the function type");
-      if (peek("(")) r.out_types = type_list_in_parens();
-      else r.out_types.push_back(tensor_type());
+      if (peek("("))
+        r.out_types = type_list_in_parens();
+      else
+        r.out_types.push_back(tensor_type());
       return;
     }
     do {
@@ -514,12 +546,14 @@ class Parser {
     } else {
       while (p_ < t_.size()) {
         const char c = t_[p_];
-        if (std::isdigit(static_cast<unsigned char>(c))) ++p_;
+        if (std::isdigit(static_cast<unsigned char>(c)))
+          ++p_;
         else if (c == '.' || c == 'e' || c == 'E') {
           is_float = true;
           ++p_;
           if ((c == 'e' || c == 'E') && (peek_char() == '-' || peek_char() == '+')) ++p_;
-        } else break;
+        } else
+          break;
       }
     }
     const std::string tok(t_.substr(s, p_ - s));
@@ -534,7 +568,8 @@ class Parser {
       a.i = std::strtoll(tok.c_str(), &end, 0);
       a.f = static_cast<double>(a.i);
     }
-    if (tok.empty() || end == tok.c_str() || *end != '\0' || errno == ERANGE) error("invalid number '" + tok + "'", s);
+    if (tok.empty() || end == tok.c_str() || *end != '\0' || errno == ERANGE)
+      error("invalid number '" + tok + "'", s);
     scalar_type_word_ahead();
     return a;
   }
@@ -551,7 +586,8 @@ class Parser {
     if (peek_char() == '"') {
       const std::size_t s = p_;
       std::string h = string_lit();
-      if (h.size() < 2 || h[0] != '0' || (h[1] != 'x' && h[1] != 'X')) error("expected a hex string \"0x...\" in dense<...>", s);
+      if (h.size() < 2 || h[0] != '0' || (h[1] != 'x' && h[1] != 'X'))
+        error("expected a hex string \"0x...\" in dense<...>", s);
       body->hex = true;
       body->hex_digits = h.substr(2);
       expect(">", "'>' to close dense<...>");
@@ -579,7 +615,9 @@ class Parser {
     if (peek_char() == '(') {
       skip_balanced_from_here('(');
     } else {
-      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '.' || t_[p_] == '-' || t_[p_] == '+')) ++p_;
+      while (p_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[p_])) || t_[p_] == '.' ||
+                                t_[p_] == '-' || t_[p_] == '+'))
+        ++p_;
     }
     if (s == p_) {
       if (at_end()) error("unexpected end of input inside dense<...>");
@@ -670,15 +708,19 @@ class Parser {
       try {
         type_list_in_parens();
         if (accept("->")) {
-          if (peek("(")) a.fn_results = type_list_in_parens();
-          else a.fn_results.push_back(tensor_type());
+          if (peek("("))
+            a.fn_results = type_list_in_parens();
+          else
+            a.fn_results.push_back(tensor_type());
         }
       } catch (const ParseError&) {
         p_ = save;
         skip_balanced_from_here('(');
         if (accept("->")) {
-          if (peek("(")) skip_balanced_from_here('(');
-          else parse_attr();
+          if (peek("("))
+            skip_balanced_from_here('(');
+          else
+            parse_attr();
         }
       }
       a.kind = Attr::kOther;
@@ -708,8 +750,10 @@ class Parser {
         const std::size_t save = p_;
         accept(":");
         ws();
-        if (peek_word("tensor")) a.dense_type = tensor_type();
-        else p_ = save;
+        if (peek_word("tensor"))
+          a.dense_type = tensor_type();
+        else
+          p_ = save;
       }
       return a;
     }
@@ -767,7 +811,8 @@ class Parser {
       }
       if (a.dense->hex) error("attribute " + what + ": hex dense form is not supported here", pos);
       if (v.size() == 1 && !a.dense->bracketed && a.dense_type && a.dense_type->num_elements() != 1)
-        v.assign(static_cast<std::size_t>(std::min<std::int64_t>(a.dense_type->num_elements(), 64)), v[0]);
+        v.assign(static_cast<std::size_t>(std::min<std::int64_t>(a.dense_type->num_elements(), 64)),
+                 v[0]);
       return v;
     }
     error("attribute " + what + " must be a list of integers", pos);
@@ -778,11 +823,16 @@ class Parser {
   //===--------------------------------------------------------------------===//
 
   void store_elem(const std::string& e, DType d, std::uint8_t* dst, std::size_t pos) {
-    auto bad = [&]() { error("invalid " + std::string(dtype_name(d)) + " element '" + e + "' in dense<...>", pos); };
+    auto bad = [&]() {
+      error("invalid " + std::string(dtype_name(d)) + " element '" + e + "' in dense<...>", pos);
+    };
     if (d == DType::kPred) {
-      if (e == "true" || e == "1") *dst = 1;
-      else if (e == "false" || e == "0") *dst = 0;
-      else bad();
+      if (e == "true" || e == "1")
+        *dst = 1;
+      else if (e == "false" || e == "0")
+        *dst = 0;
+      else
+        bad();
       return;
     }
     if (d == DType::kC64) {
@@ -811,9 +861,12 @@ class Parser {
         return;
       }
       double v;
-      if (e == "inf" || e == "+inf") v = INFINITY;
-      else if (e == "-inf") v = -INFINITY;
-      else if (e == "nan") v = NAN;
+      if (e == "inf" || e == "+inf")
+        v = INFINITY;
+      else if (e == "-inf")
+        v = -INFINITY;
+      else if (e == "nan")
+        v = NAN;
       else {
         v = std::strtod(e.c_str(), &end);
         if (e.empty() || *end) bad();
@@ -850,7 +903,8 @@ class Parser {
     const std::int64_t n = type.num_elements();
     const int es = dtype_size(type.dtype);
     if (body.hex) {
-      if (body.hex_digits.size() % 2) error("hex dense literal has an odd number of digits", body.pos);
+      if (body.hex_digits.size() % 2)
+        error("hex dense literal has an odd number of digits", body.pos);
       std::vector<std::uint8_t> bytes;
       for (std::size_t i = 0; i < body.hex_digits.size(); i += 2) {
         const char h[3] = {body.hex_digits[i], body.hex_digits[i + 1], 0};
@@ -861,7 +915,9 @@ class Parser {
       if (static_cast<std::int64_t>(bytes.size()) == es && n != 1) {
         lit.splat = true;
       } else if (static_cast<std::int64_t>(bytes.size()) != n * es) {
-        error("hex dense literal has " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(n * es) + " for " + type.str(), body.pos);
+        error("hex dense literal has " + std::to_string(bytes.size()) + " bytes, expected " +
+                  std::to_string(n * es) + " for " + type.str(),
+              body.pos);
       }
       lit.data = std::move(bytes);
       return lit;
@@ -874,9 +930,12 @@ class Parser {
       return lit;
     }
     if (count != n)
-      error("dense literal has " + std::to_string(count) + " elements, expected " + std::to_string(n) + " for " + type.str(), body.pos);
+      error("dense literal has " + std::to_string(count) + " elements, expected " +
+                std::to_string(n) + " for " + type.str(),
+            body.pos);
     lit.data.resize(static_cast<std::size_t>(n * es));
-    for (std::int64_t i = 0; i < n; ++i) store_elem(body.elems[i], type.dtype, lit.data.data() + i * es, body.pos);
+    for (std::int64_t i = 0; i < n; ++i)
+      store_elem(body.elems[i], type.dtype, lit.data.data() + i * es, body.pos);
     return lit;
   }
 
@@ -886,7 +945,8 @@ class Parser {
 
   // Parses `func.func [vis] @name(args) [-> results] [attributes {...}]` up to the body's '{'.
   // With |block|, adds the arguments to it and their names to |scope|.
-  std::string function_header(Block* block, Scope* scope, std::vector<TensorType>* results = nullptr) {
+  std::string function_header(Block* block, Scope* scope,
+                              std::vector<TensorType>* results = nullptr) {
     const std::size_t s = p_;
     ws();
     if (!(accept_word("func.func") || accept_word("func"))) {
@@ -911,15 +971,18 @@ class Parser {
         if (block) {
           const int id = block->add_value(t);
           block->args.push_back(id);
-          if (!scope->names.emplace(v, id).second) error("argument %" + v + " is defined twice", vp);
+          if (!scope->names.emplace(v, id).second)
+            error("argument %" + v + " is defined twice", vp);
         }
       } while (accept(","));
       expect(")", "')' to close the argument list");
     }
     if (accept("->")) {
       std::vector<TensorType> res;
-      if (peek("(")) res = type_list_in_parens();
-      else res.push_back(tensor_type());
+      if (peek("("))
+        res = type_list_in_parens();
+      else
+        res.push_back(tensor_type());
       if (results) *results = res;
     }
     if (accept_word("attributes")) parse_dict();
@@ -929,8 +992,8 @@ class Parser {
     return name;
   }
 
-  // "func.func"() <{function_type = (T) -> T, sym_name = "main", ...}> ({ ^bb0(...): ... }) : () -> ()
-  // Parses up to the region's '{'.
+  // "func.func"() <{function_type = (T) -> T, sym_name = "main", ...}> ({ ^bb0(...): ... }) : () ->
+  // () Parses up to the region's '{'.
   std::string generic_function_header(Block*, Scope*, std::vector<TensorType>* results = nullptr) {
     expect("\"func.func\"", "\"func.func\"");
     expect("(", "'('");
@@ -973,7 +1036,8 @@ class Parser {
         const int id = block.add_value(tensor_type());
         skip_loc();
         block.args.push_back(id);
-        if (!scope.names.emplace(v, id).second) error("block argument %" + v + " is defined twice", vp);
+        if (!scope.names.emplace(v, id).second)
+          error("block argument %" + v + " is defined twice", vp);
       } while (accept(","));
       expect(")", "')'");
     }
@@ -1003,7 +1067,11 @@ class Parser {
     auto it = scope.names.find(n);
     if (it != scope.names.end()) return it->second;
     for (const Scope* p = scope.parent; p; p = p->parent)
-      if (p->names.count(n)) error("%" + n + " is defined outside this region; vtrn needs regions that use only their own arguments", s);
+      if (p->names.count(n))
+        error("%" + n +
+                  " is defined outside this region; vtrn needs regions that use only their own "
+                  "arguments",
+              s);
     error("use of undefined value %" + n, s);
   }
 
@@ -1033,10 +1101,14 @@ class Parser {
       body(scope, /*region=*/false);
     }
     if (declared.size() != block->results.size())
-      error("@" + name + " returns " + std::to_string(block->results.size()) + " values, but its signature has " + std::to_string(declared.size()), it->second);
+      error("@" + name + " returns " + std::to_string(block->results.size()) +
+                " values, but its signature has " + std::to_string(declared.size()),
+            it->second);
     for (std::size_t i = 0; i < declared.size(); ++i)
       if (declared[i] != block->type(block->results[i]))
-        error("@" + name + " returns " + block->type(block->results[i]).str() + " as result " + std::to_string(i) + ", but its signature says " + declared[i].str(), it->second);
+        error("@" + name + " returns " + block->type(block->results[i]).str() + " as result " +
+                  std::to_string(i) + ", but its signature says " + declared[i].str(),
+              it->second);
     p_ = save;
     in_progress_.erase(name);
     parsed_[name] = block;
@@ -1049,8 +1121,12 @@ class Parser {
     Block& b = *scope.block;
     while (true) {
       ws();
-      if (at_end()) error(region ? "unexpected end of input inside a region" : "unexpected end of input inside a function body");
-      if (peek_char() == '}') error(region ? "region ends without 'stablehlo.return'" : "function body ends without 'return'");
+      if (at_end())
+        error(region ? "unexpected end of input inside a region"
+                     : "unexpected end of input inside a function body");
+      if (peek_char() == '}')
+        error(region ? "region ends without 'stablehlo.return'"
+                     : "function body ends without 'return'");
       // Result names.
       std::vector<std::pair<std::string, int>> defs;
       const std::size_t stmt = p_;
@@ -1071,8 +1147,10 @@ class Parser {
       const std::size_t op_pos = p_;
       std::string name;
       const bool generic = peek_char() == '"';
-      if (generic) name = string_lit();
-      else name = ident("an op name");
+      if (generic)
+        name = string_lit();
+      else
+        name = ident("an op name");
 
       if (name == "return" || name == "func.return" || name == "stablehlo.return") {
         if (!defs.empty()) error("'" + name + "' has no results", stmt);
@@ -1098,9 +1176,15 @@ class Parser {
             std::vector<TensorType> ts;
             do ts.push_back(tensor_type());
             while (accept(","));
-            if (ts.size() != vals.size()) error("'" + name + "' lists " + std::to_string(ts.size()) + " types for " + std::to_string(vals.size()) + " values", op_pos);
+            if (ts.size() != vals.size())
+              error("'" + name + "' lists " + std::to_string(ts.size()) + " types for " +
+                        std::to_string(vals.size()) + " values",
+                    op_pos);
             for (std::size_t i = 0; i < ts.size(); ++i)
-              if (ts[i] != b.type(vals[i])) error("returned value " + std::to_string(i) + " has type " + b.type(vals[i]).str() + ", but '" + name + "' says " + ts[i].str(), op_pos);
+              if (ts[i] != b.type(vals[i]))
+                error("returned value " + std::to_string(i) + " has type " + b.type(vals[i]).str() +
+                          ", but '" + name + "' says " + ts[i].str(),
+                      op_pos);
           }
         }
         skip_loc();
@@ -1117,7 +1201,9 @@ class Parser {
         r.name = name;
         r.pos = op_pos;
         const std::string_view prefix = "stablehlo.";
-        if (name.rfind(prefix, 0) != 0) error("op '" + name + "' is not supported by vtrn (only stablehlo ops and func.call)", op_pos);
+        if (name.rfind(prefix, 0) != 0)
+          error("op '" + name + "' is not supported by vtrn (only stablehlo ops and func.call)",
+                op_pos);
         const std::string short_name = name.substr(prefix.size());
         if (short_name == "dot") {
           r.is_dot = true;
@@ -1125,8 +1211,10 @@ class Parser {
         } else if (!op_from_name(short_name, &r.kind) || r.kind == OpKind::kReturn) {
           error("op '" + name + "' is not supported by vtrn", op_pos);
         }
-        if (generic) generic_op(r, scope);
-        else pretty_op(r, scope);
+        if (generic)
+          generic_op(r, scope);
+        else
+          pretty_op(r, scope);
         results = build(r, b);
       }
       skip_loc();
@@ -1134,12 +1222,15 @@ class Parser {
       int total = 0;
       for (const auto& d : defs) total += d.second;
       if (total != static_cast<int>(results.size()))
-        error("the op defines " + std::to_string(results.size()) + " result(s), but " + std::to_string(total) + " name(s) are given", stmt);
+        error("the op defines " + std::to_string(results.size()) + " result(s), but " +
+                  std::to_string(total) + " name(s) are given",
+              stmt);
       std::size_t k = 0;
       for (const auto& [n, count] : defs) {
         for (int i = 0; i < count; ++i) {
           const std::string key = count == 1 ? n : n + "#" + std::to_string(i);
-          if (!scope.names.emplace(key, results[k++]).second) error("value %" + key + " is defined twice", stmt);
+          if (!scope.names.emplace(key, results[k++]).second)
+            error("value %" + key + " is defined twice", stmt);
         }
       }
     }
@@ -1172,11 +1263,16 @@ class Parser {
     op_types(r);
     std::shared_ptr<Block> f = function(callee);
     Block& b = *scope.block;
-    if (f->args.size() != args.size()) error("@" + callee + " takes " + std::to_string(f->args.size()) + " arguments, " + std::to_string(args.size()) + " given", pos);
+    if (f->args.size() != args.size())
+      error("@" + callee + " takes " + std::to_string(f->args.size()) + " arguments, " +
+                std::to_string(args.size()) + " given",
+            pos);
     std::vector<int> map(f->types.size(), -1);
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (b.type(args[i]) != f->type(f->args[i]))
-        error("argument " + std::to_string(i) + " of @" + callee + " has type " + b.type(args[i]).str() + ", expected " + f->type(f->args[i]).str(), pos);
+        error("argument " + std::to_string(i) + " of @" + callee + " has type " +
+                  b.type(args[i]).str() + ", expected " + f->type(f->args[i]).str(),
+              pos);
       map[f->args[i]] = args[i];
     }
     for (const Op& op : f->ops) {
@@ -1300,7 +1396,8 @@ class Parser {
             Attr lhs, rhs;
             lhs.kind = rhs.kind = Attr::kList;
             for (std::int64_t v : int_list()) lhs.items.push_back(int_attr(v));
-            if (!accept_word("x")) error("expected 'x' between the lhs and rhs dimension lists of " + w);
+            if (!accept_word("x"))
+              error("expected 'x' between the lhs and rhs dimension lists of " + w);
             for (std::int64_t v : int_list()) rhs.items.push_back(int_attr(v));
             r.attrs.emplace_back(w + "_lhs", lhs);
             r.attrs.emplace_back(w + "_rhs", rhs);
@@ -1352,15 +1449,31 @@ class Parser {
       applies = ident("the combiner op");
       OpKind k;
       const std::string pre = "stablehlo.";
-      if (applies.rfind(pre, 0) != 0 || !op_from_name(applies.substr(pre.size()), &k)) error("unknown combiner '" + applies + "'", s);
+      if (applies.rfind(pre, 0) != 0 || !op_from_name(applies.substr(pre.size()), &k))
+        error("unknown combiner '" + applies + "'", s);
       switch (k) {
-        case OpKind::kAdd: r.applies = ReduceKind::kAdd; break;
-        case OpKind::kMultiply: r.applies = ReduceKind::kMul; break;
-        case OpKind::kMaximum: r.applies = ReduceKind::kMax; break;
-        case OpKind::kMinimum: r.applies = ReduceKind::kMin; break;
-        case OpKind::kAnd: r.applies = ReduceKind::kAnd; break;
-        case OpKind::kOr: r.applies = ReduceKind::kOr; break;
-        default: error("combiner '" + applies + "' is not supported by vtrn (add, multiply, maximum, minimum, and, or)", s);
+        case OpKind::kAdd:
+          r.applies = ReduceKind::kAdd;
+          break;
+        case OpKind::kMultiply:
+          r.applies = ReduceKind::kMul;
+          break;
+        case OpKind::kMaximum:
+          r.applies = ReduceKind::kMax;
+          break;
+        case OpKind::kMinimum:
+          r.applies = ReduceKind::kMin;
+          break;
+        case OpKind::kAnd:
+          r.applies = ReduceKind::kAnd;
+          break;
+        case OpKind::kOr:
+          r.applies = ReduceKind::kOr;
+          break;
+        default:
+          error("combiner '" + applies +
+                    "' is not supported by vtrn (add, multiply, maximum, minimum, and, or)",
+                s);
       }
     }
     if (!accept_word("across")) error("expected 'across dimensions = [...]' in stablehlo.reduce");
@@ -1373,7 +1486,8 @@ class Parser {
     if (peek("{")) parse_dict();
     op_types(r);
     if (r.applies) return;
-    if (!accept_word("reducer")) error("expected 'applies <op>' or 'reducer(...)' in stablehlo.reduce");
+    if (!accept_word("reducer"))
+      error("expected 'applies <op>' or 'reducer(...)' in stablehlo.reduce");
     const std::size_t n = inputs.size();
     auto block = std::make_shared<Block>();
     Scope rs;
@@ -1407,17 +1521,20 @@ class Parser {
   // Op construction
   //===--------------------------------------------------------------------===//
 
-  std::vector<std::int64_t> need_ints(const RawOp& r, std::initializer_list<const char*> names, bool required = true) {
+  std::vector<std::int64_t> need_ints(const RawOp& r, std::initializer_list<const char*> names,
+                                      bool required = true) {
     for (const char* n : names)
       if (const Attr* a = r.attr(n)) return ints_of(*a, n, r.pos);
     if (required) error(r.name + ": missing attribute '" + *names.begin() + "'", r.pos);
     return {};
   }
 
-  std::int64_t need_int(const RawOp& r, std::initializer_list<const char*> names, std::optional<std::int64_t> def = std::nullopt) {
+  std::int64_t need_int(const RawOp& r, std::initializer_list<const char*> names,
+                        std::optional<std::int64_t> def = std::nullopt) {
     for (const char* n : names)
       if (const Attr* a = r.attr(n)) {
-        if (a->kind != Attr::kInt) error(r.name + ": attribute '" + n + "' must be an integer", r.pos);
+        if (a->kind != Attr::kInt)
+          error(r.name + ": attribute '" + n + "' must be an integer", r.pos);
         return a->i;
       }
     if (def) return *def;
@@ -1456,7 +1573,9 @@ class Parser {
             op.comparison = static_cast<Comparison>(i);
             found = true;
           }
-        if (!found) error(n + ": comparison direction '" + dir + "' is not one of EQ, NE, GE, GT, LE, LT", r.pos);
+        if (!found)
+          error(n + ": comparison direction '" + dir + "' is not one of EQ, NE, GE, GT, LE, LT",
+                r.pos);
         static const char* kTypes[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
         if (!type.empty()) {
           found = false;
@@ -1465,22 +1584,34 @@ class Parser {
               op.compare_type = static_cast<CompareType>(i);
               found = true;
             }
-          if (!found) error(n + ": compare type '" + type + "' is not one of FLOAT, TOTALORDER, SIGNED, UNSIGNED", r.pos);
+          if (!found)
+            error(n + ": compare type '" + type +
+                      "' is not one of FLOAT, TOTALORDER, SIGNED, UNSIGNED",
+                  r.pos);
         }
         break;
       }
       case OpKind::kConstant: {
         const Attr* v = r.attr("value");
         if (!v || v->kind != Attr::kDense) error(n + ": missing dense 'value' attribute", r.pos);
-        TensorType t = v->dense_type ? *v->dense_type : (r.out_types.empty() ? TensorType() : r.out_types[0]);
+        TensorType t =
+            v->dense_type ? *v->dense_type : (r.out_types.empty() ? TensorType() : r.out_types[0]);
         op.literal = make_literal(*v->dense, t);
         break;
       }
-      case OpKind::kIota: op.dimension = need_int(r, {"iota_dimension", "dim"}); break;
-      case OpKind::kBroadcastInDim: op.dims = need_ints(r, {"broadcast_dimensions", "dims"}); break;
-      case OpKind::kTranspose: op.dims = need_ints(r, {"permutation", "dims"}); break;
+      case OpKind::kIota:
+        op.dimension = need_int(r, {"iota_dimension", "dim"});
+        break;
+      case OpKind::kBroadcastInDim:
+        op.dims = need_ints(r, {"broadcast_dimensions", "dims"});
+        break;
+      case OpKind::kTranspose:
+        op.dims = need_ints(r, {"permutation", "dims"});
+        break;
       case OpKind::kReverse:
-      case OpKind::kReduce: op.dims = need_ints(r, {"dimensions", "dims"}); break;
+      case OpKind::kReduce:
+        op.dims = need_ints(r, {"dimensions", "dims"});
+        break;
       case OpKind::kSlice:
         if (r.has_slice_spec) {
           op.start = r.slice_start;
@@ -1493,8 +1624,12 @@ class Parser {
           if (op.strides.empty()) op.strides.assign(op.start.size(), 1);
         }
         break;
-      case OpKind::kDynamicSlice: op.dims = need_ints(r, {"slice_sizes", "sizes"}); break;
-      case OpKind::kConcatenate: op.dimension = need_int(r, {"dimension", "dim"}); break;
+      case OpKind::kDynamicSlice:
+        op.dims = need_ints(r, {"slice_sizes", "sizes"});
+        break;
+      case OpKind::kConcatenate:
+        op.dimension = need_int(r, {"dimension", "dim"});
+        break;
       case OpKind::kPad:
         op.start = need_ints(r, {"edge_padding_low", "low"});
         op.limit = need_ints(r, {"edge_padding_high", "high"});
@@ -1502,7 +1637,8 @@ class Parser {
         break;
       case OpKind::kDotGeneral:
         if (r.is_dot) {
-          if (in.size() != 2 || in[0].rank() < 1 || in[1].rank() < 1) error(n + ": expected two operands of rank 1 or 2", r.pos);
+          if (in.size() != 2 || in[0].rank() < 1 || in[1].rank() < 1)
+            error(n + ": expected two operands of rank 1 or 2", r.pos);
           op.dot.lhs_contracting = {in[0].rank() - 1};
           op.dot.rhs_contracting = {0};
         } else if (const Attr* d = r.attr("dot_dimension_numbers")) {
@@ -1519,8 +1655,10 @@ class Parser {
         break;
       case OpKind::kGather: {
         const Attr* d = r.attr("dimension_numbers");
-        if (!d || d->kind != Attr::kStruct) error(n + ": missing 'dimension_numbers = #stablehlo.gather<...>'", r.pos);
-        if (d->field("operand_batching_dims") && !struct_ints(r, *d, "operand_batching_dims").empty())
+        if (!d || d->kind != Attr::kStruct)
+          error(n + ": missing 'dimension_numbers = #stablehlo.gather<...>'", r.pos);
+        if (d->field("operand_batching_dims") &&
+            !struct_ints(r, *d, "operand_batching_dims").empty())
           error(n + ": operand_batching_dims are not supported by vtrn", r.pos);
         op.gather.offset_dims = struct_ints(r, *d, "offset_dims");
         op.gather.collapsed_slice_dims = struct_ints(r, *d, "collapsed_slice_dims");
@@ -1533,18 +1671,22 @@ class Parser {
       }
       case OpKind::kScatter: {
         const Attr* d = r.attr("scatter_dimension_numbers");
-        if (!d || d->kind != Attr::kStruct) error(n + ": missing 'scatter_dimension_numbers = #stablehlo.scatter<...>'", r.pos);
+        if (!d || d->kind != Attr::kStruct)
+          error(n + ": missing 'scatter_dimension_numbers = #stablehlo.scatter<...>'", r.pos);
         if (d->field("input_batching_dims") && !struct_ints(r, *d, "input_batching_dims").empty())
           error(n + ": input_batching_dims are not supported by vtrn", r.pos);
         op.scatter.update_window_dims = struct_ints(r, *d, "update_window_dims");
         op.scatter.inserted_window_dims = struct_ints(r, *d, "inserted_window_dims");
-        op.scatter.scatter_dims_to_operand_dims = struct_ints(r, *d, "scatter_dims_to_operand_dims");
+        op.scatter.scatter_dims_to_operand_dims =
+            struct_ints(r, *d, "scatter_dims_to_operand_dims");
         const Attr* ivd = d->field("index_vector_dim");
         op.scatter.index_vector_dim = ivd ? ivd->i : 0;
         op.flag = get_bool(r, "indices_are_sorted");
         op.flag2 = get_bool(r, "unique_indices");
         if (op.regions.size() == 1 && match_scatter_region(*op.regions[0]) == ScatterKind::kOther)
-          error(n + ": the update region must return the update (replace) or add the two arguments; other update functions are not supported by vtrn", r.pos);
+          error(n + ": the update region must return the update (replace) or add the two "
+                    "arguments; other update functions are not supported by vtrn",
+                r.pos);
         break;
       }
       case OpKind::kSort: {
@@ -1558,14 +1700,16 @@ class Parser {
         if (!a) a = r.attr("algorithm");
         op.target = a ? a->s : "DEFAULT";
         if (op.target != "DEFAULT" && op.target != "THREE_FRY" && op.target != "PHILOX")
-          error(n + ": rng algorithm '" + op.target + "' is not one of DEFAULT, THREE_FRY, PHILOX", r.pos);
+          error(n + ": rng algorithm '" + op.target + "' is not one of DEFAULT, THREE_FRY, PHILOX",
+                r.pos);
         break;
       }
       case OpKind::kCustomCall: {
         const Attr* t = r.attr("call_target_name");
         if (!t || t->kind != Attr::kString) error(n + ": missing call_target_name", r.pos);
         op.target = t->s;
-        if (const Attr* c = r.attr("backend_config"); c && c->kind == Attr::kString) op.backend_config = c->s;
+        if (const Attr* c = r.attr("backend_config"); c && c->kind == Attr::kString)
+          op.backend_config = c->s;
         break;
       }
       default:
@@ -1574,18 +1718,25 @@ class Parser {
     if (r.kind == OpKind::kReduce) {
       if (r.applies) {
         const std::size_t ninputs = in.size() / 2;
-        if (ninputs != 1) error(n + ": 'applies' with several inputs is not supported by vtrn", r.pos);
+        if (ninputs != 1)
+          error(n + ": 'applies' with several inputs is not supported by vtrn", r.pos);
         op.regions = {make_reduce_region(*r.applies, in[0].dtype)};
       }
-      if (op.regions.size() == 1 && in.size() == 2 && match_reduce_region(*op.regions[0]) == ReduceKind::kOther)
-        error(n + ": the reducer must be one of add, multiply, maximum, minimum, and, or; other reducers are not supported by vtrn", r.pos);
-      if (in.size() != 2) error(n + ": reductions of several inputs at once are not supported by vtrn", r.pos);
+      if (op.regions.size() == 1 && in.size() == 2 &&
+          match_reduce_region(*op.regions[0]) == ReduceKind::kOther)
+        error(n + ": the reducer must be one of add, multiply, maximum, minimum, and, or; other "
+                  "reducers are not supported by vtrn",
+              r.pos);
+      if (in.size() != 2)
+        error(n + ": reductions of several inputs at once are not supported by vtrn", r.pos);
     }
     if (r.kind == OpKind::kSort && op.regions.size() == 1) {
       int key;
       bool desc;
       if (!match_sort_region(*op.regions[0], &key, &desc))
-        error(n + ": the comparator must be a single 'compare LT' or 'compare GT' of one operand's two arguments; other comparators are not supported by vtrn", r.pos);
+        error(n + ": the comparator must be a single 'compare LT' or 'compare GT' of one operand's "
+                  "two arguments; other comparators are not supported by vtrn",
+              r.pos);
     }
 
     // Types after the colon.
@@ -1593,11 +1744,15 @@ class Parser {
     const std::vector<TensorType>* decl = nullptr;
     if (r.functional) {
       if (r.in_types.size() != in.size())
-        error(n + ": the type lists " + std::to_string(r.in_types.size()) + " operand type(s) for " + std::to_string(in.size()) + " operand(s)", r.pos);
+        error(n + ": the type lists " + std::to_string(r.in_types.size()) +
+                  " operand type(s) for " + std::to_string(in.size()) + " operand(s)",
+              r.pos);
       for (std::size_t i = 0; i < in.size(); ++i)
         if (r.in_types[i] != in[i])
-          error(n + ": operand " + std::to_string(i) + (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") + " has type " + in[i].str() +
-                    ", but the op's type says " + r.in_types[i].str(), r.pos);
+          error(n + ": operand " + std::to_string(i) +
+                    (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") +
+                    " has type " + in[i].str() + ", but the op's type says " + r.in_types[i].str(),
+                r.pos);
       declared = r.out_types;
       decl = &declared;
     } else if (r.kind == OpKind::kConstant) {
@@ -1622,8 +1777,10 @@ class Parser {
       } else {
         for (std::size_t i = 0; i < in.size(); ++i)
           if (expect_in[i] != in[i] && !(r.kind == OpKind::kClamp && in[i].rank() == 0))
-            error(n + ": operand " + std::to_string(i) + (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") + " has type " + in[i].str() +
-                      ", but the op's type says " + expect_in[i].str(), r.pos);
+            error(n + ": operand " + std::to_string(i) +
+                      (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") +
+                      " has type " + in[i].str() + ", but the op's type says " + expect_in[i].str(),
+                  r.pos);
         if (r.kind != OpKind::kCompare && r.kind != OpKind::kSelect && r.kind != OpKind::kClamp) {
           declared = {expect_in.empty() ? r.in_types[0] : r.in_types.back()};
           decl = &declared;
@@ -1638,9 +1795,14 @@ class Parser {
     }
     if (decl) {
       if (decl->size() != out.size())
-        error(n + ": the type lists " + std::to_string(decl->size()) + " result(s), expected " + std::to_string(out.size()), r.pos);
+        error(n + ": the type lists " + std::to_string(decl->size()) + " result(s), expected " +
+                  std::to_string(out.size()),
+              r.pos);
       for (std::size_t i = 0; i < out.size(); ++i)
-        if ((*decl)[i] != out[i]) error(n + ": result " + std::to_string(i) + " has type " + (*decl)[i].str() + ", expected " + out[i].str(), r.pos);
+        if ((*decl)[i] != out[i])
+          error(n + ": result " + std::to_string(i) + " has type " + (*decl)[i].str() +
+                    ", expected " + out[i].str(),
+                r.pos);
     }
     for (TensorType& t : out) op.results.push_back(b.add_value(t));
     std::vector<int> res = op.results;

@@ -14,7 +14,8 @@ namespace vtrn::hlo {
 
 class ParseError : public Error {
  public:
-  ParseError(const std::string& msg, int line, int column) : Error(msg), line_(line), column_(column) {}
+  ParseError(const std::string& msg, int line, int column)
+      : Error(msg), line_(line), column_(column) {}
   int line() const { return line_; }
   int column() const { return column_; }
 

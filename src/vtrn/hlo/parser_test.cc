@@ -38,12 +38,13 @@ TEST(ParserTest, RoundTripsEveryOpKind) {
   Value st = b.param(TensorType(DType::kU64, {2}));
   Value idx = b.param(TensorType(DType::kI32, {2, 1}));
   std::vector<Value> outs;
-  for (OpKind k : {OpKind::kAbs, OpKind::kCeil, OpKind::kCosine, OpKind::kExp, OpKind::kExpm1, OpKind::kFloor, OpKind::kLog,
-                   OpKind::kLog1p, OpKind::kLogistic, OpKind::kNegate, OpKind::kRoundEven, OpKind::kRsqrt, OpKind::kSign,
-                   OpKind::kSine, OpKind::kSqrt, OpKind::kTanh})
+  for (OpKind k :
+       {OpKind::kAbs, OpKind::kCeil, OpKind::kCosine, OpKind::kExp, OpKind::kExpm1, OpKind::kFloor,
+        OpKind::kLog, OpKind::kLog1p, OpKind::kLogistic, OpKind::kNegate, OpKind::kRoundEven,
+        OpKind::kRsqrt, OpKind::kSign, OpKind::kSine, OpKind::kSqrt, OpKind::kTanh})
     outs.push_back(b.unary(k, x));
-  for (OpKind k : {OpKind::kAdd, OpKind::kDivide, OpKind::kMaximum, OpKind::kMinimum, OpKind::kMultiply, OpKind::kPower,
-                   OpKind::kRemainder, OpKind::kSubtract})
+  for (OpKind k : {OpKind::kAdd, OpKind::kDivide, OpKind::kMaximum, OpKind::kMinimum,
+                   OpKind::kMultiply, OpKind::kPower, OpKind::kRemainder, OpKind::kSubtract})
     outs.push_back(b.binary(k, x, y));
   for (OpKind k : {OpKind::kAnd, OpKind::kOr, OpKind::kXor}) outs.push_back(b.binary(k, i, i));
   outs.push_back(b.unary(OpKind::kNot, i));
@@ -51,7 +52,8 @@ TEST(ParserTest, RoundTripsEveryOpKind) {
   outs.push_back(b.select(c, x, y));
   outs.push_back(b.clamp(b.scalar(DType::kF32, -1), x, b.scalar(DType::kF32, 1)));
   outs.push_back(b.convert(x, DType::kBF16));
-  outs.push_back(b.constant(Literal::from_doubles(TensorType(DType::kF32, {2, 2}), {1.5, -2, 0.1, 1e30})));
+  outs.push_back(
+      b.constant(Literal::from_doubles(TensorType(DType::kF32, {2, 2}), {1.5, -2, 0.1, 1e30})));
   outs.push_back(b.constant(Literal::from_doubles(TensorType(DType::kBF16, {3}), {1.5, -2, 0.1})));
   outs.push_back(b.constant(Literal::from_doubles(TensorType(DType::kPred, {2}), {1, 0})));
   outs.push_back(b.constant(Literal::splat_of(TensorType(DType::kI64, {4}), -7)));
@@ -78,28 +80,33 @@ TEST(ParserTest, RoundTripsEveryOpKind) {
   auto [ns, bits] = b.rng_bit_generator(st, TensorType(DType::kU32, {2, 2}));
   outs.push_back(ns);
   outs.push_back(bits);
-  outs.push_back(b.custom_call("my_kernel", {x}, {TensorType(DType::kF32, {2, 3})}, "{\"a\": 1}")[0]);
+  outs.push_back(
+      b.custom_call("my_kernel", {x}, {TensorType(DType::kF32, {2, 3})}, "{\"a\": 1}")[0]);
   Module m = b.finish(outs);
   ASSERT_NO_THROW(verify_module(m));
   expect_round_trip(m);
   Module back = parse_module(print_module(m));
   EXPECT_EQ(back.name, "all_ops");
   ASSERT_EQ(back.main.ops.size(), m.main.ops.size());
-  for (std::size_t k = 0; k < m.main.ops.size(); ++k) EXPECT_EQ(back.main.ops[k].kind, m.main.ops[k].kind) << k;
+  for (std::size_t k = 0; k < m.main.ops.size(); ++k)
+    EXPECT_EQ(back.main.ops[k].kind, m.main.ops[k].kind) << k;
 }
 
 TEST(ParserTest, LiteralsRoundTripExactly) {
   Builder b;
-  const std::vector<double> vals = {0.1, -3.4028234663852886e38, 1e-45, 65504, 0.333333343267, -0.0};
+  const std::vector<double> vals = {0.1,   -3.4028234663852886e38, 1e-45,
+                                    65504, 0.333333343267,         -0.0};
   Value f = b.constant(Literal::from_doubles(TensorType(DType::kF32, {6}), vals));
   Value h = b.constant(Literal::from_doubles(TensorType(DType::kF16, {6}), vals));
   Value d = b.constant(Literal::from_doubles(TensorType(DType::kF64, {6}), vals));
-  Value big = b.constant(Literal::from_doubles(TensorType(DType::kF32, {100}), std::vector<double>(100, 0.25)));
+  Value big = b.constant(
+      Literal::from_doubles(TensorType(DType::kF32, {100}), std::vector<double>(100, 0.25)));
   Literal nan = Literal::scalar(DType::kF32, NAN);
   Value n = b.constant(nan);
   Module m = b.finish({f, h, d, big, n});
   Module back = parse_module(print_module(m));
-  for (std::size_t k = 0; k < m.main.ops.size(); ++k) EXPECT_EQ(back.main.ops[k].literal.data, m.main.ops[k].literal.data) << k;
+  for (std::size_t k = 0; k < m.main.ops.size(); ++k)
+    EXPECT_EQ(back.main.ops[k].literal.data, m.main.ops[k].literal.data) << k;
   expect_round_trip(m);
 }
 
@@ -294,13 +301,15 @@ TEST(ParserTest, ReadsJaxTextWithDebugInfoInBothForms) {
     // @_scale was inlined: constant, broadcast, multiply, then main's constant, reduce, add.
     std::vector<OpKind> kinds;
     for (const Op& op : m.main.ops) kinds.push_back(op.kind);
-    EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::kConstant, OpKind::kBroadcastInDim, OpKind::kMultiply, OpKind::kConstant,
-                                          OpKind::kReduce, OpKind::kAdd}));
+    EXPECT_EQ(kinds,
+              (std::vector<OpKind>{OpKind::kConstant, OpKind::kBroadcastInDim, OpKind::kMultiply,
+                                   OpKind::kConstant, OpKind::kReduce, OpKind::kAdd}));
     EXPECT_EQ(match_reduce_region(*m.main.ops[4].regions[0]), ReduceKind::kAdd);
     expect_round_trip(m);
   }
   // Both forms describe the same module.
-  EXPECT_EQ(print_module(parse_module(kJaxDebugInfo)), print_module(parse_module(kJaxGenericDebugInfo)));
+  EXPECT_EQ(print_module(parse_module(kJaxDebugInfo)),
+            print_module(parse_module(kJaxGenericDebugInfo)));
 }
 
 TEST(ParserTest, GenericCallWithoutCalleeIsAClearError) {
@@ -312,7 +321,8 @@ TEST(ParserTest, GenericCallWithoutCalleeIsAClearError) {
   }) : () -> ()
 }) : () -> ()
 )";
-  EXPECT_NE(parse_error(text).find("func.call without a callee"), std::string::npos) << parse_error(text);
+  EXPECT_NE(parse_error(text).find("func.call without a callee"), std::string::npos)
+      << parse_error(text);
 }
 
 TEST(ParserTest, OldStyleDenseAttributes) {
@@ -345,46 +355,59 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
       {"unknown op", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.while %a : tensor<4xf32>
   return %0 : tensor<4xf32>
-})", "op 'stablehlo.while' is not supported by vtrn"},
+})",
+       "op 'stablehlo.while' is not supported by vtrn"},
       {"chlo op", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = chlo.erf %a : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
-})", "op 'chlo.erf' is not supported by vtrn"},
+})",
+       "op 'chlo.erf' is not supported by vtrn"},
       {"shape mismatch", R"(func.func @main(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
-})", "stablehlo.add: operand 1 has type tensor<3xf32>, expected tensor<4xf32>"},
+})",
+       "stablehlo.add: operand 1 has type tensor<3xf32>, expected tensor<4xf32>"},
       {"wrong declared type", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xi32>
   return %0 : tensor<4xf32>
-})", "operand 0 (%a) has type tensor<4xf32>, but the op's type says tensor<4xi32>"},
+})",
+       "operand 0 (%a) has type tensor<4xf32>, but the op's type says tensor<4xi32>"},
       {"wrong result type", R"(func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = stablehlo.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
-})", "result 0 has type tensor<2x3xf32>, expected tensor<3x2xf32>"},
+})",
+       "result 0 has type tensor<2x3xf32>, expected tensor<3x2xf32>"},
       {"undefined value", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %zz : tensor<4xf32>
   return %0 : tensor<4xf32>
-})", "use of undefined value %zz"},
+})",
+       "use of undefined value %zz"},
       {"bad element type", R"(func.func @main(%a: tensor<4xf8E4M3FN>) -> tensor<4xf32> {
-})", "element type 'f8E4M3FN' is not supported"},
+})",
+       "element type 'f8E4M3FN' is not supported"},
       {"dynamic shape", R"(func.func @main(%a: tensor<?xf32>) -> tensor<4xf32> {
-})", "dynamic dimensions"},
+})",
+       "dynamic dimensions"},
       {"missing return", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.negate %a : tensor<4xf32>
-})", "function body ends without 'return'"},
+})",
+       "function body ends without 'return'"},
       {"return type", R"(func.func @main(%a: tensor<4xf32>) -> tensor<3xf32> {
   return %a : tensor<4xf32>
-})", "but its signature says tensor<3xf32>"},
+})",
+       "but its signature says tensor<3xf32>"},
       {"dense count", R"(func.func @main() -> tensor<3xf32> {
   %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<3xf32>
   return %0 : tensor<3xf32>
-})", "dense literal has 2 elements, expected 3"},
+})",
+       "dense literal has 2 elements, expected 3"},
       {"bad reducer", R"(func.func @main(%a: tensor<4xf32>, %c: tensor<f32>) -> tensor<f32> {
   %0 = stablehlo.reduce(%a init: %c) applies stablehlo.divide across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
-})", "combiner 'stablehlo.divide' is not supported"},
-      {"trailing junk", "func.func @main() -> () {\n  return\n}\n garbage", "expected 'func.func', found 'garbage'"},
+})",
+       "combiner 'stablehlo.divide' is not supported"},
+      {"trailing junk", "func.func @main() -> () {\n  return\n}\n garbage",
+       "expected 'func.func', found 'garbage'"},
   };
   for (const BadCase& c : cases) {
     const std::string e = parse_error(c.text);
@@ -395,7 +418,9 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
 
 TEST(ParserTest, ErrorPointsAtLineAndColumn) {
   try {
-    parse_module("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.cbrt %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}");
+    parse_module(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.cbrt %a : "
+        "tensor<4xf32>\n  return %0 : tensor<4xf32>\n}");
     FAIL();
   } catch (const ParseError& e) {
     EXPECT_EQ(e.line(), 2);
@@ -414,11 +439,13 @@ TEST(ParserTest, EveryTruncationFailsCleanly) {
     } catch (const ParseError&) {
     }
   }
-  for (std::size_t n = 0; n + 1 < std::string(kGood).size(); ++n) EXPECT_THROW(parse_module(std::string_view(kGood).substr(0, n)), ParseError);
+  for (std::size_t n = 0; n + 1 < std::string(kGood).size(); ++n)
+    EXPECT_THROW(parse_module(std::string_view(kGood).substr(0, n)), ParseError);
 }
 
 TEST(ParserTest, DeepNestingIsRejectedNotCrashing) {
-  std::string text = "func.func @main() -> () attributes {a = " + std::string(100000, '[') + "} {\n return\n}";
+  std::string text =
+      "func.func @main() -> () attributes {a = " + std::string(100000, '[') + "} {\n return\n}";
   EXPECT_THROW(parse_module(text), ParseError);
 }
 

@@ -2,9 +2,9 @@
 
 #include <cctype>
 #include <charconv>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 namespace vtrn::hlo {
@@ -61,7 +61,8 @@ std::string element(const Literal& lit, std::int64_t i) {
   const DType d = lit.type.dtype;
   const std::uint8_t* p = lit.data.data() + (lit.splat ? 0 : i) * dtype_size(d);
   switch (d) {
-    case DType::kPred: return *p ? "true" : "false";
+    case DType::kPred:
+      return *p ? "true" : "false";
     case DType::kU64: {
       std::uint64_t u;
       std::memcpy(&u, p, 8);
@@ -70,7 +71,9 @@ std::string element(const Literal& lit, std::int64_t i) {
     case DType::kC64: {
       float c[2];
       std::memcpy(c, p, 8);
-      auto part = [](float f) { return std::isfinite(f) ? shortest(f) : hex_bits(float_bits(f), 4); };
+      auto part = [](float f) {
+        return std::isfinite(f) ? shortest(f) : hex_bits(float_bits(f), 4);
+      };
       return "(" + part(c[0]) + "," + part(c[1]) + ")";
     }
     case DType::kF16:
@@ -132,7 +135,8 @@ class Printer {
     out_ += ") {\n";
     body(b, "    ");
     out_ += "    return";
-    for (std::size_t i = 0; i < b.results.size(); ++i) out_ += (i ? ", " : " ") + name(b, b.results[i]);
+    for (std::size_t i = 0; i < b.results.size(); ++i)
+      out_ += (i ? ", " : " ") + name(b, b.results[i]);
     if (!b.results.empty()) out_ += " : " + types(b, b.results);
     out_ += "\n  }\n}\n";
     return out_;
@@ -143,7 +147,9 @@ class Printer {
 
   static std::string symbol(const std::string& s) {
     bool plain = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
-    for (char c : s) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$');
+    for (char c : s)
+      plain = plain &&
+              (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$');
     return plain ? s : quote(s);
   }
 
@@ -167,7 +173,8 @@ class Printer {
         names[op.results[0]] = "%" + std::to_string(id);
         out_ += "%" + std::to_string(id) + " = ";
       } else if (op.results.size() > 1) {
-        for (std::size_t i = 0; i < op.results.size(); ++i) names[op.results[i]] = "%" + std::to_string(id) + "#" + std::to_string(i);
+        for (std::size_t i = 0; i < op.results.size(); ++i)
+          names[op.results[i]] = "%" + std::to_string(id) + "#" + std::to_string(i);
         out_ += "%" + std::to_string(id) + ":" + std::to_string(op.results.size()) + " = ";
       }
       print_op(b, op, indent);
@@ -181,14 +188,17 @@ class Printer {
         if (b.type(v) != b.type(op.results[0])) return false;
       return true;
     }();
-    if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind)) && op.kind != OpKind::kConvert && same_types) {
+    if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind)) &&
+        op.kind != OpKind::kConvert && same_types) {
       out_ += "stablehlo." + std::string(op_name(op.kind));
-      for (std::size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : " ") + name(b, op.operands[i]);
+      for (std::size_t i = 0; i < op.operands.size(); ++i)
+        out_ += (i ? ", " : " ") + name(b, op.operands[i]);
       out_ += " : " + b.type(op.results[0]).str();
       return;
     }
     out_ += "\"stablehlo." + std::string(op_name(op.kind)) + "\"(";
-    for (std::size_t i = 0; i < op.operands.size(); ++i) out_ += (i ? ", " : "") + name(b, op.operands[i]);
+    for (std::size_t i = 0; i < op.operands.size(); ++i)
+      out_ += (i ? ", " : "") + name(b, op.operands[i]);
     out_ += ")";
     if (!op.regions.empty()) {
       out_ += " (";
@@ -201,8 +211,10 @@ class Printer {
     const std::string a = attrs(op);
     if (!a.empty()) out_ += " {" + a + "}";
     out_ += " : (" + types(b, op.operands) + ") -> ";
-    if (op.results.size() == 1) out_ += b.type(op.results[0]).str();
-    else out_ += "(" + types(b, op.results) + ")";
+    if (op.results.size() == 1)
+      out_ += b.type(op.results[0]).str();
+    else
+      out_ += "(" + types(b, op.results) + ")";
   }
 
   void region(const Block& r, const std::string& indent) {
@@ -217,29 +229,44 @@ class Printer {
     out_ += "):\n";
     body(r, indent + "  ");
     out_ += indent + "  \"stablehlo.return\"(";
-    for (std::size_t i = 0; i < r.results.size(); ++i) out_ += (i ? ", " : "") + name(r, r.results[i]);
+    for (std::size_t i = 0; i < r.results.size(); ++i)
+      out_ += (i ? ", " : "") + name(r, r.results[i]);
     out_ += ") : (" + types(r, r.results) + ") -> ()\n" + indent + "}";
   }
 
   static std::string attrs(const Op& op) {
     switch (op.kind) {
       case OpKind::kCompare: {
-        std::string s = "comparison_direction = #stablehlo<comparison_direction " + std::string(comparison_name(op.comparison)) + ">";
-        if (op.compare_type != CompareType::kNone) s += ", compare_type = #stablehlo<comparison_type " + std::string(compare_type_name(op.compare_type)) + ">";
+        std::string s = "comparison_direction = #stablehlo<comparison_direction " +
+                        std::string(comparison_name(op.comparison)) + ">";
+        if (op.compare_type != CompareType::kNone)
+          s += ", compare_type = #stablehlo<comparison_type " +
+               std::string(compare_type_name(op.compare_type)) + ">";
         return s;
       }
-      case OpKind::kConstant: return "value = " + print_dense(op.literal) + " : " + op.literal.type.str();
-      case OpKind::kIota: return "iota_dimension = " + std::to_string(op.dimension) + " : i64";
-      case OpKind::kBroadcastInDim: return "broadcast_dimensions = " + array_attr(op.dims);
-      case OpKind::kTranspose: return "permutation = " + array_attr(op.dims);
+      case OpKind::kConstant:
+        return "value = " + print_dense(op.literal) + " : " + op.literal.type.str();
+      case OpKind::kIota:
+        return "iota_dimension = " + std::to_string(op.dimension) + " : i64";
+      case OpKind::kBroadcastInDim:
+        return "broadcast_dimensions = " + array_attr(op.dims);
+      case OpKind::kTranspose:
+        return "permutation = " + array_attr(op.dims);
       case OpKind::kSlice:
-        return "start_indices = " + array_attr(op.start) + ", limit_indices = " + array_attr(op.limit) + ", strides = " + array_attr(op.strides);
-      case OpKind::kDynamicSlice: return "slice_sizes = " + array_attr(op.dims);
-      case OpKind::kConcatenate: return "dimension = " + std::to_string(op.dimension) + " : i64";
+        return "start_indices = " + array_attr(op.start) +
+               ", limit_indices = " + array_attr(op.limit) +
+               ", strides = " + array_attr(op.strides);
+      case OpKind::kDynamicSlice:
+        return "slice_sizes = " + array_attr(op.dims);
+      case OpKind::kConcatenate:
+        return "dimension = " + std::to_string(op.dimension) + " : i64";
       case OpKind::kPad:
-        return "edge_padding_low = " + array_attr(op.start) + ", edge_padding_high = " + array_attr(op.limit) + ", interior_padding = " + array_attr(op.strides);
+        return "edge_padding_low = " + array_attr(op.start) +
+               ", edge_padding_high = " + array_attr(op.limit) +
+               ", interior_padding = " + array_attr(op.strides);
       case OpKind::kReverse:
-      case OpKind::kReduce: return "dimensions = " + array_attr(op.dims);
+      case OpKind::kReduce:
+        return "dimensions = " + array_attr(op.dims);
       case OpKind::kDotGeneral: {
         std::string s;
         auto field = [&](const char* n, const std::vector<std::int64_t>& v) {
@@ -255,21 +282,33 @@ class Printer {
       }
       case OpKind::kGather: {
         const GatherDims& g = op.gather;
-        return "dimension_numbers = #stablehlo.gather<offset_dims = " + list(g.offset_dims) + ", collapsed_slice_dims = " + list(g.collapsed_slice_dims) +
-               ", start_index_map = " + list(g.start_index_map) + ", index_vector_dim = " + std::to_string(g.index_vector_dim) +
-               ">, indices_are_sorted = " + (op.flag ? "true" : "false") + ", slice_sizes = " + array_attr(op.dims);
+        return "dimension_numbers = #stablehlo.gather<offset_dims = " + list(g.offset_dims) +
+               ", collapsed_slice_dims = " + list(g.collapsed_slice_dims) +
+               ", start_index_map = " + list(g.start_index_map) +
+               ", index_vector_dim = " + std::to_string(g.index_vector_dim) +
+               ">, indices_are_sorted = " + (op.flag ? "true" : "false") +
+               ", slice_sizes = " + array_attr(op.dims);
       }
       case OpKind::kScatter: {
         const ScatterDims& s = op.scatter;
         return std::string("indices_are_sorted = ") + (op.flag ? "true" : "false") +
-               ", scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " + list(s.update_window_dims) +
-               ", inserted_window_dims = " + list(s.inserted_window_dims) + ", scatter_dims_to_operand_dims = " + list(s.scatter_dims_to_operand_dims) +
-               ", index_vector_dim = " + std::to_string(s.index_vector_dim) + ">, unique_indices = " + (op.flag2 ? "true" : "false");
+               ", scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
+               list(s.update_window_dims) +
+               ", inserted_window_dims = " + list(s.inserted_window_dims) +
+               ", scatter_dims_to_operand_dims = " + list(s.scatter_dims_to_operand_dims) +
+               ", index_vector_dim = " + std::to_string(s.index_vector_dim) +
+               ">, unique_indices = " + (op.flag2 ? "true" : "false");
       }
-      case OpKind::kSort: return "dimension = " + std::to_string(op.dimension) + " : i64, is_stable = " + (op.flag ? "true" : "false");
-      case OpKind::kRngBitGenerator: return "rng_algorithm = #stablehlo<rng_algorithm " + op.target + ">";
-      case OpKind::kCustomCall: return "backend_config = " + quote(op.backend_config) + ", call_target_name = " + quote(op.target);
-      default: return "";
+      case OpKind::kSort:
+        return "dimension = " + std::to_string(op.dimension) +
+               " : i64, is_stable = " + (op.flag ? "true" : "false");
+      case OpKind::kRngBitGenerator:
+        return "rng_algorithm = #stablehlo<rng_algorithm " + op.target + ">";
+      case OpKind::kCustomCall:
+        return "backend_config = " + quote(op.backend_config) +
+               ", call_target_name = " + quote(op.target);
+      default:
+        return "";
     }
   }
 

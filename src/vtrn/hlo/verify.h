@@ -1,5 +1,6 @@
 // Verifier and shape inference. Each check names the op, the operand and what was expected:
-//   "stablehlo.add: operand 1 has type tensor<3xf32>, expected tensor<4xf32> (the type of operand 0)"
+//   "stablehlo.add: operand 1 has type tensor<3xf32>, expected tensor<4xf32> (the type of operand
+//   0)"
 #pragma once
 
 #include <vector>

@@ -26,9 +26,9 @@ struct CorePeaks {
 };
 
 struct ChipSpec {
-  std::string_view name;        ///< "Trainium2"
-  std::string_view core_name;   ///< "NeuronCore-v3"
-  int physical_cores;           ///< physical NeuronCores per chip
+  std::string_view name;       ///< "Trainium2"
+  std::string_view core_name;  ///< "NeuronCore-v3"
+  int physical_cores;          ///< physical NeuronCores per chip
 
   Bytes hbm;                    ///< HBM capacity per chip
   BytesPerSecond hbm_Bps;       ///< HBM bandwidth per chip
@@ -36,14 +36,15 @@ struct ChipSpec {
   BytesPerSecond dma_core_Bps;  ///< DMA bandwidth of one physical core (all its engines)
   Seconds dma_latency;          ///< fixed start cost of one DMA transfer
 
-  FlopsPerSecond dense_fp8;     ///< chip dense peaks as the chip page lists them
+  FlopsPerSecond dense_fp8;  ///< chip dense peaks as the chip page lists them
   FlopsPerSecond dense_bf16;
   FlopsPerSecond dense_fp32;
-  CorePeaks core;               ///< per physical core
+  CorePeaks core;  ///< per physical core
 
-  std::string_view neuronlink;         ///< "NeuronLink-v3"
-  BytesPerSecond neuronlink_intra_Bps; ///< per chip, to the other chips of its instance
-  BytesPerSecond neuronlink_inter_Bps; ///< per chip, to other instances of an UltraServer (0: none)
+  std::string_view neuronlink;          ///< "NeuronLink-v3"
+  BytesPerSecond neuronlink_intra_Bps;  ///< per chip, to the other chips of its instance
+  BytesPerSecond
+      neuronlink_inter_Bps;  ///< per chip, to other instances of an UltraServer (0: none)
 };
 
 }  // namespace vtrn::hw

@@ -19,7 +19,8 @@ inline int physical_cores_per_hbm_bank(const InstanceSpec& spec) { return spec.h
 
 /// Capacity of one HBM bank, before the runtime's reservation.
 inline Bytes hbm_bank_bytes(const InstanceSpec& spec) {
-  return spec.chip->hbm / static_cast<Bytes>(spec.chip->physical_cores / physical_cores_per_hbm_bank(spec));
+  return spec.chip->hbm /
+         static_cast<Bytes>(spec.chip->physical_cores / physical_cores_per_hbm_bank(spec));
 }
 
 /// What PyTorch can allocate in one HBM bank: the bank less the runtime's reservation for each

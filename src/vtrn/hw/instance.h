@@ -21,31 +21,31 @@ enum class ChipTopology {
 
 /// How the instances of one UltraServer are joined.
 enum class UltraServerFabric {
-  kNone,     ///< instances talk over EFA only
-  kZRing,    ///< chip (r, c) of each instance is on a ring with chip (r, c) of the others (3D torus)
-  kSwitch,   ///< switched: any chip of any instance of the UltraServer in one hop
+  kNone,    ///< instances talk over EFA only
+  kZRing,   ///< chip (r, c) of each instance is on a ring with chip (r, c) of the others (3D torus)
+  kSwitch,  ///< switched: any chip of any instance of the UltraServer in one hop
 };
 
 struct InstanceSpec {
-  std::string_view name;        ///< "trn2.48xlarge"
-  std::string_view summary;     ///< one line for listings
+  std::string_view name;     ///< "trn2.48xlarge"
+  std::string_view summary;  ///< one line for listings
   const ChipSpec* chip;
-  int chips;                    ///< chips per instance (a "node")
+  int chips;  ///< chips per instance (a "node")
   ChipTopology topology;
-  int grid_rows;                ///< chip id = row * grid_cols + col
+  int grid_rows;  ///< chip id = row * grid_cols + col
   int grid_cols;
-  BytesPerSecond link_Bps;      ///< one chip-to-chip link inside the instance (one direction)
-  Seconds hop_latency;          ///< per NeuronLink hop
+  BytesPerSecond link_Bps;  ///< one chip-to-chip link inside the instance (one direction)
+  Seconds hop_latency;      ///< per NeuronLink hop
 
   std::span<const int> lnc_allowed;  ///< empty: the instance has no LNC setting (trn1)
   int lnc_default;                   ///< 0 when lnc_allowed is empty
 
-  int ultraserver_nodes;             ///< instances per UltraServer; 1 when not an UltraServer
+  int ultraserver_nodes;  ///< instances per UltraServer; 1 when not an UltraServer
   UltraServerFabric ultraserver_fabric;
   BytesPerSecond ultraserver_chip_Bps;  ///< per chip, to the other instances of the UltraServer
 
-  BytesPerSecond efa_Bps;       ///< per instance; 0 when undocumented (multi-node refused)
-  Seconds efa_latency;          ///< one EFA hop, HBM to HBM
+  BytesPerSecond efa_Bps;  ///< per instance; 0 when undocumented (multi-node refused)
+  Seconds efa_latency;     ///< one EFA hop, HBM to HBM
 
   /// Ranks (logical cores) per chip at |lnc| (0 = no LNC: one rank per physical core).
   int ranks_per_chip(int lnc) const { return chip->physical_cores / (lnc > 0 ? lnc : 1); }

@@ -33,7 +33,7 @@ TEST(InstanceTest, Trn2Bandwidths) {
   EXPECT_DOUBLE_EQ(spec.link_Bps, 256e9);
   EXPECT_DOUBLE_EQ(spec.chip->hbm_Bps, 2.9e12);
   EXPECT_DOUBLE_EQ(spec.chip->dma_core_Bps, 368e9);  // 16 x 23 B/ns
-  EXPECT_DOUBLE_EQ(spec.efa_Bps, 400e9);              // 3,200 Gbps
+  EXPECT_DOUBLE_EQ(spec.efa_Bps, 400e9);             // 3,200 Gbps
   // collectives.rst: "3.2 Tbps/64 = 50 Gbps per rank" at LNC2.
   EXPECT_DOUBLE_EQ(spec.efa_chip_Bps() / spec.ranks_per_chip(2), 50e9 / 8);
   EXPECT_DOUBLE_EQ(spec.efa_latency, 15e-6);
@@ -60,7 +60,8 @@ TEST(InstanceTest, Trn1HasNoLnc) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     std::string what = e.what();
-    EXPECT_NE(what.find("trn1.32xlarge has no Logical NeuronCore setting"), std::string::npos) << what;
+    EXPECT_NE(what.find("trn1.32xlarge has no Logical NeuronCore setting"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("omit --lnc"), std::string::npos) << what;
   }
 }

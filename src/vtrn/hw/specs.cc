@@ -21,22 +21,23 @@ namespace {
 constexpr ChipSpec kTrainium1{
     .name = "Trainium",
     .core_name = "NeuronCore-v2",
-    .physical_cores = 2,                  // trainium.rst: 2 x NeuronCore-v2
-    .hbm = GiB(32),                       // trainium.rst: 32 GiB HBM (2 stacks)
-    .hbm_Bps = GiBps(820),   // trainium.rst: 820 GiB/s
-    .dma_Bps = TBps(1),                   // trainium.rst: DMA 1 TB/s
-    .dma_core_Bps = 16 * BytesPerNs(17),  // nki-dma-bandwidth-guide.rst: 16 engines x 17 B/ns = 272 GB/s
-    .dma_latency = Nanoseconds(1300),     // nki-dma-bandwidth-guide.rst: ~1,300 ns fixed overhead
-    .dense_fp8 = TFLOPS(190),             // trainium.rst: 190 FP16/BF16/cFP8/TF32 TFLOPS
+    .physical_cores = 2,    // trainium.rst: 2 x NeuronCore-v2
+    .hbm = GiB(32),         // trainium.rst: 32 GiB HBM (2 stacks)
+    .hbm_Bps = GiBps(820),  // trainium.rst: 820 GiB/s
+    .dma_Bps = TBps(1),     // trainium.rst: DMA 1 TB/s
+    .dma_core_Bps =
+        16 * BytesPerNs(17),  // nki-dma-bandwidth-guide.rst: 16 engines x 17 B/ns = 272 GB/s
+    .dma_latency = Nanoseconds(1300),  // nki-dma-bandwidth-guide.rst: ~1,300 ns fixed overhead
+    .dense_fp8 = TFLOPS(190),          // trainium.rst: 190 FP16/BF16/cFP8/TF32 TFLOPS
     .dense_bf16 = TFLOPS(190),
-    .dense_fp32 = TFLOPS(47.5),           // trainium.rst
-    .core = {.tensor_fp8 = TFLOPS(92),    // trainium_inferentia2_arch.rst: 92 BF16 TFLOPS per NC-v2
+    .dense_fp32 = TFLOPS(47.5),         // trainium.rst
+    .core = {.tensor_fp8 = TFLOPS(92),  // trainium_inferentia2_arch.rst: 92 BF16 TFLOPS per NC-v2
              .tensor_bf16 = TFLOPS(92),
-             .tensor_fp32 = TFLOPS(23),   // same: 23 FP32
-             .vector_fp32 = TFLOPS(2.3),  // neuron-core-v2.rst
-             .scalar_fp32 = TFLOPS(2.9)}, // neuron-core-v2.rst
+             .tensor_fp32 = TFLOPS(23),    // same: 23 FP32
+             .vector_fp32 = TFLOPS(2.3),   // neuron-core-v2.rst
+             .scalar_fp32 = TFLOPS(2.9)},  // neuron-core-v2.rst
     .neuronlink = "NeuronLink-v2",
-    .neuronlink_intra_Bps = GBps(384),    // trainium2.rst comparison table: 384 GB/s per chip
+    .neuronlink_intra_Bps = GBps(384),  // trainium2.rst comparison table: 384 GB/s per chip
     .neuronlink_inter_Bps = 0,
 };
 
@@ -45,23 +46,24 @@ constexpr ChipSpec kTrainium1{
 constexpr ChipSpec kTrainium2{
     .name = "Trainium2",
     .core_name = "NeuronCore-v3",
-    .physical_cores = 8,                  // trainium2.rst: 8 NeuronCore-v3
-    .hbm = GiB(96),                       // trainium2.rst: 96 GiB
-    .hbm_Bps = TBps(2.9),                 // trainium2.rst: 2.9 TB/s (NKI guide rounds to 3)
-    .dma_Bps = TBps(3.5),                 // trainium2.rst: DMA 3.5 TB/s
-    .dma_core_Bps = 16 * BytesPerNs(23),  // nki-dma-bandwidth-guide.rst: 16 engines x 23 B/ns = 368 GB/s
-    .dma_latency = Nanoseconds(1300),     // nki-dma-bandwidth-guide.rst: ~1,300 ns fixed overhead
-    .dense_fp8 = TFLOPS(1299),            // trainium2.rst
-    .dense_bf16 = TFLOPS(667),            // trainium2.rst
-    .dense_fp32 = TFLOPS(181),            // trainium2.rst
-    .core = {.tensor_fp8 = TFLOPS(158),   // neuron-core-v3.rst: 158 cFP8
-             .tensor_bf16 = TFLOPS(79),   // 79 BF16/FP16/TF32
-             .tensor_fp32 = TFLOPS(20),   // 20 FP32
-             .vector_fp32 = TFLOPS(1),    // Vector 1 TFLOPS
-             .scalar_fp32 = TFLOPS(1.2)}, // Scalar 1.2 TFLOPS
+    .physical_cores = 8,   // trainium2.rst: 8 NeuronCore-v3
+    .hbm = GiB(96),        // trainium2.rst: 96 GiB
+    .hbm_Bps = TBps(2.9),  // trainium2.rst: 2.9 TB/s (NKI guide rounds to 3)
+    .dma_Bps = TBps(3.5),  // trainium2.rst: DMA 3.5 TB/s
+    .dma_core_Bps =
+        16 * BytesPerNs(23),  // nki-dma-bandwidth-guide.rst: 16 engines x 23 B/ns = 368 GB/s
+    .dma_latency = Nanoseconds(1300),      // nki-dma-bandwidth-guide.rst: ~1,300 ns fixed overhead
+    .dense_fp8 = TFLOPS(1299),             // trainium2.rst
+    .dense_bf16 = TFLOPS(667),             // trainium2.rst
+    .dense_fp32 = TFLOPS(181),             // trainium2.rst
+    .core = {.tensor_fp8 = TFLOPS(158),    // neuron-core-v3.rst: 158 cFP8
+             .tensor_bf16 = TFLOPS(79),    // 79 BF16/FP16/TF32
+             .tensor_fp32 = TFLOPS(20),    // 20 FP32
+             .vector_fp32 = TFLOPS(1),     // Vector 1 TFLOPS
+             .scalar_fp32 = TFLOPS(1.2)},  // Scalar 1.2 TFLOPS
     .neuronlink = "NeuronLink-v3",
-    .neuronlink_intra_Bps = GBps(1024),   // trn2-arch.rst: 1,024 GB/s per chip intra-instance
-    .neuronlink_inter_Bps = GBps(256),    // trn2-arch.rst: 256 GB/s per chip inter-instance
+    .neuronlink_intra_Bps = GBps(1024),  // trn2-arch.rst: 1,024 GB/s per chip intra-instance
+    .neuronlink_inter_Bps = GBps(256),   // trn2-arch.rst: 256 GB/s per chip inter-instance
 };
 
 // Trainium3. SDK about-neuron/arch/neuron-hardware/trainium3.rst, neuron-core-v4.rst,
@@ -84,8 +86,10 @@ constexpr ChipSpec kTrainium3{
              .vector_fp32 = TFLOPS(1.2),
              .scalar_fp32 = TFLOPS(1.2)},
     .neuronlink = "NeuronLink-v4",
-    .neuronlink_intra_Bps = GBps(256),    // trn3-arch.rst: 256 GB/s intra-server per chip (4 x8 ports)
-    .neuronlink_inter_Bps = GBps(320),    // trn3-arch.rst: 320 GB/s inter-server per chip (5 x8 ports)
+    .neuronlink_intra_Bps =
+        GBps(256),  // trn3-arch.rst: 256 GB/s intra-server per chip (4 x8 ports)
+    .neuronlink_inter_Bps =
+        GBps(320),  // trn3-arch.rst: 320 GB/s inter-server per chip (5 x8 ports)
 };
 
 //===----------------------------------------------------------------------===//
@@ -124,7 +128,8 @@ constexpr InstanceSpec kTrn2Node{
     .ultraserver_nodes = 1,
     .ultraserver_fabric = UltraServerFabric::kNone,
     .ultraserver_chip_Bps = 0,
-    .efa_Bps = Gbps(3200),       // trn2-arch.rst: EFAv3 3,200 Gbps; collectives.rst: 200 Gbps NIC per chip
+    .efa_Bps =
+        Gbps(3200),  // trn2-arch.rst: EFAv3 3,200 Gbps; collectives.rst: 200 Gbps NIC per chip
     .efa_latency = kEfaHopLatency,
 };
 
@@ -135,9 +140,10 @@ constexpr InstanceSpec trn2u_node() {
   InstanceSpec s = kTrn2Node;
   s.name = "trn2u.48xlarge";
   s.summary = "Trn2 UltraServer instance: 4x4 torus, Z rings over 4 instances (4x4x4 3D torus)";
-  s.ultraserver_nodes = 4;                       // trn2-arch.rst: 4 x trn2u.48xlarge, 64 chips
+  s.ultraserver_nodes = 4;  // trn2-arch.rst: 4 x trn2u.48xlarge, 64 chips
   s.ultraserver_fabric = UltraServerFabric::kZRing;
-  s.ultraserver_chip_Bps = GBps(256);            // trn2-arch.rst: inter-instance 256 GB/s per chip (2 Z links)
+  s.ultraserver_chip_Bps =
+      GBps(256);  // trn2-arch.rst: inter-instance 256 GB/s per chip (2 Z links)
   return s;
 }
 
@@ -173,7 +179,7 @@ const InstanceSpec kInstances[] = {
         .ultraserver_nodes = 1,
         .ultraserver_fabric = UltraServerFabric::kNone,
         .ultraserver_chip_Bps = 0,
-        .efa_Bps = Gbps(800),       // trn1-arch.rst: EFA 800 Gbps (8 EFA devices)
+        .efa_Bps = Gbps(800),  // trn1-arch.rst: EFA 800 Gbps (8 EFA devices)
         .efa_latency = kEfaHopLatency,
     },
     kTrn2Node,
@@ -190,14 +196,15 @@ const InstanceSpec kInstances[] = {
         .topology = ChipTopology::kSwitch,
         .grid_rows = 4,
         .grid_cols = 4,
-        .link_Bps = GBps(256),       // trn3-arch.rst: 256 GB/s intra-server per chip, any peer
+        .link_Bps = GBps(256),  // trn3-arch.rst: 256 GB/s intra-server per chip, any peer
         .hop_latency = kNeuronLinkHopLatency,
         .lnc_allowed = kLncTrn2Trn3,
         .lnc_default = kLncDefaultTrn2Trn3,
-        .ultraserver_nodes = 4,      // trn3-arch.rst: 4 servers x 16 chips
+        .ultraserver_nodes = 4,  // trn3-arch.rst: 4 servers x 16 chips
         .ultraserver_fabric = UltraServerFabric::kSwitch,
         .ultraserver_chip_Bps = GBps(320),  // trn3-arch.rst: 320 GB/s inter-server per chip
-        .efa_Bps = Gbps(12800) / 4,  // derived: trn3-arch.rst EFA 12,800 Gbps per 4-server UltraServer
+        .efa_Bps =
+            Gbps(12800) / 4,  // derived: trn3-arch.rst EFA 12,800 Gbps per 4-server UltraServer
         .efa_latency = kEfaHopLatency,
     },
 };
@@ -206,22 +213,30 @@ const InstanceSpec kInstances[] = {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFP8: return "fp8";
-    case DType::kBF16: return "bf16";
-    case DType::kFP16: return "fp16";
-    case DType::kTF32: return "tf32";
-    case DType::kFP32: return "fp32";
+    case DType::kFP8:
+      return "fp8";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kFP16:
+      return "fp16";
+    case DType::kTF32:
+      return "tf32";
+    case DType::kFP32:
+      return "fp32";
   }
   return "?";
 }
 
 FlopsPerSecond CorePeaks::tensor(DType dtype) const {
   switch (dtype) {
-    case DType::kFP8: return tensor_fp8;
+    case DType::kFP8:
+      return tensor_fp8;
     case DType::kBF16:
     case DType::kFP16:
-    case DType::kTF32: return tensor_bf16;
-    case DType::kFP32: return tensor_fp32;
+    case DType::kTF32:
+      return tensor_bf16;
+    case DType::kFP32:
+      return tensor_fp32;
   }
   return 0;
 }

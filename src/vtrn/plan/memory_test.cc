@@ -12,34 +12,44 @@ constexpr double kSbh = 2048.0 * 12288.0;
 
 TEST(Korthikanti, NoRecomputeNoSequenceParallel) {
   // s b h (10 + 24/t + 5 a s / (h t)) = sbh (10 + 3 + 10) = 23 sbh
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(find_preset("gpt3-175b"), 2048, 1, 8, false, Checkpointing::kNone), 23 * kSbh);
+  EXPECT_DOUBLE_EQ(
+      activation_bytes_per_layer(find_preset("gpt3-175b"), 2048, 1, 8, false, Checkpointing::kNone),
+      23 * kSbh);
 }
 TEST(Korthikanti, NoRecomputeWithSequenceParallel) {
   // s b h (34 + 5 a s / h) / t = sbh (34 + 80) / 8 = 14.25 sbh
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(find_preset("gpt3-175b"), 2048, 1, 8, true, Checkpointing::kNone), 14.25 * kSbh);
+  EXPECT_DOUBLE_EQ(
+      activation_bytes_per_layer(find_preset("gpt3-175b"), 2048, 1, 8, true, Checkpointing::kNone),
+      14.25 * kSbh);
 }
 TEST(Korthikanti, SelectiveRecompute) {
   // no SP: s b h (10 + 24/t) = 13 sbh; SP: 34 s b h / t = 4.25 sbh
   const ModelSpec& m = find_preset("gpt3-175b");
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, false, Checkpointing::kSelective), 13 * kSbh);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, true, Checkpointing::kSelective), 4.25 * kSbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, false, Checkpointing::kSelective),
+                   13 * kSbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, true, Checkpointing::kSelective),
+                   4.25 * kSbh);
 }
 TEST(Korthikanti, FullRecomputeKeepsTheBlockInput) {
   // 2 s b h per layer (the paper's 2 s b h L); split by t with SP
   const ModelSpec& m = find_preset("gpt3-175b");
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, false, Checkpointing::kFull), 2 * kSbh);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, true, Checkpointing::kFull), 2 * kSbh / 8);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, false, Checkpointing::kFull),
+                   2 * kSbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 1, 8, true, Checkpointing::kFull),
+                   2 * kSbh / 8);
 }
 TEST(Korthikanti, OneRankIs34PlusScores) {
   // t = 1: s b h (34 + 5 a s / h) = sbh (34 + 80), micro-batch 2 doubles it
   const ModelSpec& m = find_preset("gpt3-175b");
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 2, 1, false, Checkpointing::kNone), 2 * 114 * kSbh);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 2048, 2, 1, false, Checkpointing::kNone),
+                   2 * 114 * kSbh);
 }
 TEST(Activations, LlamaWithoutDropoutAndWithSwiGLU) {
   // llama2-7b, s = 4096, b = 1, t = 1, selective: norms 4 sbh + QKV and MLP inputs 4 sbh, Q K V and
   // the output projection's input 8 sbh (MHA), SwiGLU 8 s b f; no dropout masks:
   // 4096 x (16 x 4096 + 8 x 11008) = 4096 x 153,600 = 629,145,600 bytes
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(find_preset("llama2-7b"), 4096, 1, 1, false, Checkpointing::kSelective),
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(find_preset("llama2-7b"), 4096, 1, 1, false,
+                                              Checkpointing::kSelective),
                    629'145'600.0);
 }
 TEST(Activations, GroupedQueryAttentionStoresSmallerKV) {
@@ -47,12 +57,14 @@ TEST(Activations, GroupedQueryAttentionStoresSmallerKV) {
   // difference 4 s b (4096 - 1024) = 4 x 4096 x 3072 bytes at s = 4096.
   ModelSpec mha = find_preset("llama3-8b");
   mha.kv_heads = mha.heads;
-  const double gqa = activation_bytes_per_layer(find_preset("llama3-8b"), 4096, 1, 1, false, Checkpointing::kSelective);
+  const double gqa = activation_bytes_per_layer(find_preset("llama3-8b"), 4096, 1, 1, false,
+                                                Checkpointing::kSelective);
   const double full = activation_bytes_per_layer(mha, 4096, 1, 1, false, Checkpointing::kSelective);
   EXPECT_DOUBLE_EQ(full - gqa, 4.0 * 4096 * 3072);
 }
 
-// llama2-7b on one trn2.48xlarge (LNC2), FSDP64, micro-batch 1, selective, s = 2048, mixed precision.
+// llama2-7b on one trn2.48xlarge (LNC2), FSDP64, micro-batch 1, selective, s = 2048, mixed
+// precision.
 TEST(Memory, Llama2_7bFsdp64ByPart) {
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   Workload w;
@@ -63,7 +75,8 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
   l.shard = 64;
   l.checkpointing = Checkpointing::kSelective;
   const MemoryBreakdown m = p.memory(l);
-  // 6,738,415,616 parameters / 64 = 105,287,744 per rank: fp32 weights, fp32 gradients, 2 x fp32 AdamW
+  // 6,738,415,616 parameters / 64 = 105,287,744 per rank: fp32 weights, fp32 gradients, 2 x fp32
+  // AdamW
   EXPECT_DOUBLE_EQ(m.parameters, 105'287'744.0 * 4);
   EXPECT_DOUBLE_EQ(m.gradients, 105'287'744.0 * 4);
   EXPECT_DOUBLE_EQ(m.optimizer, 105'287'744.0 * 8);
@@ -80,7 +93,8 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
   EXPECT_DOUBLE_EQ(m.collectives, 0);
   // 96 GiB per chip / 4 logical cores
   EXPECT_DOUBLE_EQ(m.budget, 24.0 * 1073741824);
-  EXPECT_DOUBLE_EQ(m.total, m.parameters + m.gradients + m.optimizer + m.gathered + m.activations + m.logits + m.runtime);
+  EXPECT_DOUBLE_EQ(m.total, m.parameters + m.gradients + m.optimizer + m.gathered + m.activations +
+                                m.logits + m.runtime);
 }
 
 TEST(Memory, ShardingDividesPersistentStateButNotTheGatheredBlock) {
@@ -106,7 +120,8 @@ TEST(Memory, PureBf16HalvesPersistentState) {
   l.shard = 64;
   const MemoryBreakdown a = Planner(find_preset("llama2-7b"), cluster, mixed).memory(l);
   const MemoryBreakdown b = Planner(find_preset("llama2-7b"), cluster, bf16).memory(l);
-  EXPECT_DOUBLE_EQ(b.parameters + b.gradients + b.optimizer, (a.parameters + a.gradients + a.optimizer) / 2);
+  EXPECT_DOUBLE_EQ(b.parameters + b.gradients + b.optimizer,
+                   (a.parameters + a.gradients + a.optimizer) / 2);
 }
 
 TEST(Memory, GPipeHoldsEveryMicroBatch1F1BOnlyPp) {

@@ -7,7 +7,9 @@
 
 namespace vtrn::plan {
 
-std::string_view activation_name(Activation a) { return a == Activation::kSwiGLU ? "swiglu" : "gelu"; }
+std::string_view activation_name(Activation a) {
+  return a == Activation::kSwiGLU ? "swiglu" : "gelu";
+}
 std::string_view norm_name(Norm n) { return n == Norm::kRMSNorm ? "rmsnorm" : "layernorm"; }
 
 std::int64_t ModelSpec::attention_params() const {
@@ -26,34 +28,46 @@ std::int64_t ModelSpec::mlp_params(int width) const {
 
 std::int64_t ModelSpec::block_mlp_params() const {
   if (!is_moe()) return mlp_params(ffn);
-  return static_cast<std::int64_t>(experts) * mlp_params(expert_ffn) + static_cast<std::int64_t>(hidden) * experts;
+  return static_cast<std::int64_t>(experts) * mlp_params(expert_ffn) +
+         static_cast<std::int64_t>(hidden) * experts;
 }
 
-std::int64_t ModelSpec::block_norm_params() const { return (norm == Norm::kLayerNorm ? 4 : 2) * static_cast<std::int64_t>(hidden); }
+std::int64_t ModelSpec::block_norm_params() const {
+  return (norm == Norm::kLayerNorm ? 4 : 2) * static_cast<std::int64_t>(hidden);
+}
 
 std::int64_t ModelSpec::embedding_params() const {
-  return static_cast<std::int64_t>(vocab) * hidden + static_cast<std::int64_t>(position_embeddings) * hidden;
+  return static_cast<std::int64_t>(vocab) * hidden +
+         static_cast<std::int64_t>(position_embeddings) * hidden;
 }
 
-std::int64_t ModelSpec::head_params() const { return tied_embeddings ? 0 : static_cast<std::int64_t>(vocab) * hidden; }
+std::int64_t ModelSpec::head_params() const {
+  return tied_embeddings ? 0 : static_cast<std::int64_t>(vocab) * hidden;
+}
 
-std::int64_t ModelSpec::final_norm_params() const { return (norm == Norm::kLayerNorm ? 2 : 1) * static_cast<std::int64_t>(hidden); }
+std::int64_t ModelSpec::final_norm_params() const {
+  return (norm == Norm::kLayerNorm ? 2 : 1) * static_cast<std::int64_t>(hidden);
+}
 
 std::int64_t ModelSpec::total_params() const {
-  return static_cast<std::int64_t>(layers) * block_params() + embedding_params() + head_params() + final_norm_params();
+  return static_cast<std::int64_t>(layers) * block_params() + embedding_params() + head_params() +
+         final_norm_params();
 }
 
 std::int64_t ModelSpec::active_params() const {
   if (!is_moe()) return total_params();
-  const std::int64_t active_block = attention_params() + static_cast<std::int64_t>(top_k) * mlp_params(expert_ffn) +
-                                    static_cast<std::int64_t>(hidden) * experts + block_norm_params();
-  return static_cast<std::int64_t>(layers) * active_block + embedding_params() + head_params() + final_norm_params();
+  const std::int64_t active_block =
+      attention_params() + static_cast<std::int64_t>(top_k) * mlp_params(expert_ffn) +
+      static_cast<std::int64_t>(hidden) * experts + block_norm_params();
+  return static_cast<std::int64_t>(layers) * active_block + embedding_params() + head_params() +
+         final_norm_params();
 }
 
 void ModelSpec::validate() const {
   auto bad = [&](std::string_view field, long long value, std::string_view need) {
-    throw std::invalid_argument("model '" + name + "': " + std::string(field) + " = " + std::to_string(value) +
-                                " is not valid; it must be " + std::string(need));
+    throw std::invalid_argument("model '" + name + "': " + std::string(field) + " = " +
+                                std::to_string(value) + " is not valid; it must be " +
+                                std::string(need));
   };
   if (layers < 1) bad("layers", layers, "at least 1");
   if (hidden < 1) bad("hidden", hidden, "at least 1");
@@ -62,12 +76,14 @@ void ModelSpec::validate() const {
     bad("kv_heads", kv_heads, "between 1 and heads (" + std::to_string(heads) + ") and divide it");
   if (head_dim < 0) bad("head_dim", head_dim, "0 (hidden / heads) or positive");
   if (head_dim == 0 && hidden % heads != 0)
-    bad("hidden", hidden, "a multiple of heads (" + std::to_string(heads) + ") when head_dim is not given");
+    bad("hidden", hidden,
+        "a multiple of heads (" + std::to_string(heads) + ") when head_dim is not given");
   if (vocab < 1) bad("vocab", vocab, "at least 1");
   if (position_embeddings < 0) bad("position_embeddings", position_embeddings, "0 or positive");
   if (experts < 0) bad("experts", experts, "0 (dense) or positive");
   if (is_moe()) {
-    if (top_k < 1 || top_k > experts) bad("top_k", top_k, "between 1 and experts (" + std::to_string(experts) + ")");
+    if (top_k < 1 || top_k > experts)
+      bad("top_k", top_k, "between 1 and experts (" + std::to_string(experts) + ")");
     if (expert_ffn < 1) bad("expert_ffn", expert_ffn, "at least 1 for a mixture-of-experts model");
   } else if (ffn < 1) {
     bad("ffn", ffn, "at least 1 for a dense model");
@@ -76,7 +92,8 @@ void ModelSpec::validate() const {
 
 namespace {
 
-ModelSpec llama(std::string name, std::string source, int layers, int hidden, int heads, int kv, int ffn, int vocab) {
+ModelSpec llama(std::string name, std::string source, int layers, int hidden, int heads, int kv,
+                int ffn, int vocab) {
   ModelSpec m;
   m.name = std::move(name);
   m.source = std::move(source);
@@ -93,17 +110,23 @@ ModelSpec llama(std::string name, std::string source, int layers, int hidden, in
 
 std::vector<ModelSpec> make_presets() {
   std::vector<ModelSpec> p;
-  // Llama 2 (Touvron et al. 2023, arXiv:2307.09288), Hugging Face meta-llama/Llama-2-*-hf config.json:
-  // num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, intermediate_size,
-  // vocab_size 32000, tie_word_embeddings false.
-  p.push_back(llama("llama2-7b", "meta-llama/Llama-2-7b-hf config.json", 32, 4096, 32, 32, 11008, 32000));
-  p.push_back(llama("llama2-13b", "meta-llama/Llama-2-13b-hf config.json", 40, 5120, 40, 40, 13824, 32000));
-  p.push_back(llama("llama2-70b", "meta-llama/Llama-2-70b-hf config.json (GQA, 8 KV heads)", 80, 8192, 64, 8, 28672, 32000));
+  // Llama 2 (Touvron et al. 2023, arXiv:2307.09288), Hugging Face meta-llama/Llama-2-*-hf
+  // config.json: num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads,
+  // intermediate_size, vocab_size 32000, tie_word_embeddings false.
+  p.push_back(
+      llama("llama2-7b", "meta-llama/Llama-2-7b-hf config.json", 32, 4096, 32, 32, 11008, 32000));
+  p.push_back(
+      llama("llama2-13b", "meta-llama/Llama-2-13b-hf config.json", 40, 5120, 40, 40, 13824, 32000));
+  p.push_back(llama("llama2-70b", "meta-llama/Llama-2-70b-hf config.json (GQA, 8 KV heads)", 80,
+                    8192, 64, 8, 28672, 32000));
   // Llama 3 / 3.1 (Grattafiori et al. 2024, arXiv:2407.21783, table 3), meta-llama/Meta-Llama-3-*
   // and Llama-3.1-405B config.json: vocab_size 128256, 8 KV heads, untied.
-  p.push_back(llama("llama3-8b", "meta-llama/Meta-Llama-3-8B config.json", 32, 4096, 32, 8, 14336, 128256));
-  p.push_back(llama("llama3-70b", "meta-llama/Meta-Llama-3-70B config.json", 80, 8192, 64, 8, 28672, 128256));
-  p.push_back(llama("llama3.1-405b", "meta-llama/Llama-3.1-405B config.json; paper table 3", 126, 16384, 128, 8, 53248, 128256));
+  p.push_back(
+      llama("llama3-8b", "meta-llama/Meta-Llama-3-8B config.json", 32, 4096, 32, 8, 14336, 128256));
+  p.push_back(llama("llama3-70b", "meta-llama/Meta-Llama-3-70B config.json", 80, 8192, 64, 8, 28672,
+                    128256));
+  p.push_back(llama("llama3.1-405b", "meta-llama/Llama-3.1-405B config.json; paper table 3", 126,
+                    16384, 128, 8, 53248, 128256));
   // Qwen3 (Qwen/Qwen3-8B, Qwen/Qwen3-32B config.json): head_dim 128 (32B: 64 x 128 = 8192 != hidden
   // 5120), q/k RMSNorm, vocab_size 151936, tie_word_embeddings false.
   {
@@ -121,7 +144,8 @@ std::vector<ModelSpec> make_presets() {
   // Mixtral 8x7B (Jiang et al. 2024, arXiv:2401.04088; mistralai/Mixtral-8x7B-v0.1 config.json):
   // 8 experts, 2 per token, expert intermediate_size 14336, vocab 32000, untied.
   {
-    ModelSpec m = llama("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1 config.json", 32, 4096, 32, 8, 0, 32000);
+    ModelSpec m =
+        llama("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1 config.json", 32, 4096, 32, 8, 0, 32000);
     m.experts = 8;
     m.top_k = 2;
     m.expert_ffn = 14336;
@@ -168,7 +192,8 @@ std::string preset_names() {
 const ModelSpec& find_preset(std::string_view name) {
   for (const auto& m : presets())
     if (m.name == name) return m;
-  throw std::invalid_argument("unknown model '" + std::string(name) + "'; the presets are " + preset_names() +
+  throw std::invalid_argument("unknown model '" + std::string(name) + "'; the presets are " +
+                              preset_names() +
                               ", or give the path of a JSON model file (see docs/planner.md)");
 }
 
@@ -179,39 +204,63 @@ ModelSpec parse_model_json(std::string_view text) {
   } catch (const nlohmann::json::parse_error& e) {
     throw std::invalid_argument(std::string("model JSON does not parse: ") + e.what());
   }
-  if (!j.is_object()) throw std::invalid_argument("model JSON must be an object with the fields layers, hidden, heads, ...");
+  if (!j.is_object())
+    throw std::invalid_argument(
+        "model JSON must be an object with the fields layers, hidden, heads, ...");
   ModelSpec m;
   m.name = "custom";
   auto get_int = [&](const char* key, int& out, bool required) {
     if (!j.contains(key)) {
-      if (required) throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is missing; it is required (an integer)");
+      if (required)
+        throw std::invalid_argument(std::string("model JSON: the field '") + key +
+                                    "' is missing; it is required (an integer)");
       return;
     }
     const auto& v = j[key];
     if (!v.is_number_integer())
-      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " + v.dump() + "; it must be an integer");
+      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " +
+                                  v.dump() + "; it must be an integer");
     out = v.get<int>();
   };
   auto get_bool = [&](const char* key, bool& out) {
     if (!j.contains(key)) return;
     if (!j[key].is_boolean())
-      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " + j[key].dump() + "; it must be true or false");
+      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " +
+                                  j[key].dump() + "; it must be true or false");
     out = j[key].get<bool>();
   };
-  static const char* known[] = {"name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
-                                "activation", "vocab", "tied_embeddings", "norm", "bias", "qk_norm",
-                                "position_embeddings", "dropout", "experts", "top_k", "expert_ffn"};
+  static const char* known[] = {"name",
+                                "source",
+                                "layers",
+                                "hidden",
+                                "heads",
+                                "kv_heads",
+                                "head_dim",
+                                "ffn",
+                                "activation",
+                                "vocab",
+                                "tied_embeddings",
+                                "norm",
+                                "bias",
+                                "qk_norm",
+                                "position_embeddings",
+                                "dropout",
+                                "experts",
+                                "top_k",
+                                "expert_ffn"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok) {
       std::string names;
       for (const char* k : known) names += (names.empty() ? "" : ", ") + std::string(k);
-      throw std::invalid_argument("model JSON: unknown field '" + it.key() + "'; the fields are " + names);
+      throw std::invalid_argument("model JSON: unknown field '" + it.key() + "'; the fields are " +
+                                  names);
     }
   }
   if (j.contains("name")) {
-    if (!j["name"].is_string()) throw std::invalid_argument("model JSON: the field 'name' must be a string");
+    if (!j["name"].is_string())
+      throw std::invalid_argument("model JSON: the field 'name' must be a string");
     m.name = j["name"].get<std::string>();
   }
   if (j.contains("source") && j["source"].is_string()) m.source = j["source"].get<std::string>();
@@ -233,15 +282,23 @@ ModelSpec parse_model_json(std::string_view text) {
   get_bool("dropout", m.dropout);
   if (j.contains("activation")) {
     const auto& v = j["activation"];
-    if (v == "swiglu") m.activation = Activation::kSwiGLU;
-    else if (v == "gelu") m.activation = Activation::kGELU;
-    else throw std::invalid_argument("model JSON: the field 'activation' is " + v.dump() + "; it must be \"swiglu\" or \"gelu\"");
+    if (v == "swiglu")
+      m.activation = Activation::kSwiGLU;
+    else if (v == "gelu")
+      m.activation = Activation::kGELU;
+    else
+      throw std::invalid_argument("model JSON: the field 'activation' is " + v.dump() +
+                                  "; it must be \"swiglu\" or \"gelu\"");
   }
   if (j.contains("norm")) {
     const auto& v = j["norm"];
-    if (v == "rmsnorm") m.norm = Norm::kRMSNorm;
-    else if (v == "layernorm") m.norm = Norm::kLayerNorm;
-    else throw std::invalid_argument("model JSON: the field 'norm' is " + v.dump() + "; it must be \"rmsnorm\" or \"layernorm\"");
+    if (v == "rmsnorm")
+      m.norm = Norm::kRMSNorm;
+    else if (v == "layernorm")
+      m.norm = Norm::kLayerNorm;
+    else
+      throw std::invalid_argument("model JSON: the field 'norm' is " + v.dump() +
+                                  "; it must be \"rmsnorm\" or \"layernorm\"");
   }
   m.validate();
   return m;
@@ -249,7 +306,9 @@ ModelSpec parse_model_json(std::string_view text) {
 
 ModelSpec load_model_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read the model file '" + path + "'; give a preset (" + preset_names() + ") or a readable JSON file");
+  if (!in)
+    throw std::invalid_argument("cannot read the model file '" + path + "'; give a preset (" +
+                                preset_names() + ") or a readable JSON file");
   std::stringstream ss;
   ss << in.rdbuf();
   try {

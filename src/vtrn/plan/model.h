@@ -21,28 +21,30 @@ std::string_view norm_name(Norm n);              ///< "rmsnorm", "layernorm"
 
 struct ModelSpec {
   std::string name;
-  std::string source;        ///< where the figures come from
-  int layers = 0;            ///< transformer blocks
-  int hidden = 0;            ///< model width h
-  int heads = 0;             ///< query heads a
-  int kv_heads = 0;          ///< key/value heads (GQA); == heads for multi-head attention
-  int head_dim = 0;          ///< 0: hidden / heads
-  int ffn = 0;               ///< MLP inner size of a dense block
+  std::string source;  ///< where the figures come from
+  int layers = 0;      ///< transformer blocks
+  int hidden = 0;      ///< model width h
+  int heads = 0;       ///< query heads a
+  int kv_heads = 0;    ///< key/value heads (GQA); == heads for multi-head attention
+  int head_dim = 0;    ///< 0: hidden / heads
+  int ffn = 0;         ///< MLP inner size of a dense block
   Activation activation = Activation::kSwiGLU;
   int vocab = 0;
   bool tied_embeddings = false;
   Norm norm = Norm::kRMSNorm;
-  bool bias = false;         ///< linear layers carry biases (GPT-3)
-  bool qk_norm = false;      ///< per-head RMSNorm of q and k (Qwen3)
+  bool bias = false;            ///< linear layers carry biases (GPT-3)
+  bool qk_norm = false;         ///< per-head RMSNorm of q and k (Qwen3)
   int position_embeddings = 0;  ///< learned absolute positions (GPT-3: 2048); 0 for RoPE
-  bool dropout = false;      ///< dropout layers (their 1-byte masks are activations)
+  bool dropout = false;         ///< dropout layers (their 1-byte masks are activations)
   // Mixture-of-experts: experts == 0 means dense.
   int experts = 0;
   int top_k = 0;
   int expert_ffn = 0;
 
   bool is_moe() const { return experts > 0; }
-  int attention_dim() const { return heads * (head_dim > 0 ? head_dim : hidden / heads); }  ///< a * d_head
+  int attention_dim() const {
+    return heads * (head_dim > 0 ? head_dim : hidden / heads);
+  }  ///< a * d_head
   int kv_dim() const { return kv_heads * (head_dim > 0 ? head_dim : hidden / heads); }
   int head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
 
@@ -55,7 +57,9 @@ struct ModelSpec {
   /// One block's norms (2 per block; LayerNorm has a bias too).
   std::int64_t block_norm_params() const;
   /// One transformer block.
-  std::int64_t block_params() const { return attention_params() + block_mlp_params() + block_norm_params(); }
+  std::int64_t block_params() const {
+    return attention_params() + block_mlp_params() + block_norm_params();
+  }
   /// Token (and learned position) embedding.
   std::int64_t embedding_params() const;
   /// Output projection; 0 when tied to the embedding.

@@ -57,7 +57,8 @@ TEST(Presets, UnknownNameListsThePresets) {
   }
 }
 TEST(ModelJson, ParsesTheSameFieldsAsAPreset) {
-  const ModelSpec m = parse_model_json(R"({"name": "my-7b", "layers": 32, "hidden": 4096, "heads": 32,
+  const ModelSpec m =
+      parse_model_json(R"({"name": "my-7b", "layers": 32, "hidden": 4096, "heads": 32,
       "kv_heads": 32, "ffn": 11008, "vocab": 32000, "activation": "swiglu", "tied_embeddings": false})");
   EXPECT_EQ(m.name, "my-7b");
   EXPECT_EQ(m.total_params(), 6'738'415'616LL);  // the same as llama2-7b
@@ -78,7 +79,8 @@ TEST(ModelJson, WrongTypeAndUnknownFieldAreNamed) {
     EXPECT_NE(std::string(e.what()).find("'layers'"), std::string::npos) << e.what();
   }
   try {
-    parse_model_json(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "ffn": 128, "hiden": 3})");
+    parse_model_json(
+        R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "ffn": 128, "hiden": 3})");
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'hiden'"), std::string::npos) << e.what();
@@ -86,17 +88,21 @@ TEST(ModelJson, WrongTypeAndUnknownFieldAreNamed) {
 }
 TEST(ModelJson, BadValuesSayWhatTheyMustBe) {
   try {
-    parse_model_json(R"({"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 3, "vocab": 100, "ffn": 128})");
+    parse_model_json(
+        R"({"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 3, "vocab": 100, "ffn": 128})");
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("kv_heads = 3"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_model_json("{not json"), std::invalid_argument);
-  EXPECT_THROW(parse_model_json(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "ffn": 128, "activation": "relu"})"),
-               std::invalid_argument);
+  EXPECT_THROW(
+      parse_model_json(
+          R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "ffn": 128, "activation": "relu"})"),
+      std::invalid_argument);
 }
 TEST(ModelJson, MixtureOfExpertsNeedsNoDenseFfn) {
-  const ModelSpec m = parse_model_json(R"({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "vocab": 32000,
+  const ModelSpec m =
+      parse_model_json(R"({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "vocab": 32000,
       "experts": 8, "top_k": 2, "expert_ffn": 14336})");
   EXPECT_EQ(m.total_params(), find_preset("mixtral-8x7b").total_params());
 }

@@ -20,7 +20,8 @@ Workload seed_workload(int global_batch) {
 }
 
 Layout top(const char* model, int nodes, int global_batch) {
-  Planner p(find_preset(model), topo::Cluster("trn2.48xlarge", 2, nodes), seed_workload(global_batch));
+  Planner p(find_preset(model), topo::Cluster("trn2.48xlarge", 2, nodes),
+            seed_workload(global_batch));
   const SearchResult r = p.search();
   EXPECT_FALSE(r.ranked.empty()) << r.why_nothing;
   return r.ranked.empty() ? Layout{} : r.ranked.front().layout;
@@ -38,7 +39,8 @@ TEST(SeedTable, MidSizeDenseModelOnOneNodeIsTp4Fsdp16) {
   EXPECT_EQ(l.describe(), "pp=1,replicate=1,shard=16,tp=4");
 }
 
-// Seed: "Larger dense model, such as a 70B model -- TP4 x FSDP across a few nodes; four nodes give FSDP64".
+// Seed: "Larger dense model, such as a 70B model -- TP4 x FSDP across a few nodes; four nodes give
+// FSDP64".
 TEST(SeedTable, SeventyBOnFourNodesIsTp4Fsdp64) {
   const Layout l = top("llama3-70b", 4, 1024);
   EXPECT_EQ(l.describe(), "pp=1,replicate=1,shard=64,tp=4");
@@ -58,7 +60,8 @@ TEST(SeedTable, SeventyBExplainsItsAlternatives) {
   ASSERT_FALSE(r.alternatives.empty());
   std::string all;
   for (const auto& s : r.alternatives) all += s + "\n";
-  EXPECT_NE(all.find("Without TP: the best, FSDP256 (micro-batch 1, full)"), std::string::npos) << all;
+  EXPECT_NE(all.find("Without TP: the best, FSDP256 (micro-batch 1, full)"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("Without activation checkpointing: nothing fits"), std::string::npos) << all;
 }
 
@@ -81,8 +84,8 @@ TEST(SeedTable, SeventyBAtLongerSequencesWidensTp) {
 }
 
 TEST(Search, EnumeratesEveryFactorization) {
-  // 64 ranks: TP in {1,2,4,8,16,32,64}; pp x replicate x shard = 64/tp = 2^k has (k+1)(k+2)/2 ordered
-  // factorizations: k = 6..0 -> 28 + 21 + 15 + 10 + 6 + 3 + 1 = 84.
+  // 64 ranks: TP in {1,2,4,8,16,32,64}; pp x replicate x shard = 64/tp = 2^k has (k+1)(k+2)/2
+  // ordered factorizations: k = 6..0 -> 28 + 21 + 15 + 10 + 6 + 3 + 1 = 84.
   Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
   EXPECT_EQ(p.search().factorizations, 84);
 }
@@ -186,13 +189,15 @@ TEST(Errors, BatchNotDivisibleByDataParallelDegree) {
   l.shard = 64;
   const Evaluation e = p.evaluate(l);
   EXPECT_FALSE(e.batch_ok);
-  EXPECT_NE(e.batch_error.find("global batch 100 is not divisible by the data-parallel degree 64"), std::string::npos);
+  EXPECT_NE(e.batch_error.find("global batch 100 is not divisible by the data-parallel degree 64"),
+            std::string::npos);
 }
 
 TEST(Errors, BadWorkloadAndLayoutText) {
   Workload w;
   w.global_batch = 0;
-  EXPECT_THROW(Planner(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), w), std::invalid_argument);
+  EXPECT_THROW(Planner(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), w),
+               std::invalid_argument);
   EXPECT_THROW(topo::Cluster("trn2.48xlarge", 2, 0), std::invalid_argument);
   EXPECT_THROW(parse_layout("pp=1,shard=x"), std::invalid_argument);
   EXPECT_THROW(parse_layout("pp=1,foo=2"), std::invalid_argument);
@@ -209,7 +214,8 @@ TEST(Errors, TpMustDivideTheHeads) {
   const Evaluation e = p.evaluate(l);
   EXPECT_FALSE(e.valid());
   EXPECT_EQ(e.limiting_resource, "tensor parallel degree");
-  EXPECT_NE(e.tp_error.find("does not divide the 32 attention heads"), std::string::npos) << e.tp_error;
+  EXPECT_NE(e.tp_error.find("does not divide the 32 attention heads"), std::string::npos)
+      << e.tp_error;
   for (const Evaluation& x : p.search().ranked) EXPECT_EQ(32 % x.layout.tp, 0);
 }
 
@@ -218,7 +224,9 @@ TEST(MeshCode, DefaultPlacementUsesInitDeviceMesh) {
   Layout l;
   l.shard = 16, l.tp = 4;
   const std::string code = p.mesh_code(p.evaluate(l));
-  EXPECT_NE(code.find("init_device_mesh(\"neuron\", (16, 4), mesh_dim_names=(\"shard\", \"tp\"))"), std::string::npos) << code;
+  EXPECT_NE(code.find("init_device_mesh(\"neuron\", (16, 4), mesh_dim_names=(\"shard\", \"tp\"))"),
+            std::string::npos)
+      << code;
 }
 
 }  // namespace

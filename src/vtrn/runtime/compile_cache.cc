@@ -26,18 +26,22 @@ namespace vtrn::runtime {
 namespace {
 
 constexpr std::uint32_t kK[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be,
-    0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa,
-    0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
-    0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
-    0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
-    0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 inline std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 void sha256_block(std::uint32_t h[8], const std::uint8_t* p) {
   std::uint32_t w[64];
-  for (int i = 0; i < 16; ++i) w[i] = (std::uint32_t(p[4 * i]) << 24) | (std::uint32_t(p[4 * i + 1]) << 16) | (std::uint32_t(p[4 * i + 2]) << 8) | p[4 * i + 3];
+  for (int i = 0; i < 16; ++i)
+    w[i] = (std::uint32_t(p[4 * i]) << 24) | (std::uint32_t(p[4 * i + 1]) << 16) |
+           (std::uint32_t(p[4 * i + 2]) << 8) | p[4 * i + 3];
   for (int i = 16; i < 64; ++i) {
     const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -60,13 +64,21 @@ void sha256_block(std::uint32_t h[8], const std::uint8_t* p) {
     b = a;
     a = t1 + t2;
   }
-  h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += hh;
 }
 
 }  // namespace
 
 std::string sha256_hex(std::string_view data) {
-  std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
   std::size_t n = data.size();
   std::size_t i = 0;
@@ -102,8 +114,9 @@ bool write_file_atomic(const std::string& path, std::string_view bytes, std::str
   }
   static std::atomic<std::uint64_t> counter{0};
   std::random_device rd;
-  const std::string tmp = (target.parent_path() / ("." + target.filename().string() + "." + std::to_string(::getpid()) + "." +
-                                                   std::to_string(counter++) + "." + std::to_string(rd()) + ".tmp"))
+  const std::string tmp = (target.parent_path() /
+                           ("." + target.filename().string() + "." + std::to_string(::getpid()) +
+                            "." + std::to_string(counter++) + "." + std::to_string(rd()) + ".tmp"))
                               .string();
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -153,9 +166,12 @@ bool read_file(const std::string& path, std::vector<std::uint8_t>* out) {
 
 std::string_view cache_source_name(CacheSource s) {
   switch (s) {
-    case CacheSource::kCompiled: return "compiled";
-    case CacheSource::kMemory: return "memory";
-    case CacheSource::kDisk: return "disk";
+    case CacheSource::kCompiled:
+      return "compiled";
+    case CacheSource::kMemory:
+      return "memory";
+    case CacheSource::kDisk:
+      return "disk";
   }
   return "?";
 }
@@ -176,7 +192,8 @@ CompileCache& CompileCache::global() {
   return cache;
 }
 
-std::string CompileCache::key_for(std::string_view printed, const compiler::CompileOptions& options) {
+std::string CompileCache::key_for(std::string_view printed,
+                                  const compiler::CompileOptions& options) {
   std::string s(printed);
   s += '\0';
   s += options.key();
@@ -185,7 +202,9 @@ std::string CompileCache::key_for(std::string_view printed, const compiler::Comp
   return sha256_hex(s);
 }
 
-std::string CompileCache::neff_path(const std::string& key) const { return config_.neff_dir + "/" + key + ".neff"; }
+std::string CompileCache::neff_path(const std::string& key) const {
+  return config_.neff_dir + "/" + key + ".neff";
+}
 
 CacheCounters CompileCache::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -208,11 +227,14 @@ void CompileCache::warn(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mu_);
     fn = warning_;
   }
-  if (fn) fn(msg);
-  else std::cerr << "vtrn: warning: " << msg << std::endl;
+  if (fn)
+    fn(msg);
+  else
+    std::cerr << "vtrn: warning: " << msg << std::endl;
 }
 
-CacheResult CompileCache::get_or_compile(const hlo::Module& module, const compiler::CompileOptions& options) {
+CacheResult CompileCache::get_or_compile(const hlo::Module& module,
+                                         const compiler::CompileOptions& options) {
   const std::string printed = hlo::print_module(module);
   CacheResult r;
   r.key = key_for(printed, options);
@@ -242,7 +264,8 @@ CacheResult CompileCache::get_or_compile(const hlo::Module& module, const compil
         return r;
       } catch (const compiler::FormatError& e) {
         corrupt = true;
-        warn("compile cache entry " + path + " is corrupt (" + e.what() + "); recompiling and replacing it");
+        warn("compile cache entry " + path + " is corrupt (" + e.what() +
+             "); recompiling and replacing it");
       }
     }
   }
@@ -251,12 +274,16 @@ CacheResult CompileCache::get_or_compile(const hlo::Module& module, const compil
   if (disk) {
     const std::vector<std::uint8_t> bytes = compiler::serialize(exe);
     std::string err;
-    if (!write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), &err))
-      warn("cannot store the compiled executable in the cache (" + err + "); set TORCH_NEURONX_NEFF_CACHE_DIR to a writable directory");
+    if (!write_file_atomic(
+            path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            &err))
+      warn("cannot store the compiled executable in the cache (" + err +
+           "); set TORCH_NEURONX_NEFF_CACHE_DIR to a writable directory");
   }
   if (!config_.hlo_dir.empty()) {
     std::string err;
-    if (!write_file_atomic(config_.hlo_dir + "/" + r.key + ".mlir", printed, &err)) warn("cannot store the HLO text (" + err + ")");
+    if (!write_file_atomic(config_.hlo_dir + "/" + r.key + ".mlir", printed, &err))
+      warn("cannot store the HLO text (" + err + ")");
   }
   auto loaded = std::make_shared<const LoadedExecutable>(std::move(exe));
   std::lock_guard<std::mutex> lock(mu_);

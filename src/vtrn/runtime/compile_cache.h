@@ -45,7 +45,8 @@ class CompileCache {
     std::string neff_dir;  ///< empty: no disk cache
     std::string hlo_dir;   ///< empty: HLO text is not stored
   };
-  /// TORCH_NEURONX_NEFF_CACHE_DIR (default /tmp/neff_cache), TORCH_NEURONX_HLO_CACHE_DIR (unset: off).
+  /// TORCH_NEURONX_NEFF_CACHE_DIR (default /tmp/neff_cache), TORCH_NEURONX_HLO_CACHE_DIR (unset:
+  /// off).
   static Config config_from_env();
 
   explicit CompileCache(Config config = config_from_env());
@@ -54,7 +55,8 @@ class CompileCache {
 
   /// The executable for |module| under |options|: from memory, from disk, or compiled (and stored).
   /// Throws hlo::Error when the module does not verify.
-  CacheResult get_or_compile(const hlo::Module& module, const compiler::CompileOptions& options = {});
+  CacheResult get_or_compile(const hlo::Module& module,
+                             const compiler::CompileOptions& options = {});
 
   static std::string key_for(std::string_view printed_hlo, const compiler::CompileOptions& options);
   std::string neff_path(const std::string& key) const;

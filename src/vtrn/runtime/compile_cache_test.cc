@@ -27,12 +27,14 @@ hlo::Module module_under_test(int variant = 0) {
   hlo::Builder b("cached");
   hlo::TensorType t(hlo::DType::kF32, {64, 64});
   hlo::Value x = b.param(t);
-  hlo::Value y = b.add(b.exp(x), b.broadcast_in_dim(b.scalar(hlo::DType::kF32, variant), t.dims, {}));
+  hlo::Value y =
+      b.add(b.exp(x), b.broadcast_in_dim(b.scalar(hlo::DType::kF32, variant), t.dims, {}));
   return b.finish({b.reduce(y, b.scalar(hlo::DType::kF32, 0), {1}, hlo::ReduceKind::kAdd)});
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("vtrn_cache_test_" + name + "_" + std::to_string(::getpid()));
+  const fs::path p =
+      fs::temp_directory_path() / ("vtrn_cache_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -52,7 +54,9 @@ pid_t spawn_child(const std::string& mode, const fs::path& dir, const int* barri
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.push_back("VTRN_CACHE_TEST_CHILD=" + mode);
   env_strings.push_back("VTRN_CACHE_TEST_DIR=" + dir.string());
-  if (barrier) env_strings.push_back("VTRN_CACHE_TEST_BARRIER=" + std::to_string(barrier[0]) + "," + std::to_string(barrier[1]));
+  if (barrier)
+    env_strings.push_back("VTRN_CACHE_TEST_BARRIER=" + std::to_string(barrier[0]) + "," +
+                          std::to_string(barrier[1]));
   std::vector<char*> env;
   for (auto& s : env_strings) env.push_back(s.data());
   env.push_back(nullptr);
@@ -77,7 +81,8 @@ TEST(CompileCacheTest, ChildMode) {
   if (std::string(mode) == "race") {
     // Compile, report, wait for the others, then store; exit 0 if this process compiled.
     int go = -1, ready = -1;
-    if (std::sscanf(std::getenv("VTRN_CACHE_TEST_BARRIER"), "%d,%d", &go, &ready) != 2) std::exit(7);
+    if (std::sscanf(std::getenv("VTRN_CACHE_TEST_BARRIER"), "%d,%d", &go, &ready) != 2)
+      std::exit(7);
     cache.set_before_store_hook([&] {
       char byte = 'c';
       if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1) std::exit(8);
@@ -88,7 +93,8 @@ TEST(CompileCacheTest, ChildMode) {
   }
   CacheResult r = cache.get_or_compile(module_under_test());
   const CacheCounters c = cache.counters();
-  if (std::string(mode) == "lookup") std::exit(c.compiles == 0 && c.disk_hits == 1 && r.source == CacheSource::kDisk ? 0 : 3);
+  if (std::string(mode) == "lookup")
+    std::exit(c.compiles == 0 && c.disk_hits == 1 && r.source == CacheSource::kDisk ? 0 : 3);
   std::exit(r.executable ? 0 : 4);
 }
 
@@ -134,7 +140,8 @@ TEST(CompileCacheTest, SecondProcessFindsTheEntry) {
   const fs::path dir = fresh_dir("second");
   CompileCache cache({dir.string(), ""});
   cache.get_or_compile(module_under_test());
-  EXPECT_EQ(wait_child(spawn_child("lookup", dir)), 0) << "the second process compiled instead of loading";
+  EXPECT_EQ(wait_child(spawn_child("lookup", dir)), 0)
+      << "the second process compiled instead of loading";
   fs::remove_all(dir);
 }
 
@@ -152,9 +159,12 @@ TEST(CompileCacheTest, CorruptAndTruncatedEntriesAreReplaced) {
       std::ifstream f(entry, std::ios::binary);
       f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
-    if (how == "garbage") bytes.assign(100, 'x');
-    else if (how == "truncated") bytes.resize(bytes.size() / 2);
-    else bytes[bytes.size() - 10] ^= 1;
+    if (how == "garbage")
+      bytes.assign(100, 'x');
+    else if (how == "truncated")
+      bytes.resize(bytes.size() / 2);
+    else
+      bytes[bytes.size() - 10] ^= 1;
     {
       std::ofstream f(entry, std::ios::binary | std::ios::trunc);
       f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -27,10 +27,12 @@ std::optional<long long> parse_count(const std::string& text) {
   return std::stoll(t);
 }
 
-[[noreturn]] void bad_core_list(const char* what, const std::string& text, int cores, const std::string& why) {
+[[noreturn]] void bad_core_list(const char* what, const std::string& text, int cores,
+                                const std::string& why) {
   std::ostringstream msg;
   msg << what << "='" << text << "' " << why << "; this instance has logical cores 0-" << cores - 1
-      << ". Use an index (\"5\"), an inclusive range (\"4-7\") or a comma list of them (\"0-3,8\").";
+      << ". Use an index (\"5\"), an inclusive range (\"4-7\") or a comma list of them "
+         "(\"0-3,8\").";
   throw std::invalid_argument(msg.str());
 }
 
@@ -62,7 +64,8 @@ std::vector<int> parse_core_list(const std::string& text, int cores, const char*
     if (!first || !last) bad_core_list(what, text, cores, "is not a core list");
     if (*last < *first) bad_core_list(what, text, cores, "has a range that ends before it starts");
     if (*last >= cores) {
-      bad_core_list(what, text, cores, "names core " + std::to_string(*last) + ", which does not exist");
+      bad_core_list(what, text, cores,
+                    "names core " + std::to_string(*last) + ", which does not exist");
     }
     for (long long c = *first; c <= *last; ++c) {
       if (!seen.insert(static_cast<int>(c)).second) {
@@ -97,21 +100,24 @@ DeviceConfig device_config_from_env(const EnvLookup& env) {
   try {
     config.lnc = hw::resolve_lnc(spec, requested_lnc);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("NEURON_LOGICAL_NC_CONFIG=" + std::to_string(requested_lnc) + ": " + e.what());
+    throw std::invalid_argument("NEURON_LOGICAL_NC_CONFIG=" + std::to_string(requested_lnc) + ": " +
+                                e.what());
   }
   const int ranks_per_chip = spec.ranks_per_chip(config.lnc);
   config.cores_per_node = spec.chips * ranks_per_chip;
 
   if (const auto visible = env("NEURON_RT_VISIBLE_CORES"); visible && !trim(*visible).empty()) {
-    config.visible_cores = parse_core_list(*visible, config.cores_per_node, "NEURON_RT_VISIBLE_CORES");
+    config.visible_cores =
+        parse_core_list(*visible, config.cores_per_node, "NEURON_RT_VISIBLE_CORES");
   } else {
     int count = config.cores_per_node;
     if (const auto num = env("NEURON_RT_NUM_CORES"); num && !trim(*num).empty()) {
       const auto value = parse_count(*num);
       if (!value || *value > config.cores_per_node) {
-        throw std::invalid_argument("NEURON_RT_NUM_CORES='" + *num + "' must be a count from 0 (all) to " +
-                                    std::to_string(config.cores_per_node) + ", the logical cores of " +
-                                    config.describe() + ".");
+        throw std::invalid_argument("NEURON_RT_NUM_CORES='" + *num +
+                                    "' must be a count from 0 (all) to " +
+                                    std::to_string(config.cores_per_node) +
+                                    ", the logical cores of " + config.describe() + ".");
       }
       if (*value > 0) count = static_cast<int>(*value);
     }
@@ -127,8 +133,9 @@ DeviceConfig device_config_from_env(const EnvLookup& env) {
   if (const auto bytes = env("VTRN_HBM_BYTES"); bytes && !trim(*bytes).empty()) {
     const auto value = parse_count(*bytes);
     if (!value || *value == 0) {
-      throw std::invalid_argument("VTRN_HBM_BYTES='" + *bytes +
-                                  "' must be a positive byte count (the usable bytes of one HBM bank).");
+      throw std::invalid_argument(
+          "VTRN_HBM_BYTES='" + *bytes +
+          "' must be a positive byte count (the usable bytes of one HBM bank).");
     }
     config.bank_bytes = static_cast<hw::Bytes>(*value);
   }

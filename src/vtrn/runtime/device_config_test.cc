@@ -43,7 +43,8 @@ TEST(DeviceConfigTest, Lnc1Has128CoresAndPairsShareABank) {
 }
 
 TEST(DeviceConfigTest, Trn1Has32CoresOfSixteenGiB) {
-  const DeviceConfig c = device_config_from_env(env({{"NEURON_RT_FAKE_INSTANCE_TYPE", "trn1.32xlarge"}}));
+  const DeviceConfig c =
+      device_config_from_env(env({{"NEURON_RT_FAKE_INSTANCE_TYPE", "trn1.32xlarge"}}));
   EXPECT_EQ(c.lnc, 0);
   EXPECT_EQ(c.device_count(), 32);
   EXPECT_EQ(c.bank_bytes, 16 * kGiB - 96 * kMiB);
@@ -59,8 +60,8 @@ TEST(DeviceConfigTest, VisibleCoresRangeAndNumCores) {
   const DeviceConfig num = device_config_from_env(env({{"NEURON_RT_NUM_CORES", "3"}}));
   EXPECT_EQ(num.visible_cores, (std::vector<int>{0, 1, 2}));
   // VISIBLE_CORES wins over NUM_CORES, as on the runtime.
-  const DeviceConfig both =
-      device_config_from_env(env({{"NEURON_RT_VISIBLE_CORES", "2-3"}, {"NEURON_RT_NUM_CORES", "8"}}));
+  const DeviceConfig both = device_config_from_env(
+      env({{"NEURON_RT_VISIBLE_CORES", "2-3"}, {"NEURON_RT_NUM_CORES", "8"}}));
   EXPECT_EQ(both.visible_cores, (std::vector<int>{2, 3}));
 }
 
@@ -79,16 +80,20 @@ void expect_error(std::map<std::string, std::string> vars, const std::string& fr
 }
 
 TEST(DeviceConfigTest, BadInputSaysWhatWasWrongAndWhatIsAccepted) {
-  expect_error({{"NEURON_RT_VISIBLE_CORES", "60-70"}}, "names core 70, which does not exist; this instance has logical cores 0-63");
+  expect_error({{"NEURON_RT_VISIBLE_CORES", "60-70"}},
+               "names core 70, which does not exist; this instance has logical cores 0-63");
   expect_error({{"NEURON_RT_VISIBLE_CORES", "7-4"}}, "ends before it starts");
-  expect_error({{"NEURON_RT_VISIBLE_CORES", "a"}}, "Use an index (\"5\"), an inclusive range (\"4-7\")");
+  expect_error({{"NEURON_RT_VISIBLE_CORES", "a"}},
+               "Use an index (\"5\"), an inclusive range (\"4-7\")");
   expect_error({{"NEURON_RT_VISIBLE_CORES", "1,1"}}, "names core 1 twice");
   expect_error({{"NEURON_RT_NUM_CORES", "65"}}, "must be a count from 0 (all) to 64");
   expect_error({{"NEURON_LOGICAL_NC_CONFIG", "3"}}, "use LNC 1 or 2");
   expect_error({{"NEURON_LOGICAL_NC_CONFIG", "x"}}, "use 1 or 2");
-  expect_error({{"NEURON_RT_FAKE_INSTANCE_TYPE", "p5.48xlarge"}}, "NEURON_RT_FAKE_INSTANCE_TYPE='p5.48xlarge'");
-  expect_error({{"NEURON_RT_FAKE_INSTANCE_TYPE", "trn1.32xlarge"}, {"NEURON_LOGICAL_NC_CONFIG", "2"}},
-               "has no Logical NeuronCore setting");
+  expect_error({{"NEURON_RT_FAKE_INSTANCE_TYPE", "p5.48xlarge"}},
+               "NEURON_RT_FAKE_INSTANCE_TYPE='p5.48xlarge'");
+  expect_error(
+      {{"NEURON_RT_FAKE_INSTANCE_TYPE", "trn1.32xlarge"}, {"NEURON_LOGICAL_NC_CONFIG", "2"}},
+      "has no Logical NeuronCore setting");
   expect_error({{"VTRN_HBM_BYTES", "-5"}}, "must be a positive byte count");
 }
 

@@ -27,13 +27,15 @@ std::string format_bytes(uint64_t bytes) {
 
 std::string OutOfMemory::message(const DeviceConfig& config) const {
   std::ostringstream msg;
-  msg << "Tried to allocate " << format_bytes(requested) << ". neuron:" << device << " (logical core "
-      << config.visible_cores.at(device) << " of " << config.describe() << ") has a total capacity of "
-      << format_bytes(capacity) << " of which " << format_bytes(free) << " is free. Of the allocated memory "
-      << format_bytes(allocated) << " is allocated by PyTorch, and " << format_bytes(reserved - allocated)
+  msg << "Tried to allocate " << format_bytes(requested) << ". neuron:" << device
+      << " (logical core " << config.visible_cores.at(device) << " of " << config.describe()
+      << ") has a total capacity of " << format_bytes(capacity) << " of which "
+      << format_bytes(free) << " is free. Of the allocated memory " << format_bytes(allocated)
+      << " is allocated by PyTorch, and " << format_bytes(reserved - allocated)
       << " is reserved by PyTorch but unallocated.";
   for (const auto& [neighbour, held] : neighbours) {
-    msg << " neuron:" << neighbour << " shares this HBM bank and holds " << format_bytes(held) << ".";
+    msg << " neuron:" << neighbour << " shares this HBM bank and holds " << format_bytes(held)
+        << ".";
   }
   msg << " Reduce the batch size or shard the model further (FSDP/TP)";
   if (!neighbours.empty()) msg << ", or run at LNC2 so that no other core shares the bank";
@@ -60,7 +62,8 @@ uint64_t DeviceMemory::round_size(uint64_t nbytes) {
 
 void DeviceMemory::check_device(int device) const {
   if (device < 0 || device >= config_.device_count()) {
-    throw std::out_of_range("neuron:" + std::to_string(device) + " does not exist; this process sees " +
+    throw std::out_of_range("neuron:" + std::to_string(device) +
+                            " does not exist; this process sees " +
                             std::to_string(config_.device_count()) + " neuron devices");
   }
 }
@@ -99,7 +102,8 @@ void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
         oom->neighbours.clear();
         for (int d = 0; d < config_.device_count(); ++d) {
           if (d != device && config_.bank_of(d) == bank) {
-            oom->neighbours.emplace_back(d, static_cast<uint64_t>(devices_[d].stats.reserved_bytes.current));
+            oom->neighbours.emplace_back(
+                d, static_cast<uint64_t>(devices_[d].stats.reserved_bytes.current));
           }
         }
       }
@@ -122,7 +126,8 @@ void DeviceMemory::free(void* ptr) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
-  if (it == live_.end()) throw std::logic_error("DeviceMemory::free: pointer was not allocated here");
+  if (it == live_.end())
+    throw std::logic_error("DeviceMemory::free: pointer was not allocated here");
   const Block block = it->second;
   live_.erase(it);
   MemoryStats& stats = devices_[block.device].stats;
@@ -168,7 +173,8 @@ void DeviceMemory::reset_peak(int device) {
   check_device(device);
   std::lock_guard<std::mutex> lock(mutex_);
   MemoryStats& s = devices_[device].stats;
-  for (MemoryStat* stat : {&s.allocated_bytes, &s.requested_bytes, &s.reserved_bytes, &s.allocations, &s.segments}) {
+  for (MemoryStat* stat :
+       {&s.allocated_bytes, &s.requested_bytes, &s.reserved_bytes, &s.allocations, &s.segments}) {
     stat->peak = stat->current;
   }
 }
@@ -177,7 +183,8 @@ void DeviceMemory::reset_accumulated(int device) {
   check_device(device);
   std::lock_guard<std::mutex> lock(mutex_);
   MemoryStats& s = devices_[device].stats;
-  for (MemoryStat* stat : {&s.allocated_bytes, &s.requested_bytes, &s.reserved_bytes, &s.allocations, &s.segments}) {
+  for (MemoryStat* stat :
+       {&s.allocated_bytes, &s.requested_bytes, &s.reserved_bytes, &s.allocations, &s.segments}) {
     stat->allocated = 0;
     stat->freed = 0;
   }

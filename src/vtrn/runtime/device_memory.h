@@ -54,11 +54,11 @@ struct MemoryStats {
 /// Why an allocation failed, with what a CUDA-style message needs.
 struct OutOfMemory {
   int device = 0;
-  uint64_t requested = 0;          ///< bytes asked for (after rounding)
-  uint64_t capacity = 0;           ///< usable bytes of the device's bank
-  uint64_t free = 0;               ///< bytes of the bank not reserved by anyone
-  uint64_t allocated = 0;          ///< bytes this device holds in live tensors
-  uint64_t reserved = 0;           ///< bytes this device holds, cached included
+  uint64_t requested = 0;                            ///< bytes asked for (after rounding)
+  uint64_t capacity = 0;                             ///< usable bytes of the device's bank
+  uint64_t free = 0;                                 ///< bytes of the bank not reserved by anyone
+  uint64_t allocated = 0;                            ///< bytes this device holds in live tensors
+  uint64_t reserved = 0;                             ///< bytes this device holds, cached included
   std::vector<std::pair<int, uint64_t>> neighbours;  ///< (device, reserved) sharing the bank
 
   /// "Tried to allocate 2.00 GiB. neuron:3 ... what to do" (without the leading error kind).
@@ -101,7 +101,7 @@ class DeviceMemory {
 
  private:
   struct Block {
-    uint64_t size;       ///< rounded
+    uint64_t size;  ///< rounded
     uint64_t requested;
     int device;
   };

@@ -69,10 +69,13 @@ TEST(DeviceMemoryTest, OverBudgetFailsBeforeTouchingMemoryAndKeepsStats) {
   EXPECT_EQ(after.reserved_bytes.current, before.reserved_bytes.current);
   EXPECT_EQ(after.num_ooms, 1);
   const std::string msg = oom.message(mem.config());
-  EXPECT_NE(msg.find("Tried to allocate 2.00 KiB. neuron:3 (logical core 3 of trn2.48xlarge, LNC2) has a total "
-                     "capacity of 4.00 KiB of which 1.00 KiB is free. Of the allocated memory 3.00 KiB is "
-                     "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "Tried to allocate 2.00 KiB. neuron:3 (logical core 3 of trn2.48xlarge, LNC2) has a "
+          "total "
+          "capacity of 4.00 KiB of which 1.00 KiB is free. Of the allocated memory 3.00 KiB is "
+          "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."),
+      std::string::npos)
       << msg;
   // Still usable: a request that fits succeeds.
   void* b = mem.allocate(3, 1 * kKiB, nullptr);
@@ -102,7 +105,8 @@ TEST(DeviceMemoryTest, Lnc1NeighbourCanExhaustTheSharedBank) {
   EXPECT_EQ(oom.neighbours[0].first, 4);
   EXPECT_EQ(oom.neighbours[0].second, 6 * kKiB);
   EXPECT_EQ(oom.free, 2 * kKiB);
-  EXPECT_NE(oom.message(mem.config()).find("neuron:4 shares this HBM bank and holds 6.00 KiB"), std::string::npos);
+  EXPECT_NE(oom.message(mem.config()).find("neuron:4 shares this HBM bank and holds 6.00 KiB"),
+            std::string::npos);
   // Core 6 is on another bank and unaffected.
   void* other = mem.allocate(6, 4 * kKiB, nullptr);
   EXPECT_NE(other, nullptr);

@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <unordered_map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "vtrn/runtime/kernels.h"
 
@@ -20,9 +20,11 @@ using hlo::OpKind;
 HostTensor HostTensor::from_doubles(hlo::TensorType t, const std::vector<double>& values) {
   HostTensor h(std::move(t));
   if (static_cast<std::int64_t>(values.size()) != h.type.num_elements())
-    throw ExecError("HostTensor::from_doubles: " + std::to_string(values.size()) + " values for " + h.type.str());
+    throw ExecError("HostTensor::from_doubles: " + std::to_string(values.size()) + " values for " +
+                    h.type.str());
   const int es = hlo::dtype_size(h.type.dtype);
-  for (std::size_t i = 0; i < values.size(); ++i) hlo::store_double(h.type.dtype, values[i], h.data.data() + i * es);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    hlo::store_double(h.type.dtype, values[i], h.data.data() + i * es);
   return h;
 }
 
@@ -43,7 +45,8 @@ bool fusible_alone(const hlo::Block& b, const hlo::Op& op) {
   for (int v : op.results)
     if (hlo::is_complex(b.type(v).dtype)) return false;
   if (hlo::is_elementwise(op.kind) || op.kind == OpKind::kBroadcastInDim) return true;
-  return op.kind == OpKind::kReduce && op.operands.size() == 2 && hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
+  return op.kind == OpKind::kReduce && op.operands.size() == 2 &&
+         hlo::match_reduce_region(*op.regions[0]) != hlo::ReduceKind::kOther;
 }
 
 }  // namespace
@@ -93,7 +96,8 @@ class ScratchBuffers {
 
  private:
   static constexpr std::size_t kMaxCachedBytes = std::size_t{256} << 20;
-  static std::unordered_map<std::size_t, std::vector<std::unique_ptr<std::uint8_t[]>>>& free_list() {
+  static std::unordered_map<std::size_t, std::vector<std::unique_ptr<std::uint8_t[]>>>&
+  free_list() {
     thread_local std::unordered_map<std::size_t, std::vector<std::unique_ptr<std::uint8_t[]>>> list;
     return list;
   }
@@ -117,14 +121,16 @@ struct LoadedExecutable::Impl {
   /// element until then, so loading or compiling never materializes a large constant).
   std::vector<int> constant_values;
   std::once_flag constants_once;
-  std::vector<std::vector<std::uint8_t>> constants;  ///< by value number (empty if not a needed constant)
+  std::vector<std::vector<std::uint8_t>>
+      constants;  ///< by value number (empty if not a needed constant)
 
   void materialize_constants() {
     std::call_once(constants_once, [this] {
       const hlo::Block& b = exe.module.main;
       std::vector<std::vector<std::uint8_t>> c(b.types.size());
       for (const hlo::Op& op : b.ops)
-        if (op.kind == OpKind::kConstant && std::binary_search(constant_values.begin(), constant_values.end(), op.results[0]))
+        if (op.kind == OpKind::kConstant &&
+            std::binary_search(constant_values.begin(), constant_values.end(), op.results[0]))
           c[op.results[0]] = op.literal.expanded();
       constants = std::move(c);
     });
@@ -176,17 +182,21 @@ std::vector<hlo::TensorType> LoadedExecutable::output_types() const {
   return t;
 }
 
-void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* const> outputs) const {
+void LoadedExecutable::run(std::span<const void* const> inputs,
+                           std::span<void* const> outputs) const {
   const hlo::Block& b = impl_->exe.module.main;
   if (inputs.size() != b.args.size())
-    throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+    throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " +
+                    std::to_string(inputs.size()) + " given");
   if (outputs.size() != b.results.size())
-    throw ExecError("the executable has " + std::to_string(b.results.size()) + " outputs, " + std::to_string(outputs.size()) + " buffers given");
+    throw ExecError("the executable has " + std::to_string(b.results.size()) + " outputs, " +
+                    std::to_string(outputs.size()) + " buffers given");
   impl_->materialize_constants();
   const int threads = executor_threads();
   std::vector<kernels::Buf> values(b.types.size());
   ScratchBuffers owned;
-  for (std::size_t i = 0; i < inputs.size(); ++i) values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
   for (std::size_t v = 0; v < impl_->constants.size(); ++v)
     if (!impl_->constants[v].empty()) values[v].ptr = impl_->constants[v].data();
   // Results computed straight into the caller's buffers.
@@ -232,7 +242,9 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
       {
         std::lock_guard<std::mutex> lock(registry_mutex());
         auto it = registry().find(op.target);
-        if (it == registry().end()) throw ExecError("no kernel is registered for stablehlo.custom_call @" + op.target + "; register one with vtrn::runtime::register_custom_call");
+        if (it == registry().end())
+          throw ExecError("no kernel is registered for stablehlo.custom_call @" + op.target +
+                          "; register one with vtrn::runtime::register_custom_call");
         fn = it->second;
       }
       std::vector<hlo::TensorType> it, ot;
@@ -256,11 +268,13 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
 std::vector<HostTensor> LoadedExecutable::run(const std::vector<HostTensor>& inputs) const {
   const std::vector<hlo::TensorType> in_types = input_types();
   if (inputs.size() != in_types.size())
-    throw ExecError("the executable takes " + std::to_string(in_types.size()) + " inputs, " + std::to_string(inputs.size()) + " given");
+    throw ExecError("the executable takes " + std::to_string(in_types.size()) + " inputs, " +
+                    std::to_string(inputs.size()) + " given");
   std::vector<const void*> ip;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].type != in_types[i])
-      throw ExecError("input " + std::to_string(i) + " has type " + inputs[i].type.str() + ", expected " + in_types[i].str());
+      throw ExecError("input " + std::to_string(i) + " has type " + inputs[i].type.str() +
+                      ", expected " + in_types[i].str());
     ip.push_back(inputs[i].data.data());
   }
   std::vector<HostTensor> outs;

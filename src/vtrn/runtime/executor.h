@@ -24,14 +24,21 @@ struct HostTensor {
   std::vector<std::uint8_t> data;
 
   HostTensor() = default;
-  explicit HostTensor(hlo::TensorType t) : type(std::move(t)), data(static_cast<std::size_t>(type.byte_size())) {}
+  explicit HostTensor(hlo::TensorType t)
+      : type(std::move(t)), data(static_cast<std::size_t>(type.byte_size())) {}
   /// Elements from doubles (bf16/f16 rounded to nearest even).
   static HostTensor from_doubles(hlo::TensorType t, const std::vector<double>& values);
-  double get(std::int64_t i) const { return hlo::load_double(type.dtype, data.data() + i * hlo::dtype_size(type.dtype)); }
+  double get(std::int64_t i) const {
+    return hlo::load_double(type.dtype, data.data() + i * hlo::dtype_size(type.dtype));
+  }
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(data.data());
+  }
   template <typename T>
-  T* as() { return reinterpret_cast<T*>(data.data()); }
+  T* as() {
+    return reinterpret_cast<T*>(data.data());
+  }
 };
 
 /// Raised when an executable cannot run (unsupported dtype for an op, unknown custom call,

@@ -30,7 +30,10 @@ double ref_round(DType d, double x) {
   if (d == DType::kF32 || std::isnan(f) || std::isinf(f)) return f;
   // Enumerate representable values around f: use the storage conversion's inverse only to list
   // candidates; the choice is made here by distance.
-  auto value_of = [&](std::uint32_t bits) { return d == DType::kBF16 ? hlo::bf16_to_f32(static_cast<std::uint16_t>(bits)) : hlo::f16_to_f32(static_cast<std::uint16_t>(bits)); };
+  auto value_of = [&](std::uint32_t bits) {
+    return d == DType::kBF16 ? hlo::bf16_to_f32(static_cast<std::uint16_t>(bits))
+                             : hlo::f16_to_f32(static_cast<std::uint16_t>(bits));
+  };
   double best = 0;
   double best_dist = INFINITY;
   std::uint32_t best_bits = 0;
@@ -68,7 +71,8 @@ std::vector<double> random_values(std::int64_t n, double lo, double hi, unsigned
   return v;
 }
 
-std::vector<HostTensor> run(const hlo::Module& m, const std::vector<HostTensor>& in, bool fusion = true) {
+std::vector<HostTensor> run(const hlo::Module& m, const std::vector<HostTensor>& in,
+                            bool fusion = true) {
   compiler::CompileOptions o;
   o.fusion = fusion;
   LoadedExecutable exe(compiler::compile(m, o));
@@ -85,10 +89,13 @@ struct UnaryCase {
 const UnaryCase kUnary[] = {
     {OpKind::kAbs, true, -4, 4, [](double x) { return std::fabs(x); }},
     {OpKind::kNegate, true, -4, 4, [](double x) { return -x; }},
-    {OpKind::kSign, true, -4, 4, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
+    {OpKind::kSign, true, -4, 4, [](double x) { return x > 0   ? 1.0
+                                                       : x < 0 ? -1.0
+                                                               : 0.0; }},
     {OpKind::kFloor, true, -4, 4, [](double x) { return std::floor(x); }},
     {OpKind::kCeil, true, -4, 4, [](double x) { return std::ceil(x); }},
-    {OpKind::kRoundEven, true, -4, 4, [](double x) { return x - std::floor(x) == 0.5 ? 2 * std::round(x / 2) : std::round(x); }},
+    {OpKind::kRoundEven, true, -4, 4,
+     [](double x) { return x - std::floor(x) == 0.5 ? 2 * std::round(x / 2) : std::round(x); }},
     {OpKind::kSqrt, true, 0.01, 9, [](double x) { return std::sqrt(x); }},
     {OpKind::kRsqrt, false, 0.01, 9, [](double x) { return 1 / std::sqrt(x); }},
     {OpKind::kExp, false, -4, 4, [](double x) { return std::exp(x); }},
@@ -103,17 +110,22 @@ const UnaryCase kUnary[] = {
 
 double tolerance(DType d) {
   switch (d) {
-    case DType::kF64: return 1e-13;
-    case DType::kF32: return 4e-7;
-    case DType::kBF16: return 1.0 / 128;
-    default: return 1.0 / 1024;
+    case DType::kF64:
+      return 1e-13;
+    case DType::kF32:
+      return 4e-7;
+    case DType::kBF16:
+      return 1.0 / 128;
+    default:
+      return 1.0 / 1024;
   }
 }
 
 void expect_close(DType d, bool exact, double got, double want, const std::string& what) {
   if (exact) {
     const double r = ref_round(d, want);
-    ASSERT_TRUE(got == r || (std::isnan(got) && std::isnan(r))) << what << ": got " << got << " want " << r;
+    ASSERT_TRUE(got == r || (std::isnan(got) && std::isnan(r)))
+        << what << ": got " << got << " want " << r;
   } else {
     ASSERT_NEAR(got, want, tolerance(d) * std::max(1.0, std::fabs(want))) << what;
   }
@@ -130,7 +142,8 @@ TEST(ExecutorTest, UnaryOpsEveryFloatDtype) {
       auto out = run(m, {HostTensor::from_doubles(t, xs)});
       for (std::size_t i = 0; i < xs.size(); ++i)
         expect_close(d, c.exact, out[0].get(static_cast<std::int64_t>(i)), c.f(xs[i]),
-                     std::string(hlo::op_name(c.kind)) + " " + std::string(hlo::dtype_name(d)) + " x=" + std::to_string(xs[i]));
+                     std::string(hlo::op_name(c.kind)) + " " + std::string(hlo::dtype_name(d)) +
+                         " x=" + std::to_string(xs[i]));
     }
   }
 }
@@ -144,7 +157,8 @@ struct BinaryCase {
 
 // |n| values with magnitudes in [lo, hi], exactly representable in |d|, negative in the
 // first |period| of every 2 * |period| elements (period 1: -+-+..., period 2: --++--++...).
-std::vector<double> signed_values(std::int64_t n, double lo, double hi, unsigned seed, DType d, std::size_t period = 1) {
+std::vector<double> signed_values(std::int64_t n, double lo, double hi, unsigned seed, DType d,
+                                  std::size_t period = 1) {
   std::vector<double> v = random_values(n, lo, hi, seed, d);
   for (std::size_t i = 0; i < v.size(); ++i)
     if ((i / period) % 2 == 0) v[i] = -v[i];
@@ -174,7 +188,8 @@ TEST(ExecutorTest, BinaryOpsEveryFloatDtype) {
       // x > 0; with an integer exponent (-3..3), x of both signs.
       const bool pow_real = c.kind == OpKind::kPower && !c.integer_exponent;
       const auto xs = pow_real ? random_values(63, 0.1, 4, 2, d) : signed_values(63, 0.1, 4, 2, d);
-      const auto ys = c.integer_exponent ? random_values(63, -3, 3, 3, DType::kI32) : signed_values(63, 0.5, 3, 3, d, 2);
+      const auto ys = c.integer_exponent ? random_values(63, -3, 3, 3, DType::kI32)
+                                         : signed_values(63, 0.5, 3, 3, d, 2);
       auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
       for (std::size_t i = 0; i < xs.size(); ++i)
         expect_close(d, c.exact, out[0].get(static_cast<std::int64_t>(i)), c.f(xs[i], ys[i]),
@@ -204,7 +219,8 @@ TEST(ExecutorTest, IntegerOps) {
       Value x = b.param(t), y = b.param(t);
       hlo::Module m = b.finish({b.binary(k, x, y)});
       // Divisors of both signs for signed types: 1..9 and -9..-1.
-      const auto xs = random_values(40, u ? 0 : -100, 100, 4, d), ys = u ? random_values(40, 1, 9, 5, d) : signed_values(40, 1, 9, 5, d, 2);
+      const auto xs = random_values(40, u ? 0 : -100, 100, 4, d),
+                 ys = u ? random_values(40, 1, 9, 5, d) : signed_values(40, 1, 9, 5, d, 2);
       auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
       for (std::size_t i = 0; i < xs.size(); ++i) {
         std::int64_t want = f(static_cast<std::int64_t>(xs[i]), static_cast<std::int64_t>(ys[i]));
@@ -214,7 +230,8 @@ TEST(ExecutorTest, IntegerOps) {
           want &= (std::int64_t{1} << bits) - 1;
           if (!u && want >= (std::int64_t{1} << (bits - 1))) want -= std::int64_t{1} << bits;
         }
-        ASSERT_EQ(static_cast<std::int64_t>(out[0].get(static_cast<std::int64_t>(i))), want) << hlo::op_name(k) << " " << hlo::dtype_name(d);
+        ASSERT_EQ(static_cast<std::int64_t>(out[0].get(static_cast<std::int64_t>(i))), want)
+            << hlo::op_name(k) << " " << hlo::dtype_name(d);
       }
     }
   }
@@ -224,7 +241,8 @@ TEST(ExecutorTest, IntegerOps) {
   TensorType t(DType::kI8, {4});
   Value x = b.param(t), y = b.param(t);
   hlo::Module m = b.finish({b.div(x, y), b.add(x, x), b.binary(OpKind::kRemainder, x, y)});
-  auto out = run(m, {HostTensor::from_doubles(t, {7, 100, -7, -128}), HostTensor::from_doubles(t, {0, 3, 0, -1})});
+  auto out = run(m, {HostTensor::from_doubles(t, {7, 100, -7, -128}),
+                     HostTensor::from_doubles(t, {0, 3, 0, -1})});
   EXPECT_EQ(out[0].get(0), -1);
   EXPECT_EQ(out[0].get(1), 33);
   EXPECT_EQ(out[0].get(2), -1);
@@ -239,7 +257,8 @@ TEST(ExecutorTest, IntegerOps) {
     TensorType tu(d, {2});
     Value xu = bu.param(tu), yu = bu.param(tu);
     hlo::Module mu = bu.finish({bu.div(xu, yu), bu.binary(OpKind::kRemainder, xu, yu)});
-    auto o = run(mu, {HostTensor::from_doubles(tu, {9, 200}), HostTensor::from_doubles(tu, {0, 0})});
+    auto o =
+        run(mu, {HostTensor::from_doubles(tu, {9, 200}), HostTensor::from_doubles(tu, {0, 0})});
     const double all_ones = d == DType::kU8 ? 255 : d == DType::kU32 ? 4294967295.0 : -1;
     EXPECT_EQ(o[0].get(0), all_ones) << hlo::dtype_name(d);
     EXPECT_EQ(o[0].get(1), all_ones) << hlo::dtype_name(d);
@@ -285,8 +304,12 @@ TEST(ExecutorTest, CompareEveryDirectionAndDtype) {
   const double nan = std::nan("");
   const std::vector<Input> inputs = {
       // IEEE: NaN compares unequal to everything, itself included; -0 == +0.
-      {DType::kF32, {-3, -1, 0, -0.0, 2, nan, 1, nan, INFINITY}, {0, -1, 1, 0, 3, 1, nan, nan, 1e30}},
-      {DType::kBF16, {-3, -1, 0, -0.0, 2, nan, 1, nan, -INFINITY}, {0, -1, 1, 0, 3, 1, nan, nan, -1}},
+      {DType::kF32,
+       {-3, -1, 0, -0.0, 2, nan, 1, nan, INFINITY},
+       {0, -1, 1, 0, 3, 1, nan, nan, 1e30}},
+      {DType::kBF16,
+       {-3, -1, 0, -0.0, 2, nan, 1, nan, -INFINITY},
+       {0, -1, 1, 0, 3, 1, nan, nan, -1}},
       {DType::kF16, {-3, -1, 0, 2, nan, 65504}, {0, -1, 1, 3, nan, 65504}},
       {DType::kF64, {-3, -1, 0, 2, nan, 1e300}, {0, -1, 1, 3, 1, 1e300}},
       {DType::kI8, {-128, -1, 0, 127, 5}, {127, -1, -128, 127, -5}},
@@ -306,16 +329,19 @@ TEST(ExecutorTest, CompareEveryDirectionAndDtype) {
       EXPECT_EQ(out[0].type.dtype, DType::kPred);
       for (std::size_t i = 0; i < in.xs.size(); ++i)
         ASSERT_EQ(out[0].get(static_cast<std::int64_t>(i)), f(in.xs[i], in.ys[i]) ? 1 : 0)
-            << hlo::dtype_name(in.d) << " " << hlo::comparison_name(dir) << " " << in.xs[i] << " vs " << in.ys[i];
+            << hlo::dtype_name(in.d) << " " << hlo::comparison_name(dir) << " " << in.xs[i]
+            << " vs " << in.ys[i];
     }
   }
   // u64 above 2^63, set bit for bit (a double cannot hold 2^64 - 1).
   Builder b;
   TensorType t(DType::kU64, {3});
   Value x = b.param(t), y = b.param(t);
-  hlo::Module m = b.finish({b.compare(hlo::Comparison::kLT, x, y), b.compare(hlo::Comparison::kGT, x, y)});
+  hlo::Module m =
+      b.finish({b.compare(hlo::Comparison::kLT, x, y), b.compare(hlo::Comparison::kGT, x, y)});
   HostTensor hx(t), hy(t);
-  const std::uint64_t xv[3] = {1, 0x8000000000000000ull, 0xFFFFFFFFFFFFFFFFull}, yv[3] = {0xFFFFFFFFFFFFFFFFull, 5, 0xFFFFFFFFFFFFFFFEull};
+  const std::uint64_t xv[3] = {1, 0x8000000000000000ull, 0xFFFFFFFFFFFFFFFFull},
+                      yv[3] = {0xFFFFFFFFFFFFFFFFull, 5, 0xFFFFFFFFFFFFFFFEull};
   for (int i = 0; i < 3; ++i) {
     hx.as<std::uint64_t>()[i] = xv[i];
     hy.as<std::uint64_t>()[i] = yv[i];
@@ -328,7 +354,8 @@ TEST(ExecutorTest, CompareEveryDirectionAndDtype) {
 }
 
 TEST(ExecutorTest, SelectAndClampEveryDtype) {
-  for (DType d : {DType::kBF16, DType::kF16, DType::kF64, DType::kI8, DType::kI32, DType::kI64, DType::kU8, DType::kU32, DType::kPred}) {
+  for (DType d : {DType::kBF16, DType::kF16, DType::kF64, DType::kI8, DType::kI32, DType::kI64,
+                  DType::kU8, DType::kU32, DType::kPred}) {
     const bool pred = d == DType::kPred, uns = d == DType::kU8 || d == DType::kU32;
     Builder b;
     TensorType t(d, {8});
@@ -336,10 +363,13 @@ TEST(ExecutorTest, SelectAndClampEveryDtype) {
     Value p = b.param(TensorType(DType::kPred, {8}));
     const double lo = pred ? 0 : uns ? 2 : -1, hi = pred ? 1 : 5;
     hlo::Module m = b.finish({b.select(p, x, y), b.clamp(b.scalar(d, lo), x, b.scalar(d, hi))});
-    const auto xs = pred ? std::vector<double>{0, 1, 1, 0, 1, 0, 0, 1} : random_values(8, uns ? 0 : -8, 8, 41, d);
-    const auto ys = pred ? std::vector<double>{1, 1, 0, 0, 0, 1, 0, 1} : random_values(8, uns ? 0 : -8, 8, 42, d);
+    const auto xs = pred ? std::vector<double>{0, 1, 1, 0, 1, 0, 0, 1}
+                         : random_values(8, uns ? 0 : -8, 8, 41, d);
+    const auto ys = pred ? std::vector<double>{1, 1, 0, 0, 0, 1, 0, 1}
+                         : random_values(8, uns ? 0 : -8, 8, 42, d);
     const std::vector<double> ps = {1, 0, 0, 1, 1, 0, 1, 0};
-    auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys), HostTensor::from_doubles(TensorType(DType::kPred, {8}), ps)});
+    auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys),
+                       HostTensor::from_doubles(TensorType(DType::kPred, {8}), ps)});
     for (int i = 0; i < 8; ++i) {
       EXPECT_EQ(out[0].get(i), ps[i] ? xs[i] : ys[i]) << hlo::dtype_name(d) << " " << i;
       EXPECT_EQ(out[1].get(i), std::min(std::max(xs[i], lo), hi)) << hlo::dtype_name(d) << " " << i;
@@ -354,8 +384,10 @@ TEST(ExecutorTest, ReduceAndOr) {
     TensorType t(d, shape);
     std::vector<double> xs(12);
     std::mt19937 rng(51);
-    for (double& x : xs) x = d == DType::kPred ? static_cast<double>(rng() % 4 != 0) : static_cast<double>(rng() % 256);
-    xs[4] = xs[5] = xs[6] = xs[7] = 1;  // row 1 all true in pred
+    for (double& x : xs)
+      x = d == DType::kPred ? static_cast<double>(rng() % 4 != 0)
+                            : static_cast<double>(rng() % 256);
+    xs[4] = xs[5] = xs[6] = xs[7] = 1;                           // row 1 all true in pred
     if (d == DType::kPred) xs[8] = xs[9] = xs[10] = xs[11] = 0;  // row 2 all false
     for (hlo::ReduceKind k : {hlo::ReduceKind::kAnd, hlo::ReduceKind::kOr}) {
       const bool is_and = k == hlo::ReduceKind::kAnd;
@@ -363,9 +395,11 @@ TEST(ExecutorTest, ReduceAndOr) {
       for (const Dims& dims : {Dims{1}, Dims{0}, Dims{0, 1}}) {
         Builder b;
         Value x = b.param(t);
-        hlo::Module m = b.finish({b.reduce(x, b.scalar(d, is_and ? static_cast<double>(ones) : 0), dims, k)});
+        hlo::Module m =
+            b.finish({b.reduce(x, b.scalar(d, is_and ? static_cast<double>(ones) : 0), dims, k)});
         auto out = run(m, {HostTensor::from_doubles(t, xs)});
-        const bool over_rows = dims.size() == 2 || dims[0] == 0, over_cols = dims.size() == 2 || dims[0] == 1;
+        const bool over_rows = dims.size() == 2 || dims[0] == 0,
+                   over_cols = dims.size() == 2 || dims[0] == 1;
         const std::int64_t on = out[0].type.num_elements();
         for (std::int64_t o = 0; o < on; ++o) {
           std::int64_t acc = is_and ? ones : 0;
@@ -377,7 +411,9 @@ TEST(ExecutorTest, ReduceAndOr) {
               acc = is_and ? (acc & v) : (acc | v);
             }
           if (d == DType::kU8) acc &= 255;
-          ASSERT_EQ(static_cast<std::int64_t>(out[0].get(o)), acc) << hlo::dtype_name(d) << " " << hlo::reduce_kind_name(k) << " dims " << dims.size() << "/" << dims[0] << " out " << o;
+          ASSERT_EQ(static_cast<std::int64_t>(out[0].get(o)), acc)
+              << hlo::dtype_name(d) << " " << hlo::reduce_kind_name(k) << " dims " << dims.size()
+              << "/" << dims[0] << " out " << o;
         }
       }
     }
@@ -388,8 +424,9 @@ TEST(ExecutorTest, Convert) {
   Builder b;
   TensorType t(DType::kF32, {8});
   Value x = b.param(t);
-  hlo::Module m = b.finish({b.convert(x, DType::kBF16), b.convert(x, DType::kI32), b.convert(x, DType::kF16), b.convert(x, DType::kPred),
-                            b.convert(x, DType::kU8)});
+  hlo::Module m =
+      b.finish({b.convert(x, DType::kBF16), b.convert(x, DType::kI32), b.convert(x, DType::kF16),
+                b.convert(x, DType::kPred), b.convert(x, DType::kU8)});
   const auto xs = random_values(8, -300, 300, 9, DType::kF32);
   auto out = run(m, {HostTensor::from_doubles(t, xs)});
   for (int i = 0; i < 8; ++i) {
@@ -405,11 +442,14 @@ TEST(ExecutorTest, ReduceEveryKindAndLayout) {
   for (DType d : {DType::kF32, DType::kBF16, DType::kF64, DType::kI32}) {
     const Dims shape{4, 5, 6};
     for (const Dims& dims : {Dims{2}, Dims{0}, Dims{1}, Dims{0, 2}, Dims{0, 1, 2}}) {
-      for (hlo::ReduceKind k : {hlo::ReduceKind::kAdd, hlo::ReduceKind::kMax, hlo::ReduceKind::kMin}) {
+      for (hlo::ReduceKind k :
+           {hlo::ReduceKind::kAdd, hlo::ReduceKind::kMax, hlo::ReduceKind::kMin}) {
         Builder b;
         TensorType t(d, shape);
         Value x = b.param(t);
-        const double init = k == hlo::ReduceKind::kAdd ? 0 : k == hlo::ReduceKind::kMax ? -1e9 : 1e9;
+        const double init = k == hlo::ReduceKind::kAdd   ? 0
+                            : k == hlo::ReduceKind::kMax ? -1e9
+                                                         : 1e9;
         hlo::Module m = b.finish({b.reduce(x, b.scalar(d, init), dims, k)});
         auto xs = random_values(120, -10, 10, 11, d);
         // bf16: multiples of 1/64 (|x| <= 10), so every partial sum is exact in float32 whatever
@@ -435,7 +475,9 @@ TEST(ExecutorTest, ReduceEveryKindAndLayout) {
                 if (!red[q]) o = o * shape[q] + idx[q];
               const double v = xs[static_cast<std::size_t>((i * 5 + j) * 6 + l)];
               double& a = acc[static_cast<std::size_t>(o)];
-              a = k == hlo::ReduceKind::kAdd ? a + v : k == hlo::ReduceKind::kMax ? std::max(a, v) : std::min(a, v);
+              a = k == hlo::ReduceKind::kAdd   ? a + v
+                  : k == hlo::ReduceKind::kMax ? std::max(a, v)
+                                               : std::min(a, v);
             }
         for (std::int64_t o = 0; o < on; ++o) {
           if (k == hlo::ReduceKind::kAdd && d == DType::kBF16)
@@ -466,8 +508,10 @@ TEST(ExecutorTest, DotGeneralBatchedAndTransposed) {
           double s = 0;
           for (int k = 0; k < 5; ++k) s += ls[(k * 2 + bb) * 3 + i] * rs[(bb * 4 + j) * 5 + k];
           const double got = out[0].get((bb * 3 + i) * 4 + j);
-          if (d == DType::kI32 || d == DType::kF64) ASSERT_NEAR(got, s, 1e-12);
-          else ASSERT_NEAR(got, s, tolerance(d) * 8 * std::max(1.0, std::fabs(s)));
+          if (d == DType::kI32 || d == DType::kF64)
+            ASSERT_NEAR(got, s, 1e-12);
+          else
+            ASSERT_NEAR(got, s, tolerance(d) * 8 * std::max(1.0, std::fabs(s)));
         }
   }
 }
@@ -528,7 +572,8 @@ TEST(ExecutorTest, DataMovement) {
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j) EXPECT_EQ(out[5].get(i * 2 + j), X(1 + i, 2 + j));
   for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 4; ++j) EXPECT_EQ(out[6].get(i * 4 + j), (i == 2 && (j == 1 || j == 2)) ? X(0, j - 1) : X(i, j));
+    for (int j = 0; j < 4; ++j)
+      EXPECT_EQ(out[6].get(i * 4 + j), (i == 2 && (j == 1 || j == 2)) ? X(0, j - 1) : X(i, j));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[7].get(i), i % 3);
   for (int i = 0; i < 24; ++i) EXPECT_EQ(out[8].get(i), X(0, i % 4));
   for (int i = 0; i < 12; ++i) EXPECT_EQ(out[9].get(i), xs[i]);
@@ -550,9 +595,11 @@ TEST(ExecutorTest, GatherScatterSort) {
   const std::vector<double> is = {4, 0, 4, 9};  // 9 is out of bounds: gather clamps, scatter skips
   std::vector<double> us(12);
   for (int i = 0; i < 12; ++i) us[i] = 10 * (i + 1);
-  auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(it, is), HostTensor::from_doubles(TensorType(DType::kF32, {4, 3}), us)});
+  auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(it, is),
+                     HostTensor::from_doubles(TensorType(DType::kF32, {4, 3}), us)});
   for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 3; ++c) EXPECT_EQ(out[0].get(r * 3 + c), xs[std::min<int>(static_cast<int>(is[r]), 4) * 3 + c]);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(out[0].get(r * 3 + c), xs[std::min<int>(static_cast<int>(is[r]), 4) * 3 + c]);
   std::vector<double> add = xs, rep = xs;
   for (int r = 0; r < 4; ++r) {
     if (is[r] > 4) continue;
@@ -606,13 +653,18 @@ TEST(ExecutorTest, PhiloxMatchesRandom123KnownAnswers) {
   };
   const Kat kats[] = {
       {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
   };
   for (const Kat& k : kats) {
     std::uint32_t out[4];
     kernels::philox4x32_10(k.ctr, k.key, out);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], k.out[i]) << std::hex << "ctr[0]=" << k.ctr[0] << " word " << i;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(out[i], k.out[i]) << std::hex << "ctr[0]=" << k.ctr[0] << " word " << i;
   }
   // Through the op: state {key = 0, counter = 0} gives the first vector as its first 4 words,
   // and the second block is Philox of counter {0, 0, 1, 0}.
@@ -685,7 +737,8 @@ TEST(ExecutorTest, FiveOpChainFusesIntoOneKernelWithSameResults) {
     Value x = b.param(t), y = b.param(t);
     // ((x * y + x) - 0.5) max 0, then exp: 5 elementwise ops (the constant is broadcast).
     Value half = b.broadcast_in_dim(b.scalar(d, 0.5), t.dims, {});
-    Value v = b.exp(b.max(b.sub(b.add(b.mul(x, y), x), half), b.broadcast_in_dim(b.scalar(d, 0), t.dims, {})));
+    Value v = b.exp(
+        b.max(b.sub(b.add(b.mul(x, y), x), half), b.broadcast_in_dim(b.scalar(d, 0), t.dims, {})));
     hlo::Module m = b.finish({v});
     compiler::Executable fused = compiler::compile(m);
     int fused_kernels = 0;
@@ -695,7 +748,8 @@ TEST(ExecutorTest, FiveOpChainFusesIntoOneKernelWithSameResults) {
     off.fusion = false;
     compiler::Executable unfused = compiler::compile(m, off);
     EXPECT_GE(unfused.kernels.size(), 5u);
-    const auto xs = random_values(t.num_elements(), -1, 1, 21, d), ys = random_values(t.num_elements(), -1, 1, 22, d);
+    const auto xs = random_values(t.num_elements(), -1, 1, 21, d),
+               ys = random_values(t.num_elements(), -1, 1, 22, d);
     std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)};
     auto a = LoadedExecutable(std::move(fused)).run(in);
     auto c = LoadedExecutable(std::move(unfused)).run(in);
@@ -723,7 +777,8 @@ TEST(ExecutorTest, SoftmaxRowFusesReduceAndRunsOnTwoThreads) {
     double mxv = -INFINITY, sum = 0;
     for (int c = 0; c < 256; ++c) mxv = std::max(mxv, xs[r * 256 + c]);
     for (int c = 0; c < 256; ++c) sum += std::exp(xs[r * 256 + c] - mxv);
-    for (int c = 0; c < 256; ++c) ASSERT_NEAR(out[0].get(r * 256 + c), std::exp(xs[r * 256 + c] - mxv) / sum, 1e-6);
+    for (int c = 0; c < 256; ++c)
+      ASSERT_NEAR(out[0].get(r * 256 + c), std::exp(xs[r * 256 + c] - mxv) / sum, 1e-6);
   }
 }
 

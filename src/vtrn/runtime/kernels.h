@@ -34,11 +34,11 @@ class FusedProgram {
   };
   struct Load {
     int slot;
-    int value;         ///< block value read
+    int value;  ///< block value read
     hlo::DType dtype;
-    int mode;          ///< 0 contiguous, 1 scalar, 2 strided, 3 constant
+    int mode;                           ///< 0 contiguous, 1 scalar, 2 strided, 3 constant
     std::vector<std::int64_t> strides;  ///< mode 2: source element stride per domain dim
-    double cd = 0;     ///< mode 3
+    double cd = 0;                      ///< mode 3
     std::int64_t ci = 0;
   };
   struct Instr {
@@ -49,7 +49,8 @@ class FusedProgram {
   };
 
  private:
-  void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo, std::int64_t hi, void* acc) const;
+  void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
+                 std::int64_t hi, void* acc) const;
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;
@@ -64,9 +65,10 @@ class FusedProgram {
   bool reduce_ = false;
   hlo::ReduceKind reduce_kind_ = hlo::ReduceKind::kAdd;
   std::int64_t out_n_ = 0;
-  std::int64_t inner_ = 0;  ///< >0: the reduced dims are the trailing ones, inner_ elements per output
+  std::int64_t inner_ =
+      0;  ///< >0: the reduced dims are the trailing ones, inner_ elements per output
   std::vector<std::int64_t> out_strides_;  ///< per domain dim, 0 for reduced dims
-  int init_value_ = -1;    ///< block value of the init (when not a constant)
+  int init_value_ = -1;                    ///< block value of the init (when not a constant)
   double init_const_ = 0;
   std::int64_t init_const_i_ = 0;
   bool init_is_const_ = false;
@@ -84,6 +86,7 @@ void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2], std::
 void run_op(const hlo::Block& block, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,
             const std::vector<std::uint8_t*>& out, int threads);
 
-void dot_general(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs, const std::uint8_t* rhs, std::uint8_t* out);
+void dot_general(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs,
+                 const std::uint8_t* rhs, std::uint8_t* out);
 
 }  // namespace vtrn::runtime::kernels

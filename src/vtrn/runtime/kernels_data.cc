@@ -24,7 +24,8 @@ Dims strides_of(const Dims& dims) {
 namespace {
 
 // dst[i] = src[base + sum(idx[d] * src_strides[d])] over the row-major index space |out|.
-void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out, const Dims& src_strides, std::int64_t base, int es) {
+void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out,
+                  const Dims& src_strides, std::int64_t base, int es) {
   std::int64_t n = 1;
   for (std::int64_t d : out) n *= d;
   if (n == 0) return;
@@ -40,7 +41,8 @@ void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out, c
     if (ls == 1) {
       std::memcpy(dst + o * es, src + off * es, static_cast<std::size_t>(last * es));
     } else {
-      for (std::int64_t j = 0; j < last; ++j) std::memcpy(dst + (o + j) * es, src + (off + j * ls) * es, static_cast<std::size_t>(es));
+      for (std::int64_t j = 0; j < last; ++j)
+        std::memcpy(dst + (o + j) * es, src + (off + j * ls) * es, static_cast<std::size_t>(es));
     }
     o += last;
     for (int d = r - 2; d >= 0; --d) {
@@ -55,25 +57,49 @@ void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out, c
 std::int64_t read_index(DType d, const std::uint8_t* p, std::int64_t i) {
   const std::uint8_t* q = p + i * hlo::dtype_size(d);
   switch (d) {
-    case DType::kI8: return static_cast<std::int8_t>(*q);
-    case DType::kU8: return *q;
-    case DType::kI16: { std::int16_t v; std::memcpy(&v, q, 2); return v; }
-    case DType::kU16: { std::uint16_t v; std::memcpy(&v, q, 2); return v; }
-    case DType::kI32: { std::int32_t v; std::memcpy(&v, q, 4); return v; }
-    case DType::kU32: { std::uint32_t v; std::memcpy(&v, q, 4); return v; }
-    default: { std::int64_t v; std::memcpy(&v, q, 8); return v; }
+    case DType::kI8:
+      return static_cast<std::int8_t>(*q);
+    case DType::kU8:
+      return *q;
+    case DType::kI16: {
+      std::int16_t v;
+      std::memcpy(&v, q, 2);
+      return v;
+    }
+    case DType::kU16: {
+      std::uint16_t v;
+      std::memcpy(&v, q, 2);
+      return v;
+    }
+    case DType::kI32: {
+      std::int32_t v;
+      std::memcpy(&v, q, 4);
+      return v;
+    }
+    case DType::kU32: {
+      std::uint32_t v;
+      std::memcpy(&v, q, 4);
+      return v;
+    }
+    default: {
+      std::int64_t v;
+      std::memcpy(&v, q, 8);
+      return v;
+    }
   }
 }
 
 // Gathers whole slices along one dim (index_select, embedding lookup): out[pre, j, post] =
 // x[pre, clamp(idx[j]), post], copied a row at a time. Returns false for any other pattern.
-bool gather_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, std::uint8_t* out) {
+bool gather_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x,
+                 const std::uint8_t* ind, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
   const TensorType& ot = b.type(op.results[0]);
   const hlo::GatherDims& g = op.gather;
-  if (it.rank() != 2 || it.dims[1] != 1 || g.index_vector_dim != 1 || g.start_index_map.size() != 1 ||
-      g.collapsed_slice_dims != g.start_index_map || ot.rank() != xt.rank())
+  if (it.rank() != 2 || it.dims[1] != 1 || g.index_vector_dim != 1 ||
+      g.start_index_map.size() != 1 || g.collapsed_slice_dims != g.start_index_map ||
+      ot.rank() != xt.rank())
     return false;
   const std::int64_t d = g.start_index_map[0];
   for (int k = 0; k < xt.rank(); ++k)
@@ -90,12 +116,14 @@ bool gather_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, 
   for (std::int64_t pre = 0; pre < outer; ++pre)
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t r = std::clamp<std::int64_t>(read_index(it.dtype, ind, j), 0, rows - 1);
-      std::memcpy(out + (pre * n + j) * inner, x + (pre * rows + r) * inner, static_cast<std::size_t>(inner));
+      std::memcpy(out + (pre * n + j) * inner, x + (pre * rows + r) * inner,
+                  static_cast<std::size_t>(inner));
     }
   return true;
 }
 
-void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, std::uint8_t* out) {
+void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind,
+            std::uint8_t* out) {
   if (gather_rows(b, op, x, ind, out)) return;
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
@@ -109,7 +137,9 @@ void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const
   // Operand dims that receive offset dims, in order.
   Dims window_operand_dims;
   for (int d = 0; d < xt.rank(); ++d)
-    if (std::find(g.collapsed_slice_dims.begin(), g.collapsed_slice_dims.end(), d) == g.collapsed_slice_dims.end()) window_operand_dims.push_back(d);
+    if (std::find(g.collapsed_slice_dims.begin(), g.collapsed_slice_dims.end(), d) ==
+        g.collapsed_slice_dims.end())
+      window_operand_dims.push_back(d);
   const std::int64_t n = ot.num_elements();
   Dims idx(static_cast<std::size_t>(orank), 0), start(static_cast<std::size_t>(xt.rank()));
   for (std::int64_t o = 0; o < n; ++o) {
@@ -121,7 +151,8 @@ void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const
     for (std::size_t k = 0; k < g.start_index_map.size(); ++k) {
       std::int64_t pos = 0;
       std::size_t bi = 0;
-      for (int d = 0; d < it.rank(); ++d) pos += (d == g.index_vector_dim ? static_cast<std::int64_t>(k) : bidx[bi++]) * is[d];
+      for (int d = 0; d < it.rank(); ++d)
+        pos += (d == g.index_vector_dim ? static_cast<std::int64_t>(k) : bidx[bi++]) * is[d];
       start[g.start_index_map[k]] = read_index(it.dtype, ind, pos);
     }
     std::int64_t src = 0;
@@ -141,14 +172,16 @@ void gather(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const
 // Adds whole rows into a [rows, width] operand (embedding backward): out[idx[j], :] += upd[j, :]
 // in update order, each sum rounded to the operand's type as the generic loop does. Returns
 // false for any other pattern.
-bool scatter_add_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* ind, const std::uint8_t* upd, std::uint8_t* out) {
+bool scatter_add_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* ind,
+                      const std::uint8_t* upd, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
   const TensorType& ut = b.type(op.operands[2]);
   const hlo::ScatterDims& s = op.scatter;
-  if (xt.rank() != 2 || it.rank() != 2 || it.dims[1] != 1 || ut.rank() != 2 || ut.dims[1] != xt.dims[1] ||
-      s.index_vector_dim != 1 || s.update_window_dims != Dims{1} || s.inserted_window_dims != Dims{0} ||
-      s.scatter_dims_to_operand_dims != Dims{0} || ut.dims[0] != it.dims[0])
+  if (xt.rank() != 2 || it.rank() != 2 || it.dims[1] != 1 || ut.rank() != 2 ||
+      ut.dims[1] != xt.dims[1] || s.index_vector_dim != 1 || s.update_window_dims != Dims{1} ||
+      s.inserted_window_dims != Dims{0} || s.scatter_dims_to_operand_dims != Dims{0} ||
+      ut.dims[0] != it.dims[0])
     return false;
   const DType dt = xt.dtype;
   if (dt != DType::kF32 && dt != DType::kBF16) return false;
@@ -163,13 +196,15 @@ bool scatter_add_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t
     } else {
       std::uint16_t* p = reinterpret_cast<std::uint16_t*>(out) + r * width;
       const std::uint16_t* q = reinterpret_cast<const std::uint16_t*>(upd) + j * width;
-      for (std::int64_t k = 0; k < width; ++k) p[k] = hlo::f32_to_bf16(hlo::bf16_to_f32(p[k]) + hlo::bf16_to_f32(q[k]));
+      for (std::int64_t k = 0; k < width; ++k)
+        p[k] = hlo::f32_to_bf16(hlo::bf16_to_f32(p[k]) + hlo::bf16_to_f32(q[k]));
     }
   }
   return true;
 }
 
-void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind, const std::uint8_t* upd, std::uint8_t* out) {
+void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind,
+             const std::uint8_t* upd, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
   const TensorType& it = b.type(op.operands[1]);
   const TensorType& ut = b.type(op.operands[2]);
@@ -183,7 +218,9 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
   for (std::int64_t d : s.update_window_dims) is_window[d] = true;
   Dims window_operand_dims;
   for (int d = 0; d < xt.rank(); ++d)
-    if (std::find(s.inserted_window_dims.begin(), s.inserted_window_dims.end(), d) == s.inserted_window_dims.end()) window_operand_dims.push_back(d);
+    if (std::find(s.inserted_window_dims.begin(), s.inserted_window_dims.end(), d) ==
+        s.inserted_window_dims.end())
+      window_operand_dims.push_back(d);
   const std::int64_t n = ut.num_elements();
   Dims idx(static_cast<std::size_t>(ut.rank()), 0), full(static_cast<std::size_t>(xt.rank()));
   for (std::int64_t u = 0; u < n; ++u) {
@@ -193,7 +230,8 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
     for (std::size_t k = 0; k < s.scatter_dims_to_operand_dims.size(); ++k) {
       std::int64_t pos = 0;
       std::size_t si = 0;
-      for (int d = 0; d < it.rank(); ++d) pos += (d == s.index_vector_dim ? static_cast<std::int64_t>(k) : sidx[si++]) * is[d];
+      for (int d = 0; d < it.rank(); ++d)
+        pos += (d == s.index_vector_dim ? static_cast<std::int64_t>(k) : sidx[si++]) * is[d];
       full[s.scatter_dims_to_operand_dims[k]] = read_index(it.dtype, ind, pos);
     }
     for (std::size_t w = 0; w < widx.size(); ++w) full[window_operand_dims[w]] += widx[w];
@@ -209,10 +247,12 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
       if (!add) {
         std::memcpy(p, q, static_cast<std::size_t>(es));
       } else if (xt.dtype == DType::kF32 || xt.dtype == DType::kBF16 || xt.dtype == DType::kF16) {
-        const float v = static_cast<float>(hlo::load_double(xt.dtype, p)) + static_cast<float>(hlo::load_double(xt.dtype, q));
+        const float v = static_cast<float>(hlo::load_double(xt.dtype, p)) +
+                        static_cast<float>(hlo::load_double(xt.dtype, q));
         hlo::store_double(xt.dtype, v, p);
       } else if (xt.dtype == DType::kF64) {
-        hlo::store_double(xt.dtype, hlo::load_double(xt.dtype, p) + hlo::load_double(xt.dtype, q), p);
+        hlo::store_double(xt.dtype, hlo::load_double(xt.dtype, p) + hlo::load_double(xt.dtype, q),
+                          p);
       } else if (hlo::is_complex(xt.dtype)) {
         float a[2], c[2];
         std::memcpy(a, p, 8);
@@ -224,8 +264,10 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
         std::uint64_t a = 0, c = 0;
         std::memcpy(&a, p, static_cast<std::size_t>(es));
         std::memcpy(&c, q, static_cast<std::size_t>(es));
-        if (xt.dtype == DType::kPred) a = (a | c) != 0;
-        else a += c;
+        if (xt.dtype == DType::kPred)
+          a = (a | c) != 0;
+        else
+          a += c;
         std::memcpy(p, &a, static_cast<std::size_t>(es));
       }
     }
@@ -243,7 +285,8 @@ struct Key {
   bool nan;
 };
 
-void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in, const std::vector<std::uint8_t*>& out) {
+void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,
+          const std::vector<std::uint8_t*>& out) {
   int key = 0;
   bool desc = false;
   hlo::match_sort_region(*op.regions[0], &key, &desc);
@@ -267,7 +310,8 @@ void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::u
         k.f = hlo::load_double(kd, in[key] + e * hlo::dtype_size(kd));
         k.nan = std::isnan(k.f);
       } else {
-        k.i = kd == DType::kPred ? in[key][e] : read_index(kd == DType::kU64 ? DType::kI64 : kd, in[key], e);
+        k.i = kd == DType::kPred ? in[key][e]
+                                 : read_index(kd == DType::kU64 ? DType::kI64 : kd, in[key], e);
         k.nan = false;
       }
     }
@@ -278,22 +322,29 @@ void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::u
         if (a.nan || c.nan) return !a.nan && c.nan ? !desc : false;
         return desc ? a.f > c.f : a.f < c.f;
       }
-      if (kd == DType::kU64) return desc ? static_cast<std::uint64_t>(a.i) > static_cast<std::uint64_t>(c.i) : static_cast<std::uint64_t>(a.i) < static_cast<std::uint64_t>(c.i);
+      if (kd == DType::kU64)
+        return desc ? static_cast<std::uint64_t>(a.i) > static_cast<std::uint64_t>(c.i)
+                    : static_cast<std::uint64_t>(a.i) < static_cast<std::uint64_t>(c.i);
       return desc ? a.i > c.i : a.i < c.i;
     };
     std::stable_sort(perm.begin(), perm.end(), less);
     for (std::size_t o = 0; o < in.size(); ++o) {
       const int es = hlo::dtype_size(b.type(op.operands[o]).dtype);
       std::vector<std::uint8_t> tmp(static_cast<std::size_t>(len * es));
-      for (std::int64_t j = 0; j < len; ++j) std::memcpy(tmp.data() + j * es, in[o] + (base + perm[j] * stride) * es, static_cast<std::size_t>(es));
-      for (std::int64_t j = 0; j < len; ++j) std::memcpy(out[o] + (base + j * stride) * es, tmp.data() + j * es, static_cast<std::size_t>(es));
+      for (std::int64_t j = 0; j < len; ++j)
+        std::memcpy(tmp.data() + j * es, in[o] + (base + perm[j] * stride) * es,
+                    static_cast<std::size_t>(es));
+      for (std::int64_t j = 0; j < len; ++j)
+        std::memcpy(out[o] + (base + j * stride) * es, tmp.data() + j * es,
+                    static_cast<std::size_t>(es));
     }
   }
 }
 
 }  // namespace
 
-void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key_in[2], std::uint32_t out[4]) {
+void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key_in[2],
+                   std::uint32_t out[4]) {
   std::uint32_t k0 = key_in[0], k1 = key_in[1];
   std::uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
   for (int r = 0; r < 10; ++r) {
@@ -312,7 +363,8 @@ void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key_in[2], st
 
 namespace {
 
-void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std::uint8_t* new_state, std::uint8_t* out) {
+void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std::uint8_t* new_state,
+         std::uint8_t* out) {
   const TensorType& st = b.type(op.operands[0]);
   const TensorType& ot = b.type(op.results[1]);
   const std::size_t sbytes = static_cast<std::size_t>(st.byte_size());
@@ -326,7 +378,8 @@ void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std:
   std::uint64_t blocks = 0;
   for (std::size_t o = 0; o < bytes; o += 16, ++blocks) {
     std::uint32_t r[4];
-    std::uint32_t c[4] = {ctr[0], ctr[1], static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(blocks >> 32)};
+    std::uint32_t c[4] = {ctr[0], ctr[1], static_cast<std::uint32_t>(blocks),
+                          static_cast<std::uint32_t>(blocks >> 32)};
     philox4x32_10(c, key, r);
     std::memcpy(out + o, r, std::min<std::size_t>(16, bytes - o));
   }
@@ -340,7 +393,8 @@ void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std:
 
 }  // namespace
 
-void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in, const std::vector<std::uint8_t*>& out, int threads) {
+void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,
+            const std::vector<std::uint8_t*>& out, int threads) {
   const TensorType& ot = b.type(op.results[0]);
   const int es = hlo::dtype_size(ot.dtype);
   switch (op.kind) {
@@ -387,7 +441,8 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       const Dims src = strides_of(xt.dims);
       std::int64_t base = 0;
       for (int d = 0; d < xt.rank(); ++d) {
-        const std::int64_t st = std::clamp<std::int64_t>(read_index(b.type(op.operands[1 + d]).dtype, in[1 + d], 0), 0, xt.dims[d] - op.dims[d]);
+        const std::int64_t st = std::clamp<std::int64_t>(
+            read_index(b.type(op.operands[1 + d]).dtype, in[1 + d], 0), 0, xt.dims[d] - op.dims[d]);
         base += st * src[d];
       }
       strided_copy(out[0], in[0], ot.dims, src, base, es);
@@ -399,7 +454,8 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       const Dims dst = strides_of(ot.dims);
       std::int64_t base = 0;
       for (int d = 0; d < ot.rank(); ++d) {
-        const std::int64_t st = std::clamp<std::int64_t>(read_index(b.type(op.operands[2 + d]).dtype, in[2 + d], 0), 0, ot.dims[d] - ut.dims[d]);
+        const std::int64_t st = std::clamp<std::int64_t>(
+            read_index(b.type(op.operands[2 + d]).dtype, in[2 + d], 0), 0, ot.dims[d] - ut.dims[d]);
         base += st * dst[d];
       }
       // Scatter the update's rows into the destination.
@@ -429,7 +485,8 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       for (std::size_t k = 0; k < in.size(); ++k) {
         const std::int64_t chunk = b.type(op.operands[k]).dims[dim] * inner;
         for (std::int64_t o = 0; o < outer; ++o)
-          std::memcpy(out[0] + (o * row + at) * es, in[k] + o * chunk * es, static_cast<std::size_t>(chunk * es));
+          std::memcpy(out[0] + (o * row + at) * es, in[k] + o * chunk * es,
+                      static_cast<std::size_t>(chunk * es));
         at += chunk;
       }
       return;
@@ -437,7 +494,8 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     case OpKind::kPad: {
       const TensorType& xt = b.type(op.operands[0]);
       const std::int64_t n = ot.num_elements();
-      for (std::int64_t i = 0; i < n; ++i) std::memcpy(out[0] + i * es, in[1], static_cast<std::size_t>(es));
+      for (std::int64_t i = 0; i < n; ++i)
+        std::memcpy(out[0] + i * es, in[1], static_cast<std::size_t>(es));
       const Dims dst = strides_of(ot.dims);
       const std::int64_t m = xt.num_elements();
       Dims idx(xt.dims.size(), 0);
@@ -461,22 +519,38 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       const Dims st = strides_of(ot.dims);
       const std::int64_t n = ot.num_elements();
       const std::int64_t len = ot.dims[op.dimension], stride = st[op.dimension];
-      for (std::int64_t i = 0; i < n; ++i) hlo::store_double(ot.dtype, static_cast<double>((i / stride) % len), out[0] + i * es);
+      for (std::int64_t i = 0; i < n; ++i)
+        hlo::store_double(ot.dtype, static_cast<double>((i / stride) % len), out[0] + i * es);
       return;
     }
-    case OpKind::kGather: gather(b, op, in[0], in[1], out[0]); return;
-    case OpKind::kScatter: scatter(b, op, in[0], in[1], in[2], out[0]); return;
-    case OpKind::kSort: sort(b, op, in, out); return;
-    case OpKind::kRngBitGenerator: rng(b, op, in[0], out[0], out[1]); return;
-    case OpKind::kDotGeneral: dot_general(b, op, in[0], in[1], out[0]); return;
-    default: break;
+    case OpKind::kGather:
+      gather(b, op, in[0], in[1], out[0]);
+      return;
+    case OpKind::kScatter:
+      scatter(b, op, in[0], in[1], in[2], out[0]);
+      return;
+    case OpKind::kSort:
+      sort(b, op, in, out);
+      return;
+    case OpKind::kRngBitGenerator:
+      rng(b, op, in[0], out[0], out[1]);
+      return;
+    case OpKind::kDotGeneral:
+      dot_general(b, op, in[0], in[1], out[0]);
+      return;
+    default:
+      break;
   }
   (void)threads;
-  if (hlo::is_complex(ot.dtype) || (!op.operands.empty() && hlo::is_complex(b.type(op.operands[0]).dtype)))
-    throw ExecError("stablehlo." + std::string(hlo::op_name(op.kind)) + " on complex64 (" + ot.str() +
-                    ") is not supported by the vtrn executor: complex64 tensors can be moved (reshape, transpose, slice, "
+  if (hlo::is_complex(ot.dtype) ||
+      (!op.operands.empty() && hlo::is_complex(b.type(op.operands[0]).dtype)))
+    throw ExecError("stablehlo." + std::string(hlo::op_name(op.kind)) + " on complex64 (" +
+                    ot.str() +
+                    ") is not supported by the vtrn executor: complex64 tensors can be moved "
+                    "(reshape, transpose, slice, "
                     "concatenate, gather, ...) but not computed on");
-  throw ExecError("the vtrn executor has no kernel for stablehlo." + std::string(hlo::op_name(op.kind)) + " on " + ot.str());
+  throw ExecError("the vtrn executor has no kernel for stablehlo." +
+                  std::string(hlo::op_name(op.kind)) + " on " + ot.str());
 }
 
 }  // namespace vtrn::runtime::kernels

@@ -52,8 +52,9 @@ void permute_to(const hlo::TensorType& t, const std::uint8_t* src, const Dims& p
   }
 }
 
-using SbgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float, const std::uint16_t*,
-                          blasint, const std::uint16_t*, blasint, float, float*, blasint);
+using SbgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                          float, const std::uint16_t*, blasint, const std::uint16_t*, blasint,
+                          float, float*, blasint);
 
 SbgemmFn sbgemm() {
   static SbgemmFn fn = reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
@@ -68,16 +69,20 @@ bool is_identity(const Dims& p) {
 
 }  // namespace
 
-void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs, const std::uint8_t* rhs, std::uint8_t* out) {
+void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs,
+                 const std::uint8_t* rhs, std::uint8_t* out) {
   const hlo::TensorType& lt = b.type(op.operands[0]);
   const hlo::TensorType& rt = b.type(op.operands[1]);
   const hlo::TensorType& ot = b.type(op.results[0]);
-  if (hlo::is_complex(lt.dtype) || hlo::is_complex(rt.dtype)) throw ExecError("stablehlo.dot_general on complex64 is not supported by the vtrn executor");
+  if (hlo::is_complex(lt.dtype) || hlo::is_complex(rt.dtype))
+    throw ExecError("stablehlo.dot_general on complex64 is not supported by the vtrn executor");
   const hlo::DotDims& d = op.dot;
   auto free_dims = [](int rank, const Dims& batch, const Dims& contract) {
     Dims f;
     for (int i = 0; i < rank; ++i)
-      if (std::find(batch.begin(), batch.end(), i) == batch.end() && std::find(contract.begin(), contract.end(), i) == contract.end()) f.push_back(i);
+      if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+          std::find(contract.begin(), contract.end(), i) == contract.end())
+        f.push_back(i);
     return f;
   };
   const Dims lf = free_dims(lt.rank(), d.lhs_batch, d.lhs_contracting);
@@ -96,7 +101,8 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
 
   const bool integer = !hlo::is_float(lt.dtype) || !hlo::is_float(rt.dtype);
   if (integer || lt.dtype == DType::kF64 || rt.dtype == DType::kF64 || ot.dtype == DType::kF64) {
-    std::vector<double> a(static_cast<std::size_t>(lt.num_elements())), c(static_cast<std::size_t>(rt.num_elements()));
+    std::vector<double> a(static_cast<std::size_t>(lt.num_elements())),
+        c(static_cast<std::size_t>(rt.num_elements()));
     permute_to(lt, lhs, lp, a.data());
     permute_to(rt, rhs, rp, c.data());
     std::vector<double> o(static_cast<std::size_t>(on), 0.0);
@@ -105,13 +111,15 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
         for (std::int64_t i = 0; i < M; ++i)
           for (std::int64_t k = 0; k < K; ++k) {
             const double av = a[(bb * M + i) * K + k];
-            for (std::int64_t j = 0; j < N; ++j) o[(bb * M + i) * N + j] += av * c[(bb * K + k) * N + j];
+            for (std::int64_t j = 0; j < N; ++j)
+              o[(bb * M + i) * N + j] += av * c[(bb * K + k) * N + j];
           }
     } else {
       for (std::int64_t bb = 0; bb < B; ++bb)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0,
-                    a.data() + bb * M * K, static_cast<blasint>(K), c.data() + bb * K * N, static_cast<blasint>(N), 0.0, o.data() + bb * M * N,
-                    static_cast<blasint>(N));
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M),
+                    static_cast<blasint>(N), static_cast<blasint>(K), 1.0, a.data() + bb * M * K,
+                    static_cast<blasint>(K), c.data() + bb * K * N, static_cast<blasint>(N), 0.0,
+                    o.data() + bb * M * N, static_cast<blasint>(N));
     }
     const int es = hlo::dtype_size(ot.dtype);
     for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
@@ -143,8 +151,10 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
       pc = c.data();
     }
     for (std::int64_t bb = 0; bb < B; ++bb)
-      sbgemm()(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
-               pa + bb * M * K, static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f, o + bb * M * N, static_cast<blasint>(N));
+      sbgemm()(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M),
+               static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, pa + bb * M * K,
+               static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f,
+               o + bb * M * N, static_cast<blasint>(N));
   } else {
     // An operand stored as [batch, k, m] (lhs) or [batch, n, k] (rhs) is passed to sgemm
     // transposed rather than copied: attention's q k^T and the backward's p^T dO are such.
@@ -166,7 +176,8 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
         for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = hlo::bf16_to_f32(h[i]);
       } else {
         const int es = hlo::dtype_size(t.dtype);
-        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
+        for (std::size_t i = 0; i < dst.size(); ++i)
+          dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
       }
     };
     if (ta || is_identity(lp)) {
@@ -189,17 +200,21 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
       permute_to(rt, rhs, rp, c.data());
       pc = c.data();
     }
-    if (K == 0) std::fill_n(o, on, 0.0f);
+    if (K == 0)
+      std::fill_n(o, on, 0.0f);
     else
       for (std::int64_t bb = 0; bb < B; ++bb)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
-                    static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, pa + bb * M * K, static_cast<blasint>(ta ? M : K),
-                    pc + bb * K * N, static_cast<blasint>(tb ? K : N), 0.0f, o + bb * M * N, static_cast<blasint>(N));
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
+                    pa + bb * M * K, static_cast<blasint>(ta ? M : K), pc + bb * K * N,
+                    static_cast<blasint>(tb ? K : N), 0.0f, o + bb * M * N,
+                    static_cast<blasint>(N));
   }
   if (!otmp.empty()) {
     const int es = hlo::dtype_size(ot.dtype);
     if (ot.dtype == DType::kBF16)
-      for (std::int64_t i = 0; i < on; ++i) reinterpret_cast<std::uint16_t*>(out)[i] = hlo::f32_to_bf16(o[i]);
+      for (std::int64_t i = 0; i < on; ++i)
+        reinterpret_cast<std::uint16_t*>(out)[i] = hlo::f32_to_bf16(o[i]);
     else
       for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
   }

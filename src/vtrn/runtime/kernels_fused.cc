@@ -23,20 +23,29 @@ constexpr std::int64_t kChunk = 1024;
 Cls cls_of(DType d) {
   if (d == DType::kF64) return Cls::kF64;
   if (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16) return Cls::kF32;
-  if (hlo::is_complex(d)) throw ExecError("complex64 elementwise arithmetic is not supported by the vtrn executor");
+  if (hlo::is_complex(d))
+    throw ExecError("complex64 elementwise arithmetic is not supported by the vtrn executor");
   return Cls::kI64;
 }
 
 std::int64_t wrap_int(DType d, std::int64_t v) {
   switch (d) {
-    case DType::kPred: return v != 0;
-    case DType::kI8: return static_cast<std::int8_t>(v);
-    case DType::kI16: return static_cast<std::int16_t>(v);
-    case DType::kI32: return static_cast<std::int32_t>(v);
-    case DType::kU8: return static_cast<std::uint8_t>(v);
-    case DType::kU16: return static_cast<std::uint16_t>(v);
-    case DType::kU32: return static_cast<std::uint32_t>(v);
-    default: return v;
+    case DType::kPred:
+      return v != 0;
+    case DType::kI8:
+      return static_cast<std::int8_t>(v);
+    case DType::kI16:
+      return static_cast<std::int16_t>(v);
+    case DType::kI32:
+      return static_cast<std::int32_t>(v);
+    case DType::kU8:
+      return static_cast<std::uint8_t>(v);
+    case DType::kU16:
+      return static_cast<std::uint16_t>(v);
+    case DType::kU32:
+      return static_cast<std::uint32_t>(v);
+    default:
+      return v;
   }
 }
 
@@ -59,9 +68,21 @@ T load_elem(DType d, const std::uint8_t* p, std::int64_t i);
 template <>
 float load_elem<float>(DType d, const std::uint8_t* p, std::int64_t i) {
   switch (d) {
-    case DType::kF32: { float f; std::memcpy(&f, p + 4 * i, 4); return f; }
-    case DType::kBF16: { std::uint16_t h; std::memcpy(&h, p + 2 * i, 2); return hlo::bf16_to_f32(h); }
-    default: { std::uint16_t h; std::memcpy(&h, p + 2 * i, 2); return hlo::f16_to_f32(h); }
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+    case DType::kBF16: {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return hlo::bf16_to_f32(h);
+    }
+    default: {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return hlo::f16_to_f32(h);
+    }
   }
 }
 template <>
@@ -73,23 +94,54 @@ double load_elem<double>(DType, const std::uint8_t* p, std::int64_t i) {
 template <>
 std::int64_t load_elem<std::int64_t>(DType d, const std::uint8_t* p, std::int64_t i) {
   switch (d) {
-    case DType::kPred: return p[i] != 0;
-    case DType::kI8: return static_cast<std::int8_t>(p[i]);
-    case DType::kU8: return p[i];
-    case DType::kI16: { std::int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
-    case DType::kU16: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
-    case DType::kI32: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::kU32: { std::uint32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    default: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kPred:
+      return p[i] != 0;
+    case DType::kI8:
+      return static_cast<std::int8_t>(p[i]);
+    case DType::kU8:
+      return p[i];
+    case DType::kI16: {
+      std::int16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case DType::kU16: {
+      std::uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case DType::kI32: {
+      std::int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case DType::kU32: {
+      std::uint32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    default: {
+      std::int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
   }
 }
 
 // Contiguous load of n elements starting at element |start|.
-void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::int64_t n, void* dst) {
+void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::int64_t n,
+                     void* dst) {
   switch (d) {
-    case DType::kF32: std::memcpy(dst, p + 4 * start, static_cast<std::size_t>(4 * n)); return;
-    case DType::kF64: std::memcpy(dst, p + 8 * start, static_cast<std::size_t>(8 * n)); return;
-    case DType::kI64: case DType::kU64: std::memcpy(dst, p + 8 * start, static_cast<std::size_t>(8 * n)); return;
+    case DType::kF32:
+      std::memcpy(dst, p + 4 * start, static_cast<std::size_t>(4 * n));
+      return;
+    case DType::kF64:
+      std::memcpy(dst, p + 8 * start, static_cast<std::size_t>(8 * n));
+      return;
+    case DType::kI64:
+    case DType::kU64:
+      std::memcpy(dst, p + 8 * start, static_cast<std::size_t>(8 * n));
+      return;
     case DType::kBF16: {
       const auto* s = reinterpret_cast<const std::uint16_t*>(p) + start;
       auto* o = static_cast<std::uint32_t*>(dst);
@@ -109,10 +161,17 @@ void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::in
   }
 }
 
-void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p, std::int64_t start) {
+void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
+                      std::int64_t start) {
   switch (d) {
-    case DType::kF32: std::memcpy(p + 4 * start, src, static_cast<std::size_t>(4 * n)); return;
-    case DType::kF64: case DType::kI64: case DType::kU64: std::memcpy(p + 8 * start, src, static_cast<std::size_t>(8 * n)); return;
+    case DType::kF32:
+      std::memcpy(p + 4 * start, src, static_cast<std::size_t>(4 * n));
+      return;
+    case DType::kF64:
+    case DType::kI64:
+    case DType::kU64:
+      std::memcpy(p + 8 * start, src, static_cast<std::size_t>(8 * n));
+      return;
     case DType::kBF16: {
       const auto* s = static_cast<const float*>(src);
       auto* o = reinterpret_cast<std::uint16_t*>(p) + start;
@@ -128,52 +187,110 @@ void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
     default: {
       const auto* s = static_cast<const std::int64_t*>(src);
       const int es = hlo::dtype_size(d);
-      for (std::int64_t i = 0; i < n; ++i) std::memcpy(p + (start + i) * es, &s[i], static_cast<std::size_t>(es));
+      for (std::int64_t i = 0; i < n; ++i)
+        std::memcpy(p + (start + i) * es, &s[i], static_cast<std::size_t>(es));
       return;
     }
   }
 }
 
 template <typename T>
-T fmax_nan(T a, T b) { return (a > b || a != a) ? a : b; }
+T fmax_nan(T a, T b) {
+  return (a > b || a != a) ? a : b;
+}
 template <typename T>
-T fmin_nan(T a, T b) { return (a < b || a != a) ? a : b; }
+T fmin_nan(T a, T b) {
+  return (a < b || a != a) ? a : b;
+}
 
 template <typename T>
 void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
   switch (k) {
-    case OpKind::kAbs: for (std::int64_t i = 0; i < n; ++i) o[i] = std::fabs(a[i]); return;
-    case OpKind::kCeil: for (std::int64_t i = 0; i < n; ++i) o[i] = std::ceil(a[i]); return;
-    case OpKind::kFloor: for (std::int64_t i = 0; i < n; ++i) o[i] = std::floor(a[i]); return;
-    case OpKind::kCosine: for (std::int64_t i = 0; i < n; ++i) o[i] = std::cos(a[i]); return;
-    case OpKind::kSine: for (std::int64_t i = 0; i < n; ++i) o[i] = std::sin(a[i]); return;
-    case OpKind::kExp: for (std::int64_t i = 0; i < n; ++i) o[i] = std::exp(a[i]); return;
-    case OpKind::kExpm1: for (std::int64_t i = 0; i < n; ++i) o[i] = std::expm1(a[i]); return;
-    case OpKind::kLog: for (std::int64_t i = 0; i < n; ++i) o[i] = std::log(a[i]); return;
-    case OpKind::kLog1p: for (std::int64_t i = 0; i < n; ++i) o[i] = std::log1p(a[i]); return;
-    case OpKind::kLogistic: for (std::int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i])); return;
-    case OpKind::kNegate: for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i]; return;
-    case OpKind::kRoundEven: for (std::int64_t i = 0; i < n; ++i) o[i] = std::nearbyint(a[i]); return;
-    case OpKind::kRsqrt: for (std::int64_t i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]); return;
-    case OpKind::kSign: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > 0 ? T(1) : a[i] < 0 ? T(-1) : a[i]; return;
-    case OpKind::kSqrt: for (std::int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]); return;
-    case OpKind::kTanh: for (std::int64_t i = 0; i < n; ++i) o[i] = std::tanh(a[i]); return;
-    default: throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " is not supported for floating-point operands");
+    case OpKind::kAbs:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
+      return;
+    case OpKind::kCeil:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::ceil(a[i]);
+      return;
+    case OpKind::kFloor:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::floor(a[i]);
+      return;
+    case OpKind::kCosine:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::cos(a[i]);
+      return;
+    case OpKind::kSine:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::sin(a[i]);
+      return;
+    case OpKind::kExp:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::exp(a[i]);
+      return;
+    case OpKind::kExpm1:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::expm1(a[i]);
+      return;
+    case OpKind::kLog:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::log(a[i]);
+      return;
+    case OpKind::kLog1p:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::log1p(a[i]);
+      return;
+    case OpKind::kLogistic:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-a[i]));
+      return;
+    case OpKind::kNegate:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i];
+      return;
+    case OpKind::kRoundEven:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::nearbyint(a[i]);
+      return;
+    case OpKind::kRsqrt:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]);
+      return;
+    case OpKind::kSign:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > 0 ? T(1) : a[i] < 0 ? T(-1) : a[i];
+      return;
+    case OpKind::kSqrt:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
+      return;
+    case OpKind::kTanh:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::tanh(a[i]);
+      return;
+    default:
+      throw ExecError("stablehlo." + std::string(hlo::op_name(k)) +
+                      " is not supported for floating-point operands");
   }
 }
 
 template <typename T>
-void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o, std::int64_t n) {
+void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o,
+                  std::int64_t n) {
   switch (k) {
-    case OpKind::kAdd: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i]; return;
-    case OpKind::kSubtract: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i]; return;
-    case OpKind::kMultiply: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i]; return;
-    case OpKind::kDivide: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i]; return;
-    case OpKind::kMaximum: for (std::int64_t i = 0; i < n; ++i) o[i] = fmax_nan(a[i], b[i]); return;
-    case OpKind::kMinimum: for (std::int64_t i = 0; i < n; ++i) o[i] = fmin_nan(a[i], b[i]); return;
-    case OpKind::kPower: for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]); return;
-    case OpKind::kRemainder: for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]); return;
-    default: throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " is not supported for floating-point operands");
+    case OpKind::kAdd:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+      return;
+    case OpKind::kSubtract:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] - b[i];
+      return;
+    case OpKind::kMultiply:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] * b[i];
+      return;
+    case OpKind::kDivide:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] / b[i];
+      return;
+    case OpKind::kMaximum:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = fmax_nan(a[i], b[i]);
+      return;
+    case OpKind::kMinimum:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = fmin_nan(a[i], b[i]);
+      return;
+    case OpKind::kPower:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      return;
+    case OpKind::kRemainder:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);
+      return;
+    default:
+      throw ExecError("stablehlo." + std::string(hlo::op_name(k)) +
+                      " is not supported for floating-point operands");
   }
 }
 
@@ -190,68 +307,119 @@ std::int64_t int_pow(std::int64_t a, std::int64_t b) {
 
 void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::int64_t n) {
   switch (k) {
-    case OpKind::kAbs: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] < 0 ? static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a[i])) : a[i]; return;
-    case OpKind::kNegate: for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a[i])); return;
+    case OpKind::kAbs:
+      for (std::int64_t i = 0; i < n; ++i)
+        o[i] = a[i] < 0 ? static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a[i])) : a[i];
+      return;
+    case OpKind::kNegate:
+      for (std::int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a[i]));
+      return;
     case OpKind::kSign:
       for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > 0 ? 1 : a[i] < 0 ? -1 : 0;
       return;
     case OpKind::kNot:
-      if (d == DType::kPred) for (std::int64_t i = 0; i < n; ++i) o[i] = !a[i];
-      else for (std::int64_t i = 0; i < n; ++i) o[i] = ~a[i];
+      if (d == DType::kPred)
+        for (std::int64_t i = 0; i < n; ++i) o[i] = !a[i];
+      else
+        for (std::int64_t i = 0; i < n; ++i) o[i] = ~a[i];
       return;
-    default: throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " is not supported for integer operands");
+    default:
+      throw ExecError("stablehlo." + std::string(hlo::op_name(k)) +
+                      " is not supported for integer operands");
   }
 }
 
-void binary_int(OpKind k, DType d, const std::int64_t* __restrict a, const std::int64_t* __restrict b, std::int64_t* __restrict o, std::int64_t n) {
+void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,
+                const std::int64_t* __restrict b, std::int64_t* __restrict o, std::int64_t n) {
   using U = std::uint64_t;
   const bool uns = hlo::is_unsigned(d);
   switch (k) {
-    case OpKind::kAdd: for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) + U(b[i])); return;
-    case OpKind::kSubtract: for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) - U(b[i])); return;
-    case OpKind::kMultiply: for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) * U(b[i])); return;
-    case OpKind::kAnd: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] & b[i]; return;
-    case OpKind::kOr: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] | b[i]; return;
-    case OpKind::kXor: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] ^ b[i]; return;
+    case OpKind::kAdd:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) + U(b[i]));
+      return;
+    case OpKind::kSubtract:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) - U(b[i]));
+      return;
+    case OpKind::kMultiply:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<std::int64_t>(U(a[i]) * U(b[i]));
+      return;
+    case OpKind::kAnd:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] & b[i];
+      return;
+    case OpKind::kOr:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] | b[i];
+      return;
+    case OpKind::kXor:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] ^ b[i];
+      return;
     case OpKind::kMaximum:
-      if (uns && d == DType::kU64) for (std::int64_t i = 0; i < n; ++i) o[i] = U(a[i]) > U(b[i]) ? a[i] : b[i];
-      else for (std::int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], b[i]);
+      if (uns && d == DType::kU64)
+        for (std::int64_t i = 0; i < n; ++i) o[i] = U(a[i]) > U(b[i]) ? a[i] : b[i];
+      else
+        for (std::int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], b[i]);
       return;
     case OpKind::kMinimum:
-      if (uns && d == DType::kU64) for (std::int64_t i = 0; i < n; ++i) o[i] = U(a[i]) < U(b[i]) ? a[i] : b[i];
-      else for (std::int64_t i = 0; i < n; ++i) o[i] = std::min(a[i], b[i]);
+      if (uns && d == DType::kU64)
+        for (std::int64_t i = 0; i < n; ++i) o[i] = U(a[i]) < U(b[i]) ? a[i] : b[i];
+      else
+        for (std::int64_t i = 0; i < n; ++i) o[i] = std::min(a[i], b[i]);
       return;
     case OpKind::kDivide:
       // Division by zero gives all ones (-1); INT_MIN / -1 gives INT_MIN (XLA semantics).
       for (std::int64_t i = 0; i < n; ++i) {
-        if (b[i] == 0) o[i] = -1;
-        else if (uns && d == DType::kU64) o[i] = static_cast<std::int64_t>(U(a[i]) / U(b[i]));
-        else if (b[i] == -1) o[i] = static_cast<std::int64_t>(0 - U(a[i]));
-        else o[i] = a[i] / b[i];
+        if (b[i] == 0)
+          o[i] = -1;
+        else if (uns && d == DType::kU64)
+          o[i] = static_cast<std::int64_t>(U(a[i]) / U(b[i]));
+        else if (b[i] == -1)
+          o[i] = static_cast<std::int64_t>(0 - U(a[i]));
+        else
+          o[i] = a[i] / b[i];
       }
       return;
     case OpKind::kRemainder:
       for (std::int64_t i = 0; i < n; ++i) {
-        if (b[i] == 0) o[i] = a[i];
-        else if (uns && d == DType::kU64) o[i] = static_cast<std::int64_t>(U(a[i]) % U(b[i]));
-        else if (b[i] == -1) o[i] = 0;
-        else o[i] = a[i] % b[i];
+        if (b[i] == 0)
+          o[i] = a[i];
+        else if (uns && d == DType::kU64)
+          o[i] = static_cast<std::int64_t>(U(a[i]) % U(b[i]));
+        else if (b[i] == -1)
+          o[i] = 0;
+        else
+          o[i] = a[i] % b[i];
       }
       return;
-    case OpKind::kPower: for (std::int64_t i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]); return;
-    default: throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " is not supported for integer operands");
+    case OpKind::kPower:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = int_pow(a[i], b[i]);
+      return;
+    default:
+      throw ExecError("stablehlo." + std::string(hlo::op_name(k)) +
+                      " is not supported for integer operands");
   }
 }
 
 template <typename T>
 void compare(hlo::Comparison c, const T* a, const T* b, std::int64_t* o, std::int64_t n) {
   switch (c) {
-    case hlo::Comparison::kEQ: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] == b[i]; return;
-    case hlo::Comparison::kNE: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] != b[i]; return;
-    case hlo::Comparison::kGE: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] >= b[i]; return;
-    case hlo::Comparison::kGT: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > b[i]; return;
-    case hlo::Comparison::kLE: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] <= b[i]; return;
-    case hlo::Comparison::kLT: for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] < b[i]; return;
+    case hlo::Comparison::kEQ:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] == b[i];
+      return;
+    case hlo::Comparison::kNE:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] != b[i];
+      return;
+    case hlo::Comparison::kGE:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] >= b[i];
+      return;
+    case hlo::Comparison::kGT:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > b[i];
+      return;
+    case hlo::Comparison::kLE:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] <= b[i];
+      return;
+    case hlo::Comparison::kLT:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] < b[i];
+      return;
   }
 }
 
@@ -273,19 +441,46 @@ std::int64_t float_to_int(F v, DType d) {
   if (v != v) return 0;
   double lo, hi;
   switch (d) {
-    case DType::kPred: return v != 0;
-    case DType::kI8: lo = -128; hi = 127; break;
-    case DType::kI16: lo = -32768; hi = 32767; break;
-    case DType::kI32: lo = -2147483648.0; hi = 2147483647.0; break;
-    case DType::kU8: lo = 0; hi = 255; break;
-    case DType::kU16: lo = 0; hi = 65535; break;
-    case DType::kU32: lo = 0; hi = 4294967295.0; break;
-    case DType::kU64: lo = 0; hi = 9223372036854775807.0; break;
-    default: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
+    case DType::kPred:
+      return v != 0;
+    case DType::kI8:
+      lo = -128;
+      hi = 127;
+      break;
+    case DType::kI16:
+      lo = -32768;
+      hi = 32767;
+      break;
+    case DType::kI32:
+      lo = -2147483648.0;
+      hi = 2147483647.0;
+      break;
+    case DType::kU8:
+      lo = 0;
+      hi = 255;
+      break;
+    case DType::kU16:
+      lo = 0;
+      hi = 65535;
+      break;
+    case DType::kU32:
+      lo = 0;
+      hi = 4294967295.0;
+      break;
+    case DType::kU64:
+      lo = 0;
+      hi = 9223372036854775807.0;
+      break;
+    default:
+      lo = -9223372036854775808.0;
+      hi = 9223372036854775807.0;
+      break;
   }
   const double x = static_cast<double>(v);
   if (x <= lo) return static_cast<std::int64_t>(lo);
-  if (x >= hi) return d == DType::kI64 || d == DType::kU64 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(hi);
+  if (x >= hi)
+    return d == DType::kI64 || d == DType::kU64 ? std::numeric_limits<std::int64_t>::max()
+                                                : static_cast<std::int64_t>(hi);
   return static_cast<std::int64_t>(x);
 }
 
@@ -295,33 +490,44 @@ void convert(DType from, DType to, const void* a, void* o, std::int64_t n) {
     std::memcpy(o, a, static_cast<std::size_t>(4 * n));
     round_f32(to, static_cast<float*>(o), n);
   } else if (cf == Cls::kF32 && ct == Cls::kF64) {
-    for (std::int64_t i = 0; i < n; ++i) static_cast<double*>(o)[i] = static_cast<const float*>(a)[i];
+    for (std::int64_t i = 0; i < n; ++i)
+      static_cast<double*>(o)[i] = static_cast<const float*>(a)[i];
   } else if (cf == Cls::kF64 && ct == Cls::kF32) {
-    if (to == DType::kF32) for (std::int64_t i = 0; i < n; ++i) static_cast<float*>(o)[i] = static_cast<float>(static_cast<const double*>(a)[i]);
-    else for (std::int64_t i = 0; i < n; ++i) {
-      std::uint8_t tmp[2];
-      hlo::store_double(to, static_cast<const double*>(a)[i], tmp);
-      static_cast<float*>(o)[i] = hlo::load_double(to, tmp);
-    }
+    if (to == DType::kF32)
+      for (std::int64_t i = 0; i < n; ++i)
+        static_cast<float*>(o)[i] = static_cast<float>(static_cast<const double*>(a)[i]);
+    else
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::uint8_t tmp[2];
+        hlo::store_double(to, static_cast<const double*>(a)[i], tmp);
+        static_cast<float*>(o)[i] = hlo::load_double(to, tmp);
+      }
   } else if (cf == Cls::kF64 && ct == Cls::kF64) {
     std::memcpy(o, a, static_cast<std::size_t>(8 * n));
   } else if (cf == Cls::kI64 && ct == Cls::kF32) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t v = static_cast<const std::int64_t*>(a)[i];
-      static_cast<float*>(o)[i] = from == DType::kU64 ? static_cast<float>(static_cast<std::uint64_t>(v)) : static_cast<float>(v);
+      static_cast<float*>(o)[i] = from == DType::kU64
+                                      ? static_cast<float>(static_cast<std::uint64_t>(v))
+                                      : static_cast<float>(v);
     }
     round_f32(to, static_cast<float*>(o), n);
   } else if (cf == Cls::kI64 && ct == Cls::kF64) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t v = static_cast<const std::int64_t*>(a)[i];
-      static_cast<double*>(o)[i] = from == DType::kU64 ? static_cast<double>(static_cast<std::uint64_t>(v)) : static_cast<double>(v);
+      static_cast<double*>(o)[i] = from == DType::kU64
+                                       ? static_cast<double>(static_cast<std::uint64_t>(v))
+                                       : static_cast<double>(v);
     }
   } else if (cf == Cls::kF32 && ct == Cls::kI64) {
-    for (std::int64_t i = 0; i < n; ++i) static_cast<std::int64_t*>(o)[i] = float_to_int(static_cast<const float*>(a)[i], to);
+    for (std::int64_t i = 0; i < n; ++i)
+      static_cast<std::int64_t*>(o)[i] = float_to_int(static_cast<const float*>(a)[i], to);
   } else if (cf == Cls::kF64 && ct == Cls::kI64) {
-    for (std::int64_t i = 0; i < n; ++i) static_cast<std::int64_t*>(o)[i] = float_to_int(static_cast<const double*>(a)[i], to);
+    for (std::int64_t i = 0; i < n; ++i)
+      static_cast<std::int64_t*>(o)[i] = float_to_int(static_cast<const double*>(a)[i], to);
   } else {
-    for (std::int64_t i = 0; i < n; ++i) static_cast<std::int64_t*>(o)[i] = wrap_int(to, static_cast<const std::int64_t*>(a)[i]);
+    for (std::int64_t i = 0; i < n; ++i)
+      static_cast<std::int64_t*>(o)[i] = wrap_int(to, static_cast<const std::int64_t*>(a)[i]);
   }
 }
 
@@ -333,7 +539,8 @@ std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dim
 
 }  // namespace
 
-FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops, const std::vector<const hlo::Literal*>& constant_of) {
+FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
+                           const std::vector<const hlo::Literal*>& constant_of) {
   const hlo::Op& root = b.ops[ops.back()];
   reduce_ = root.kind == OpKind::kReduce;
   domain_ = reduce_ ? b.type(root.operands[0]).dims : b.type(root.results[0]).dims;
@@ -397,7 +604,8 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops, con
       reduce_kind_ = hlo::match_reduce_region(*op.regions[0]);
       root_slot_ = input_slot(op.operands[0]);
       const int init = op.operands[1];
-      const hlo::Literal* c = init < static_cast<int>(constant_of.size()) ? constant_of[init] : nullptr;
+      const hlo::Literal* c =
+          init < static_cast<int>(constant_of.size()) ? constant_of[init] : nullptr;
       if (c) {
         init_is_const_ = true;
         init_const_ = c->get_double(0);
@@ -424,8 +632,10 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops, con
       bool suffix = true;
       bool seen_kept = false;
       for (int d = static_cast<int>(domain_.size()) - 1; d >= 0; --d) {
-        if (!reduced[d]) seen_kept = true;
-        else if (seen_kept) suffix = false;
+        if (!reduced[d])
+          seen_kept = true;
+        else if (seen_kept)
+          suffix = false;
       }
       inner_ = 0;
       if (suffix) {
@@ -462,30 +672,55 @@ namespace {
 template <typename T>
 void combine(hlo::ReduceKind k, T* acc, std::int64_t oi, T v) {
   switch (k) {
-    case hlo::ReduceKind::kAdd: acc[oi] = acc[oi] + v; break;
-    case hlo::ReduceKind::kMul: acc[oi] = acc[oi] * v; break;
-    case hlo::ReduceKind::kMax: acc[oi] = fmax_nan(acc[oi], v); break;
-    case hlo::ReduceKind::kMin: acc[oi] = fmin_nan(acc[oi], v); break;
-    default: break;
+    case hlo::ReduceKind::kAdd:
+      acc[oi] = acc[oi] + v;
+      break;
+    case hlo::ReduceKind::kMul:
+      acc[oi] = acc[oi] * v;
+      break;
+    case hlo::ReduceKind::kMax:
+      acc[oi] = fmax_nan(acc[oi], v);
+      break;
+    case hlo::ReduceKind::kMin:
+      acc[oi] = fmin_nan(acc[oi], v);
+      break;
+    default:
+      break;
   }
 }
 
 template <>
 void combine<std::int64_t>(hlo::ReduceKind k, std::int64_t* acc, std::int64_t oi, std::int64_t v) {
   switch (k) {
-    case hlo::ReduceKind::kAdd: acc[oi] = static_cast<std::int64_t>(static_cast<std::uint64_t>(acc[oi]) + static_cast<std::uint64_t>(v)); break;
-    case hlo::ReduceKind::kMul: acc[oi] = static_cast<std::int64_t>(static_cast<std::uint64_t>(acc[oi]) * static_cast<std::uint64_t>(v)); break;
-    case hlo::ReduceKind::kMax: acc[oi] = std::max(acc[oi], v); break;
-    case hlo::ReduceKind::kMin: acc[oi] = std::min(acc[oi], v); break;
-    case hlo::ReduceKind::kAnd: acc[oi] = acc[oi] & v; break;
-    case hlo::ReduceKind::kOr: acc[oi] = acc[oi] | v; break;
-    default: break;
+    case hlo::ReduceKind::kAdd:
+      acc[oi] = static_cast<std::int64_t>(static_cast<std::uint64_t>(acc[oi]) +
+                                          static_cast<std::uint64_t>(v));
+      break;
+    case hlo::ReduceKind::kMul:
+      acc[oi] = static_cast<std::int64_t>(static_cast<std::uint64_t>(acc[oi]) *
+                                          static_cast<std::uint64_t>(v));
+      break;
+    case hlo::ReduceKind::kMax:
+      acc[oi] = std::max(acc[oi], v);
+      break;
+    case hlo::ReduceKind::kMin:
+      acc[oi] = std::min(acc[oi], v);
+      break;
+    case hlo::ReduceKind::kAnd:
+      acc[oi] = acc[oi] & v;
+      break;
+    case hlo::ReduceKind::kOr:
+      acc[oi] = acc[oi] | v;
+      break;
+    default:
+      break;
   }
 }
 
 template <typename T>
-void accumulate(hlo::ReduceKind k, T* acc, const T* v, std::int64_t n, std::int64_t start, std::int64_t inner,
-                const std::vector<std::int64_t>& domain, const std::vector<std::int64_t>& out_strides) {
+void accumulate(hlo::ReduceKind k, T* acc, const T* v, std::int64_t n, std::int64_t start,
+                std::int64_t inner, const std::vector<std::int64_t>& domain,
+                const std::vector<std::int64_t>& out_strides) {
   if (inner > 0) {
     std::int64_t i = 0;
     while (i < n) {
@@ -525,7 +760,8 @@ void accumulate(hlo::ReduceKind k, T* acc, const T* v, std::int64_t n, std::int6
 
 }  // namespace
 
-void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo, std::int64_t hi, void* acc) const {
+void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
+                             std::int64_t hi, void* acc) const {
   const std::size_t ns = slots_.size();
   std::unique_ptr<std::int64_t[]> scratch(new std::int64_t[ns * kChunk]);
   // A contiguous load that would only copy (same type in memory and in the loop) reads the
@@ -546,13 +782,19 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     std::int64_t iv = l.ci;
     if (l.mode == 1) {
       const std::uint8_t* p = values[l.value].ptr;
-      if (c == Cls::kI64) iv = load_elem<std::int64_t>(l.dtype, p, 0);
-      else if (c == Cls::kF64) dv = load_elem<double>(l.dtype, p, 0);
-      else dv = load_elem<float>(l.dtype, p, 0);
+      if (c == Cls::kI64)
+        iv = load_elem<std::int64_t>(l.dtype, p, 0);
+      else if (c == Cls::kF64)
+        dv = load_elem<double>(l.dtype, p, 0);
+      else
+        dv = load_elem<float>(l.dtype, p, 0);
     }
-    if (c == Cls::kF32) std::fill_n(static_cast<float*>(dst), kChunk, static_cast<float>(dv));
-    else if (c == Cls::kF64) std::fill_n(static_cast<double*>(dst), kChunk, dv);
-    else std::fill_n(static_cast<std::int64_t*>(dst), kChunk, iv);
+    if (c == Cls::kF32)
+      std::fill_n(static_cast<float*>(dst), kChunk, static_cast<float>(dv));
+    else if (c == Cls::kF64)
+      std::fill_n(static_cast<double*>(dst), kChunk, dv);
+    else
+      std::fill_n(static_cast<std::int64_t*>(dst), kChunk, iv);
   }
   for (std::int64_t start = lo; start < hi; start += kChunk) {
     const std::int64_t len = std::min(kChunk, hi - start);
@@ -562,10 +804,12 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       const Cls c = slots_[l.slot].cls;
       const std::uint8_t* p = values[l.value].ptr;
       if (l.mode == 0) {
-        const bool same = (c == Cls::kF32 && l.dtype == DType::kF32) || (c == Cls::kF64 && l.dtype == DType::kF64) ||
+        const bool same = (c == Cls::kF32 && l.dtype == DType::kF32) ||
+                          (c == Cls::kF64 && l.dtype == DType::kF64) ||
                           (c == Cls::kI64 && l.dtype == DType::kI64);
         if (same && l.slot != root_slot_) {
-          in_place[static_cast<std::size_t>(l.slot)] = const_cast<std::uint8_t*>(p) + start * hlo::dtype_size(l.dtype);
+          in_place[static_cast<std::size_t>(l.slot)] =
+              const_cast<std::uint8_t*>(p) + start * hlo::dtype_size(l.dtype);
           continue;
         }
         load_contiguous(l.dtype, p, start, len, dst);
@@ -586,14 +830,19 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         const std::int64_t run = rank > 0 ? std::min(len - i, last - idx[rank - 1]) : len;
         if (c == Cls::kF32) {
           float* o = static_cast<float*>(dst) + i;
-          if (last_stride == 0) std::fill_n(o, run, load_elem<float>(l.dtype, p, off));
-          else for (std::int64_t j = 0; j < run; ++j) o[j] = load_elem<float>(l.dtype, p, off + j * last_stride);
+          if (last_stride == 0)
+            std::fill_n(o, run, load_elem<float>(l.dtype, p, off));
+          else
+            for (std::int64_t j = 0; j < run; ++j)
+              o[j] = load_elem<float>(l.dtype, p, off + j * last_stride);
         } else if (c == Cls::kF64) {
           double* o = static_cast<double*>(dst) + i;
-          for (std::int64_t j = 0; j < run; ++j) o[j] = load_elem<double>(l.dtype, p, off + j * last_stride);
+          for (std::int64_t j = 0; j < run; ++j)
+            o[j] = load_elem<double>(l.dtype, p, off + j * last_stride);
         } else {
           std::int64_t* o = static_cast<std::int64_t*>(dst) + i;
-          for (std::int64_t j = 0; j < run; ++j) o[j] = load_elem<std::int64_t>(l.dtype, p, off + j * last_stride);
+          for (std::int64_t j = 0; j < run; ++j)
+            o[j] = load_elem<std::int64_t>(l.dtype, p, off + j * last_stride);
         }
         i += run;
         if (rank == 0) break;
@@ -611,7 +860,8 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     // A float32 result is computed straight into the output, unless the output overlaps an
     // input read in place in this chunk (the loops take their pointers as __restrict).
     if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root_slot_].dtype == DType::kF32 &&
-        slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() && instrs_.back().dst == root_slot_) {
+        slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() &&
+        instrs_.back().dst == root_slot_) {
       std::uint8_t* dst = out + start * 4;
       bool overlap = false;
       for (std::size_t k = 0; k < ns && !overlap; ++k) {
@@ -631,53 +881,90 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       }
       if (in.kind == OpKind::kCompare) {
         auto* po = static_cast<std::int64_t*>(o);
-        if (ci == Cls::kF32) compare(in.cmp, static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)), po, len);
-        else if (ci == Cls::kF64) compare(in.cmp, static_cast<double*>(slot_ptr(in.a)), static_cast<double*>(slot_ptr(in.b)), po, len);
+        if (ci == Cls::kF32)
+          compare(in.cmp, static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)),
+                  po, len);
+        else if (ci == Cls::kF64)
+          compare(in.cmp, static_cast<double*>(slot_ptr(in.a)),
+                  static_cast<double*>(slot_ptr(in.b)), po, len);
         else if (in.in_dtype == DType::kU64) {
           const auto* a = static_cast<const std::uint64_t*>(slot_ptr(in.a));
           const auto* b = static_cast<const std::uint64_t*>(slot_ptr(in.b));
           compare(in.cmp, a, b, po, len);
-        } else compare(in.cmp, static_cast<std::int64_t*>(slot_ptr(in.a)), static_cast<std::int64_t*>(slot_ptr(in.b)), po, len);
+        } else
+          compare(in.cmp, static_cast<std::int64_t*>(slot_ptr(in.a)),
+                  static_cast<std::int64_t*>(slot_ptr(in.b)), po, len);
         continue;
       }
       if (in.kind == OpKind::kSelect) {
         const auto* p = static_cast<const std::int64_t*>(slot_ptr(in.a));
-        if (ci == Cls::kF32) select(p, static_cast<float*>(slot_ptr(in.b)), static_cast<float*>(slot_ptr(in.c)), static_cast<float*>(o), len);
-        else if (ci == Cls::kF64) select(p, static_cast<double*>(slot_ptr(in.b)), static_cast<double*>(slot_ptr(in.c)), static_cast<double*>(o), len);
-        else select(p, static_cast<std::int64_t*>(slot_ptr(in.b)), static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
+        if (ci == Cls::kF32)
+          select(p, static_cast<float*>(slot_ptr(in.b)), static_cast<float*>(slot_ptr(in.c)),
+                 static_cast<float*>(o), len);
+        else if (ci == Cls::kF64)
+          select(p, static_cast<double*>(slot_ptr(in.b)), static_cast<double*>(slot_ptr(in.c)),
+                 static_cast<double*>(o), len);
+        else
+          select(p, static_cast<std::int64_t*>(slot_ptr(in.b)),
+                 static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
         continue;
       }
       if (in.kind == OpKind::kClamp) {
-        if (ci == Cls::kF32) clamp(static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)), static_cast<float*>(slot_ptr(in.c)), static_cast<float*>(o), len);
-        else if (ci == Cls::kF64) clamp(static_cast<double*>(slot_ptr(in.a)), static_cast<double*>(slot_ptr(in.b)), static_cast<double*>(slot_ptr(in.c)), static_cast<double*>(o), len);
-        else clamp(static_cast<std::int64_t*>(slot_ptr(in.a)), static_cast<std::int64_t*>(slot_ptr(in.b)), static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
+        if (ci == Cls::kF32)
+          clamp(static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)),
+                static_cast<float*>(slot_ptr(in.c)), static_cast<float*>(o), len);
+        else if (ci == Cls::kF64)
+          clamp(static_cast<double*>(slot_ptr(in.a)), static_cast<double*>(slot_ptr(in.b)),
+                static_cast<double*>(slot_ptr(in.c)), static_cast<double*>(o), len);
+        else
+          clamp(static_cast<std::int64_t*>(slot_ptr(in.a)),
+                static_cast<std::int64_t*>(slot_ptr(in.b)),
+                static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
         continue;
       }
       const bool bin = in.b >= 0;
       if (ci == Cls::kF32) {
         auto* fo = static_cast<float*>(o);
-        if (bin) binary_float(in.kind, static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)), fo, len);
-        else unary_float(in.kind, static_cast<float*>(slot_ptr(in.a)), fo, len);
+        if (bin)
+          binary_float(in.kind, static_cast<float*>(slot_ptr(in.a)),
+                       static_cast<float*>(slot_ptr(in.b)), fo, len);
+        else
+          unary_float(in.kind, static_cast<float*>(slot_ptr(in.a)), fo, len);
         round_f32(od, fo, len);
       } else if (ci == Cls::kF64) {
         auto* fo = static_cast<double*>(o);
-        if (bin) binary_float(in.kind, static_cast<double*>(slot_ptr(in.a)), static_cast<double*>(slot_ptr(in.b)), fo, len);
-        else unary_float(in.kind, static_cast<double*>(slot_ptr(in.a)), fo, len);
+        if (bin)
+          binary_float(in.kind, static_cast<double*>(slot_ptr(in.a)),
+                       static_cast<double*>(slot_ptr(in.b)), fo, len);
+        else
+          unary_float(in.kind, static_cast<double*>(slot_ptr(in.a)), fo, len);
       } else {
         auto* io = static_cast<std::int64_t*>(o);
-        if (bin) binary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)), static_cast<std::int64_t*>(slot_ptr(in.b)), io, len);
-        else unary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)), io, len);
+        if (bin)
+          binary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)),
+                     static_cast<std::int64_t*>(slot_ptr(in.b)), io, len);
+        else
+          unary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)), io, len);
         wrap_i64(od, io, len);
       }
     }
     if (!reduce_) {
-      if (in_place[static_cast<std::size_t>(root_slot_)] == nullptr) store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
+      if (in_place[static_cast<std::size_t>(root_slot_)] == nullptr)
+        store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
       continue;
     }
     const Cls c = slots_[root_slot_].cls;
-    if (c == Cls::kF32) accumulate(reduce_kind_, static_cast<float*>(acc), static_cast<float*>(slot_ptr(root_slot_)), len, start, inner_, domain_, out_strides_);
-    else if (c == Cls::kF64) accumulate(reduce_kind_, static_cast<double*>(acc), static_cast<double*>(slot_ptr(root_slot_)), len, start, inner_, domain_, out_strides_);
-    else accumulate(reduce_kind_, static_cast<std::int64_t*>(acc), static_cast<std::int64_t*>(slot_ptr(root_slot_)), len, start, inner_, domain_, out_strides_);
+    if (c == Cls::kF32)
+      accumulate(reduce_kind_, static_cast<float*>(acc), static_cast<float*>(slot_ptr(root_slot_)),
+                 len, start, inner_, domain_, out_strides_);
+    else if (c == Cls::kF64)
+      accumulate(reduce_kind_, static_cast<double*>(acc),
+                 static_cast<double*>(slot_ptr(root_slot_)), len, start, inner_, domain_,
+                 out_strides_);
+    else
+      accumulate(reduce_kind_, static_cast<std::int64_t*>(acc),
+                 static_cast<std::int64_t*>(slot_ptr(root_slot_)), len, start, inner_, domain_,
+                 out_strides_);
   }
 }
 
@@ -690,29 +977,38 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
     }
     const std::int64_t per = ((n_ / threads) + kChunk - 1) / kChunk * kChunk;
     parallel_for(threads, [&](int t) {
-      const std::int64_t lo = std::min(n_, per * t), hi = t + 1 == threads ? n_ : std::min(n_, per * (t + 1));
+      const std::int64_t lo = std::min(n_, per * t),
+                         hi = t + 1 == threads ? n_ : std::min(n_, per * (t + 1));
       if (lo < hi) run_range(values, out, lo, hi, nullptr);
     });
     return;
   }
   // Reduce: accumulators of the loop's class, initialized with the init value.
   const Cls c = slots_[root_slot_].cls;
-  std::unique_ptr<std::int64_t[]> acc(new std::int64_t[static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1))]);
+  std::unique_ptr<std::int64_t[]> acc(
+      new std::int64_t[static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1))]);
   double init_d = init_const_;
   std::int64_t init_i = init_const_i_;
   if (!init_is_const_) {
     const hlo::DType d = slots_[root_slot_].dtype;
-    if (c == Cls::kI64) init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
-    else if (c == Cls::kF64) init_d = load_elem<double>(d, values[init_value_].ptr, 0);
-    else init_d = load_elem<float>(d, values[init_value_].ptr, 0);
+    if (c == Cls::kI64)
+      init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
+    else if (c == Cls::kF64)
+      init_d = load_elem<double>(d, values[init_value_].ptr, 0);
+    else
+      init_d = load_elem<float>(d, values[init_value_].ptr, 0);
   }
-  if (c == Cls::kF32) std::fill_n(reinterpret_cast<float*>(acc.get()), out_n_, static_cast<float>(init_d));
-  else if (c == Cls::kF64) std::fill_n(reinterpret_cast<double*>(acc.get()), out_n_, init_d);
-  else std::fill_n(acc.get(), out_n_, init_i);
+  if (c == Cls::kF32)
+    std::fill_n(reinterpret_cast<float*>(acc.get()), out_n_, static_cast<float>(init_d));
+  else if (c == Cls::kF64)
+    std::fill_n(reinterpret_cast<double*>(acc.get()), out_n_, init_d);
+  else
+    std::fill_n(acc.get(), out_n_, init_i);
   if (threads > 1 && inner_ > 0 && n_ >= kParallelMin && out_n_ >= threads) {
     const std::int64_t rows = out_n_ / threads;
     parallel_for(threads, [&](int t) {
-      const std::int64_t lo = rows * t * inner_, hi = (t + 1 == threads ? out_n_ : rows * (t + 1)) * inner_;
+      const std::int64_t lo = rows * t * inner_,
+                         hi = (t + 1 == threads ? out_n_ : rows * (t + 1)) * inner_;
       run_range(values, out, lo, hi, acc.get());
     });
   } else if (n_ > 0) {

@@ -14,7 +14,8 @@ std::atomic<uint64_t> fork_generation{0};
 
 uint64_t current_fork_generation() {
   static const bool registered = [] {
-    pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+    pthread_atfork(nullptr, nullptr,
+                   [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
     return true;
   }();
   (void)registered;
@@ -156,8 +157,9 @@ double Event::elapsed_ms_since(const Event& start) const {
   auto completion = [](const Event& e, const char* which) {
     const Point p = e.point();
     if (p.stream == nullptr || !p.reached()) {
-      throw std::logic_error(std::string("elapsed_time: the ") + which +
-                             " event has not been recorded and completed; record it and synchronize first");
+      throw std::logic_error(
+          std::string("elapsed_time: the ") + which +
+          " event has not been recorded and completed; record it and synchronize first");
     }
     std::lock_guard<std::mutex> lock(e.state_->mutex);
     return e.state_->completed_at;

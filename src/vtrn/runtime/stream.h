@@ -80,7 +80,7 @@ class Stream {
   std::atomic<uint64_t> completed_{0};
   std::string error_;  ///< first error since the last synchronize; empty if none
   bool stopping_ = false;
-  std::thread worker_;  ///< started on the first enqueue (and again in a forked child)
+  std::thread worker_;              ///< started on the first enqueue (and again in a forked child)
   uint64_t worker_generation_ = 0;  ///< fork generation the worker was started in
 };
 
@@ -116,7 +116,7 @@ class Event {
   struct State {
     std::mutex mutex;
     Point point;
-    uint64_t generation = 0;  ///< records so far
+    uint64_t generation = 0;           ///< records so far
     Clock::time_point completed_at{};  ///< when the most recent record was reached
   };
   Point point() const;

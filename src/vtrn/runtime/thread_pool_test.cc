@@ -27,10 +27,11 @@ TEST(ThreadPoolTest, NestedCallsRunInTheCaller) {
 
 TEST(ThreadPoolTest, RethrowsAfterAllTasksRan) {
   std::atomic<int> ran{0};
-  EXPECT_THROW(parallel_for(4, [&](int i) {
-                 ran.fetch_add(1);
-                 if (i == 1) throw std::runtime_error("task failed");
-               }),
+  EXPECT_THROW(parallel_for(4,
+                            [&](int i) {
+                              ran.fetch_add(1);
+                              if (i == 1) throw std::runtime_error("task failed");
+                            }),
                std::runtime_error);
   EXPECT_EQ(ran.load(), 4);
   std::atomic<int> after{0};

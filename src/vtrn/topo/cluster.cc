@@ -6,8 +6,9 @@
 namespace vtrn::topo {
 
 std::string Cluster::nodes_error_text(std::string_view nodes) {
-  return "nodes " + std::string(nodes) + " is out of range: vtrn models 1 to " + std::to_string(kMaxNodes) +
-         " nodes (and at most " + std::to_string(kMaxWorld) + " ranks); give a node count in that range";
+  return "nodes " + std::string(nodes) + " is out of range: vtrn models 1 to " +
+         std::to_string(kMaxNodes) + " nodes (and at most " + std::to_string(kMaxWorld) +
+         " ranks); give a node count in that range";
 }
 
 std::string Cluster::nodes_error(long long nodes) {
@@ -20,16 +21,17 @@ Cluster::Cluster(std::string_view instance, int lnc, int nodes)
   if (nodes > 1 && spec_->efa_Bps <= 0) {
     throw std::invalid_argument(std::string(spec_->name) +
                                 " has no documented EFA bandwidth, so vtrn cannot model " +
-                                std::to_string(nodes) + " of them; use --nodes 1 or a multi-node "
+                                std::to_string(nodes) +
+                                " of them; use --nodes 1 or a multi-node "
                                 "instance such as trn2.48xlarge");
   }
   ranks_per_chip_ = spec_->ranks_per_chip(lnc_);
   const long long world = static_cast<long long>(ranks_per_chip_) * spec_->chips * nodes;
   if (world > kMaxWorld) {
-    throw std::invalid_argument(std::to_string(nodes) + " x " + std::string(spec_->name) + " would hold " +
-                                std::to_string(world) + " ranks, more than the " + std::to_string(kMaxWorld) +
-                                " vtrn models; use at most " + std::to_string(kMaxWorld / ranks_per_node()) +
-                                " nodes");
+    throw std::invalid_argument(std::to_string(nodes) + " x " + std::string(spec_->name) +
+                                " would hold " + std::to_string(world) + " ranks, more than the " +
+                                std::to_string(kMaxWorld) + " vtrn models; use at most " +
+                                std::to_string(kMaxWorld / ranks_per_node()) + " nodes");
   }
 }
 

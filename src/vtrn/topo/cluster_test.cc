@@ -69,13 +69,15 @@ TEST(ClusterTest, BadInput) {
     Cluster("trn2.3xlarge", 2, 2);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("trn2.3xlarge has no documented EFA bandwidth"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("trn2.3xlarge has no documented EFA bandwidth"),
+              std::string::npos);
   }
   try {
     Cluster("trn2.48xlarge").locate(64);
     FAIL();
   } catch (const std::out_of_range& e) {
-    EXPECT_STREQ(e.what(), "rank 64 is outside the world of 64 ranks (1 x trn2.48xlarge, LNC2, 64 ranks)");
+    EXPECT_STREQ(e.what(),
+                 "rank 64 is outside the world of 64 ranks (1 x trn2.48xlarge, LNC2, 64 ranks)");
   }
 }
 
@@ -87,13 +89,16 @@ TEST(ClusterTest, NodeAndWorldCaps) {
     Cluster("trn2.48xlarge", 2, 4097);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "nodes 4097 is out of range: vtrn models 1 to 4096 nodes (and at most 1048576 ranks); "
-                           "give a node count in that range");
+    EXPECT_STREQ(
+        e.what(),
+        "nodes 4097 is out of range: vtrn models 1 to 4096 nodes (and at most 1048576 ranks); "
+        "give a node count in that range");
   }
   EXPECT_THROW(Cluster("trn2.48xlarge", 2, 100000000), std::invalid_argument);
   EXPECT_THROW(Cluster("trn2.48xlarge", 2, -1), std::invalid_argument);
   EXPECT_EQ(Cluster::nodes_error(4096), "");
-  EXPECT_NE(Cluster::nodes_error(3000000000LL).find("nodes 3000000000 is out of range"), std::string::npos);
+  EXPECT_NE(Cluster::nodes_error(3000000000LL).find("nodes 3000000000 is out of range"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -149,11 +149,13 @@ std::vector<Link> LinkGraph::links() const {
     for (int node = 0; node < nodes; ++node) {
       const int base = node - node % ring;
       for (int next : {base + (node % ring + 1) % ring, base + (node % ring + ring - 1) % ring}) {
-        if (next != node && next < nodes) pairs.insert({std::min(node, next), std::max(node, next)});
+        if (next != node && next < nodes)
+          pairs.insert({std::min(node, next), std::max(node, next)});
       }
     }
     for (auto [x, y] : pairs) {
-      for (int chip = 0; chip < n; ++chip) out.push_back({x * n + chip, y * n + chip, LinkKind::kNeuronLinkZ});
+      for (int chip = 0; chip < n; ++chip)
+        out.push_back({x * n + chip, y * n + chip, LinkKind::kNeuronLinkZ});
     }
   }
   return out;

@@ -14,10 +14,11 @@ using Chips = std::vector<int>;
 TEST(LinkGraphTest, Trn2TorusNeighbours) {
   Cluster cluster("trn2.48xlarge");
   LinkGraph graph(cluster);
-  EXPECT_EQ(graph.neighbors(0), (Chips{1, 3, 4, 12}));    // row 0 ring, column 0 ring
+  EXPECT_EQ(graph.neighbors(0), (Chips{1, 3, 4, 12}));  // row 0 ring, column 0 ring
   EXPECT_EQ(graph.neighbors(5), (Chips{1, 4, 6, 9}));
   EXPECT_EQ(graph.neighbors(15), (Chips{3, 11, 12, 14}));
-  // Seed: "Rank 0 on chip 0 and rank 8 on chip 2 need an intermediate hop through chip 1 or chip 3."
+  // Seed: "Rank 0 on chip 0 and rank 8 on chip 2 need an intermediate hop through chip 1 or
+  // chip 3."
   EXPECT_FALSE(graph.adjacent(0, 2));
   EXPECT_TRUE(graph.adjacent(0, 1));
   EXPECT_TRUE(graph.adjacent(0, 3));

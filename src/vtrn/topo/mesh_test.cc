@@ -60,7 +60,8 @@ TEST(MeshTest, HsdpRankFormula) {
   Mesh mesh(Cluster("trn2.48xlarge", 2, 4), {4, 16, 4}, {"replicate", "shard", "tp"});
   for (int r = 0; r < 4; ++r)
     for (int s = 0; s < 16; ++s)
-      for (int t = 0; t < 4; ++t) EXPECT_EQ(mesh.placement()[(r * 16 + s) * 4 + t], 64 * r + 4 * s + t);
+      for (int t = 0; t < 4; ++t)
+        EXPECT_EQ(mesh.placement()[(r * 16 + s) * 4 + t], 64 * r + 4 * s + t);
   // "The shard group [0, 4, ..., 60] ... the replicate group [0, 64, 128, 192]".
   EXPECT_EQ(mesh.groups(1)[0], range(0, 64, 4));
   EXPECT_EQ(mesh.groups(0)[0], (Ranks{0, 64, 128, 192}));
@@ -106,38 +107,56 @@ std::string error_of(auto&& make) {
 
 TEST(MeshTest, BadInputSaysWhatToDo) {
   Cluster cluster("trn2.48xlarge");
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {8, 4}, {"shard", "tp"}); }),
-            "mesh shape (8, 4) holds 32 ranks, but the world has 64 (1 x trn2.48xlarge, LNC2, 64 ranks); "
-            "make the product of the shape 64 or change --nodes/--lnc");
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {16, 4}, {"shard", "cp"}); }),
+  EXPECT_EQ(
+      error_of([&] {
+        Mesh(cluster, {8, 4}, {"shard", "tp"});
+      }),
+      "mesh shape (8, 4) holds 32 ranks, but the world has 64 (1 x trn2.48xlarge, LNC2, 64 ranks); "
+      "make the product of the shape 64 or change --nodes/--lnc");
+  EXPECT_EQ(error_of([&] {
+              Mesh(cluster, {16, 4}, {"shard", "cp"});
+            }),
             "unknown mesh axis name 'cp'; use one of pp, replicate, shard, tp, dp, fsdp");
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {16, 4}, {"tp", "tp"}); }),
+  EXPECT_EQ(error_of([&] {
+              Mesh(cluster, {16, 4}, {"tp", "tp"});
+            }),
             "mesh axis name 'tp' is used twice; name each axis once");
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {16, 4}, {"shard"}); }),
+  EXPECT_EQ(error_of([&] {
+              Mesh(cluster, {16, 4}, {"shard"});
+            }),
             "the mesh shape (16, 4) has 2 axes but 1 names were given; give one name per axis");
   std::vector<int> twice = range(0, 64);
   twice[5] = 0;
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {16, 4}, {"shard", "tp"}, twice); }),
+  EXPECT_EQ(error_of([&] {
+              Mesh(cluster, {16, 4}, {"shard", "tp"}, twice);
+            }),
             "rank 0 appears twice in the placement, at mesh positions (0, 0) and (1, 1); "
             "a placement must use every rank exactly once");
   std::vector<int> outside = range(0, 64);
   outside[63] = 64;
   EXPECT_EQ(error_of([&] { Mesh(cluster, {64}, {"fsdp"}, outside); }),
-            "rank 64 at mesh position (63,) is outside the world [0, 64) of 1 x trn2.48xlarge, LNC2, 64 ranks");
+            "rank 64 at mesh position (63,) is outside the world [0, 64) of 1 x trn2.48xlarge, "
+            "LNC2, 64 ranks");
   EXPECT_EQ(error_of([&] { Mesh(cluster, {64}, {"fsdp"}, range(0, 32)); }),
-            "the placement lists 32 ranks, but the mesh (64,) (\"fsdp\",) has 64 positions; give one rank per position");
+            "the placement lists 32 ranks, but the mesh (64,) (\"fsdp\",) has 64 positions; give "
+            "one rank per position");
 }
 
 TEST(MeshTest, ShapeProductIsCheckedNotWrapped) {
   Cluster cluster("trn2.48xlarge");
   // 536903681 = 2^29 + 2^15 + 1 and 536838145 = 2^29 - 2^15 + 1, so their product is 2^58 + 1
   // and 64 times it is 2^64 + 64: a 64-bit product wraps to exactly the world of 64.
-  EXPECT_EQ(error_of([&] { Mesh(cluster, {64, 536903681, 536838145}, {"shard", "tp", "dp"}); }),
-            "mesh shape (64, 536903681, 536838145) holds more than 9223372036854775807 ranks, but the world has 64 "
-            "(1 x trn2.48xlarge, LNC2, 64 ranks); make the product of the shape 64 or change --nodes/--lnc");
+  EXPECT_EQ(error_of([&] {
+              Mesh(cluster, {64, 536903681, 536838145}, {"shard", "tp", "dp"});
+            }),
+            "mesh shape (64, 536903681, 536838145) holds more than 9223372036854775807 ranks, but "
+            "the world has 64 "
+            "(1 x trn2.48xlarge, LNC2, 64 ranks); make the product of the shape 64 or change "
+            "--nodes/--lnc");
   // 65536 * 65536 = 2^32 wraps a 32-bit product to 0; held exactly in 64 bits.
-  EXPECT_NE(error_of([&] { Mesh(cluster, {65536, 65536}, {"shard", "tp"}); })
-                .find("mesh shape (65536, 65536) holds 4294967296 ranks, but the world has 64"),
+  EXPECT_NE(error_of([&] {
+              Mesh(cluster, {65536, 65536}, {"shard", "tp"});
+            }).find("mesh shape (65536, 65536) holds 4294967296 ranks, but the world has 64"),
             std::string::npos);
 }
 

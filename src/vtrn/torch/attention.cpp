@@ -27,8 +27,8 @@ bool fused_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::
   const auto d = q.scalar_type();
   if (k.scalar_type() != d || v.scalar_type() != d) return false;
   if (d != at::kFloat && d != at::kBFloat16 && d != at::kHalf) return false;
-  if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || k.size(0) != v.size(0) || k.size(1) != v.size(1) ||
-      k.size(2) != v.size(2) || q.size(3) != k.size(3))
+  if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || k.size(0) != v.size(0) ||
+      k.size(1) != v.size(1) || k.size(2) != v.size(2) || q.size(3) != k.size(3))
     return false;  // grouped-query attention and broadcast batches take the math path
   return q.numel() > 0 && k.numel() > 0 && v.numel() > 0;
 }
@@ -36,9 +36,10 @@ bool fused_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::
 }  // namespace
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                         const std::optional<at::Tensor>& attn_mask, double dropout_p, bool /*is_causal*/,
-                         std::optional<double> /*scale*/, bool /*enable_gqa*/) {
-  return fused_attention_covers(q, k, v, attn_mask, dropout_p) ? kOverrideableBackend : kMathBackend;
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                         bool /*is_causal*/, std::optional<double> /*scale*/, bool /*enable_gqa*/) {
+  return fused_attention_covers(q, k, v, attn_mask, dropout_p) ? kOverrideableBackend
+                                                               : kMathBackend;
 }
 
 namespace {
@@ -47,46 +48,64 @@ double softmax_scale(const at::Tensor& q, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
-sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& attn_bias,
-                  double dropout_p, bool is_causal, bool /*return_debug_mask*/, std::optional<double> scale) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+           at::Tensor, at::Tensor>
+sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                  bool /*return_debug_mask*/, std::optional<double> scale) {
   TORCH_CHECK(fused_attention_covers(q, k, v, attn_bias, dropout_p),
-              "neuron's fused attention takes no attn_mask and no dropout, and 4-d float query/key/value with "
-              "matching batch and head sizes; got query ", q.sizes(), ", key ", k.sizes(), ", value ", v.sizes(),
+              "neuron's fused attention takes no attn_mask and no dropout, and 4-d float "
+              "query/key/value with "
+              "matching batch and head sizes; got query ",
+              q.sizes(), ", key ", k.sizes(), ", value ", v.sizes(),
               ". scaled_dot_product_attention picks PyTorch's math path for anything else.");
-  static const auto forward = c10::Dispatcher::singleton()
-                                  .findSchemaOrThrow("vtrn::sdpa_forward", "")
-                                  .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                            const at::Tensor&, bool, double)>();
+  static const auto forward =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("vtrn::sdpa_forward", "")
+          .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                    const at::Tensor&, bool, double)>();
   // The second result stands in the logsumexp slot: autograd hands it back to the backward
   // untouched, and vtrn's backward reads the attention probabilities from it.
   auto [out, probabilities] = forward.call(q, k, v, is_causal, softmax_scale(q, scale));
   // No dropout: the RNG state slots PyTorch's autograd saves are empty.
   const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
-  return {out, probabilities, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)), empty_long, empty_long,
+  return {out,
+          probabilities,
+          at::Tensor(),
+          at::Tensor(),
+          c10::SymInt(q.size(2)),
+          c10::SymInt(k.size(2)),
+          empty_long,
+          empty_long,
           at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     const at::Tensor& /*attn_bias*/, std::array<bool, 4> /*grad_input_mask*/, const at::Tensor& out,
-    const at::Tensor& probabilities, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/,
-    c10::SymInt /*max_k*/, double /*dropout_p*/, bool is_causal, const at::Tensor& /*philox_seed*/,
+    const at::Tensor& probabilities, const at::Tensor& /*cum_seq_q*/,
+    const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
+    double /*dropout_p*/, bool is_causal, const at::Tensor& /*philox_seed*/,
     const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
   static const auto backward =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("vtrn::sdpa_backward", "")
-          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                                                const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                                                bool, double)>();
-  auto [dq, dk, dv] = backward.call(grad_out, q, k, v, out, probabilities, is_causal, softmax_scale(q, scale));
+          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+              const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+              const at::Tensor&, const at::Tensor&, bool, double)>();
+  auto [dq, dk, dv] =
+      backward.call(grad_out, q, k, v, out, probabilities, is_causal, softmax_scale(q, scale));
   return {dq, dk, dv, at::Tensor()};
 }
 
 TORCH_LIBRARY(vtrn, m) {
-  m.def("sdpa_forward(Tensor query, Tensor key, Tensor value, bool is_causal, float scale) -> (Tensor, Tensor)");
-  m.def("sdpa_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor probabilities, "
-        "bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "sdpa_forward(Tensor query, Tensor key, Tensor value, bool is_causal, float scale) -> "
+      "(Tensor, Tensor)");
+  m.def(
+      "sdpa_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor "
+      "probabilities, "
+      "bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -3,10 +3,10 @@
 #include "vtrn/torch/eager.h"
 
 #include <algorithm>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -77,17 +77,19 @@ int device_count() noexcept {
 }
 
 c10::DeviceIndex torch_device_count() noexcept {
-  return static_cast<c10::DeviceIndex>(std::min(device_count(), int{std::numeric_limits<c10::DeviceIndex>::max()}));
+  return static_cast<c10::DeviceIndex>(
+      std::min(device_count(), int{std::numeric_limits<c10::DeviceIndex>::max()}));
 }
 
 c10::DeviceIndex current_device() noexcept { return tls_current_device; }
 
 void check_device_index(c10::DeviceIndex index) {
   device_config();  // raises the configuration error first, if any
-  TORCH_CHECK_INDEX(index >= 0 && index < device_count(), "Invalid device id: neuron:",
-                    static_cast<int>(index), " does not exist; this process sees ",
-                    device_count(), " neuron devices (neuron:0 to neuron:", device_count() - 1,
-                    "). NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES choose which cores these are.");
+  TORCH_CHECK_INDEX(
+      index >= 0 && index < device_count(), "Invalid device id: neuron:", static_cast<int>(index),
+      " does not exist; this process sees ", device_count(),
+      " neuron devices (neuron:0 to neuron:", device_count() - 1,
+      "). NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES choose which cores these are.");
 }
 
 void set_device(c10::DeviceIndex index) {
@@ -154,7 +156,8 @@ class DeviceStreams {
       slot = &pool_[id];
     } else {
       const size_t index = static_cast<size_t>(id - kPoolSize - 1);
-      TORCH_CHECK(index < created_.size(), "neuron:", static_cast<int>(device_), " has no stream ", id);
+      TORCH_CHECK(index < created_.size(), "neuron:", static_cast<int>(device_), " has no stream ",
+                  id);
       slot = &created_[index];
     }
     if (!*slot) {
@@ -186,12 +189,14 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
 thread_local std::vector<c10::StreamId> tls_current_streams;
 
 c10::StreamId& current_stream_id(c10::DeviceIndex device) {
-  if (tls_current_streams.size() <= static_cast<size_t>(device)) tls_current_streams.resize(device + 1, 0);
+  if (tls_current_streams.size() <= static_cast<size_t>(device))
+    tls_current_streams.resize(device + 1, 0);
   return tls_current_streams[device];
 }
 
 [[noreturn]] void raise_queued_error(const runtime::QueuedOpError& e) {
-  TORCH_CHECK(false, e.what(), " (the error surfaced at this synchronization point; set "
+  TORCH_CHECK(false, e.what(),
+              " (the error surfaced at this synchronization point; set "
               "NEURON_LAUNCH_BLOCKING=1 to raise it at the op that queued the work)");
 }
 
@@ -199,7 +204,8 @@ c10::StreamId& current_stream_id(c10::DeviceIndex device) {
 
 c10::Stream current_stream(c10::DeviceIndex device) {
   check_device_index(device);
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), current_stream_id(device));
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device),
+                     current_stream_id(device));
 }
 
 runtime::Stream& runtime_stream(const c10::Stream& stream) {
@@ -266,9 +272,13 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     set_device(device.index());
   }
 
-  void uncheckedSetDevice(c10::Device device) const noexcept override { tls_current_device = device.index(); }
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    tls_current_device = device.index();
+  }
 
-  c10::Stream getStream(c10::Device device) const override { return current_stream(index_of(device)); }
+  c10::Stream getStream(c10::Device device) const override {
+    return current_stream(index_of(device));
+  }
 
   c10::Stream getDefaultStream(c10::Device device) const override {
     return c10::Stream(c10::Stream::DEFAULT, c10::Device(static_type, index_of(device)));
@@ -276,13 +286,15 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getStreamFromGlobalPool(c10::Device device, bool /*high_priority*/) const override {
     const c10::DeviceIndex index = index_of(device);
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index), streams_of(index).next_pool_id());
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index),
+                       streams_of(index).next_pool_id());
   }
 
   // Priorities are accepted and ignored: each stream has its own worker.
   c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
     const c10::DeviceIndex index = index_of(device);
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index), streams_of(index).new_id());
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index),
+                       streams_of(index).new_id());
   }
 
   c10::Stream exchangeStream(c10::Stream stream) const override {
@@ -294,7 +306,9 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
   c10::DeviceIndex deviceCount() const noexcept override { return torch_device_count(); }
 
-  bool queryStream(const c10::Stream& stream) const override { return runtime_stream(stream).query(); }
+  bool queryStream(const c10::Stream& stream) const override {
+    return runtime_stream(stream).query();
+  }
 
   void synchronizeStream(const c10::Stream& stream) const override {
     try {
@@ -309,7 +323,8 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void record(void** event, const c10::Stream& stream, c10::DeviceIndex device_index,
               c10::EventFlag /*flag*/) const override {
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "Event device index ",
-                static_cast<int>(device_index), " does not match the recording stream's device neuron:",
+                static_cast<int>(device_index),
+                " does not match the recording stream's device neuron:",
                 static_cast<int>(stream.device_index()), ".");
     if (*event == nullptr) *event = new runtime::Event();
     static_cast<runtime::Event*>(*event)->record(runtime_stream(stream));
@@ -332,11 +347,13 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     delete static_cast<runtime::Event*>(event);
   }
 
-  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
+  double elapsedTime(void* start, void* end,
+                     const c10::DeviceIndex /*device_index*/) const override {
     TORCH_CHECK(start != nullptr && end != nullptr,
                 "elapsed_time needs both events recorded; record them on a neuron stream first.");
     try {
-      return static_cast<runtime::Event*>(end)->elapsed_ms_since(*static_cast<runtime::Event*>(start));
+      return static_cast<runtime::Event*>(end)->elapsed_ms_since(
+          *static_cast<runtime::Event*>(start));
     } catch (const std::logic_error& e) {
       TORCH_CHECK(false, e.what());
     }
@@ -362,7 +379,8 @@ void free_device_block(void* ptr) { device_memory().free(ptr); }
 
 void fill_stat_array(c10::CachingAllocator::StatArray& array, const runtime::MemoryStat& stat) {
   // vtrn has one pool; it is reported as the aggregate and as the large pool.
-  for (auto type : {c10::CachingAllocator::StatType::AGGREGATE, c10::CachingAllocator::StatType::LARGE_POOL}) {
+  for (auto type :
+       {c10::CachingAllocator::StatType::AGGREGATE, c10::CachingAllocator::StatType::LARGE_POOL}) {
     auto& s = array[static_cast<size_t>(type)];
     s.current = stat.current;
     s.peak = stat.peak;
@@ -379,13 +397,16 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     if (nbytes == 0) return {nullptr, nullptr, &free_device_block, tagged};
     runtime::OutOfMemory oom;
     void* ptr = device_memory().allocate(device, nbytes, &oom);
-    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "neuron out of memory. ", oom.message(device_config()));
+    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "neuron out of memory. ",
+                     oom.message(device_config()));
     return {ptr, ptr, &free_device_block, tagged};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &free_device_block; }
 
-  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
 
   bool initialized() override { return device_config_error().empty(); }
 
@@ -452,7 +473,9 @@ class PinnedAllocator final : public c10::Allocator {
     return {ptr, ptr, &free_pinned, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
 
   static bool contains(const void* ptr) {
     std::lock_guard<std::mutex> lock(mutex());
@@ -497,7 +520,8 @@ constexpr uint64_t kDefaultSeed = 67280421310721ull;  // PyTorch's default_rng_s
 class NeuronGeneratorImpl final : public c10::GeneratorImpl {
  public:
   explicit NeuronGeneratorImpl(c10::DeviceIndex device)
-      : c10::GeneratorImpl(c10::Device(c10::kPrivateUse1, device), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
+      : c10::GeneratorImpl(c10::Device(c10::kPrivateUse1, device),
+                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
 
   void set_current_seed(uint64_t seed) override {
     seed_ = seed;
@@ -523,8 +547,10 @@ class NeuronGeneratorImpl final : public c10::GeneratorImpl {
   }
 
   void set_packed_state(const std::string& state) {
-    TORCH_CHECK(state.size() == 16, "neuron RNG state must be 16 bytes (seed: uint64, offset: uint64), as "
-                "get_rng_state() returns; got ", state.size(), " bytes.");
+    TORCH_CHECK(state.size() == 16,
+                "neuron RNG state must be 16 bytes (seed: uint64, offset: uint64), as "
+                "get_rng_state() returns; got ",
+                state.size(), " bytes.");
     uint64_t seed = 0, offset = 0;
     std::memcpy(&seed, state.data(), 8);
     std::memcpy(&offset, state.data() + 8, 8);
@@ -540,10 +566,12 @@ class NeuronGeneratorImpl final : public c10::GeneratorImpl {
   }
 
   void set_state(const c10::TensorImpl& state) override {
-    TORCH_CHECK(state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && state.device().is_cpu() &&
-                    state.is_contiguous(),
-                "neuron RNG state must be a contiguous uint8 cpu tensor of 16 bytes (seed: uint64, offset: "
-                "uint64), as get_rng_state() returns; got ", state.dtype().name(), " on ", state.device().str());
+    TORCH_CHECK(
+        state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && state.device().is_cpu() &&
+            state.is_contiguous(),
+        "neuron RNG state must be a contiguous uint8 cpu tensor of 16 bytes (seed: uint64, offset: "
+        "uint64), as get_rng_state() returns; got ",
+        state.dtype().name(), " on ", state.device().str());
     set_packed_state(std::string(static_cast<const char*>(state.data()), state.numel()));
   }
 
@@ -586,11 +614,13 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
   return default_generators()[index];
 }
 
-PhiloxRange reserve_philox(const std::optional<at::Generator>& generator, c10::DeviceIndex device, uint64_t count) {
-  at::Generator gen = generator.has_value() && generator->defined() ? *generator : default_generator(device);
+PhiloxRange reserve_philox(const std::optional<at::Generator>& generator, c10::DeviceIndex device,
+                           uint64_t count) {
+  at::Generator gen =
+      generator.has_value() && generator->defined() ? *generator : default_generator(device);
   auto* impl = dynamic_cast<NeuronGeneratorImpl*>(gen.unsafeGetGeneratorImpl());
-  TORCH_CHECK(impl != nullptr, "Expected a neuron generator for a neuron tensor, got a ", gen.device().str(),
-              " generator. Create it with torch.Generator(device=\"neuron\").");
+  TORCH_CHECK(impl != nullptr, "Expected a neuron generator for a neuron tensor, got a ",
+              gen.device().str(), " generator. Create it with torch.Generator(device=\"neuron\").");
   std::lock_guard<std::mutex> lock(gen.mutex());
   return impl->reserve(count);
 }
@@ -641,7 +671,9 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
     return old;
   }
 
-  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchangeDevice(device);
+  }
 
   const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
     return default_generator(device);

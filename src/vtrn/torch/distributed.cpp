@@ -17,9 +17,9 @@
 
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/csrc/utils/pybind.h>
 
 #include "vtrn/coll/model.h"
 #include "vtrn/coll/route.h"
@@ -74,7 +74,8 @@ class NeuronWork final : public c10d::Work {
   // cost every collective would pay although few callers (DDP's comm hooks) ask for it.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
     std::call_once(future_once_, [this] {
-      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices_);
+      future_ = c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()), devices_);
       future_->markCompleted(c10::IValue(outputs_));
     });
     return future_;
@@ -92,9 +93,11 @@ class NeuronWork final : public c10d::Work {
 // deadlock two stages that both send first. It keeps the tensors, whose bytes Gloo is moving.
 class NeuronPendingWork final : public c10d::Work {
  public:
-  NeuronPendingWork(c10::intrusive_ptr<c10d::Work> transport, c10d::OpType type, std::vector<at::Tensor> tensors,
-                    std::vector<at::Tensor> aliases)
-      : c10d::Work(-1, type), transport_(std::move(transport)), tensors_(std::move(tensors)),
+  NeuronPendingWork(c10::intrusive_ptr<c10d::Work> transport, c10d::OpType type,
+                    std::vector<at::Tensor> tensors, std::vector<at::Tensor> aliases)
+      : c10d::Work(-1, type),
+        transport_(std::move(transport)),
+        tensors_(std::move(tensors)),
         aliases_(std::move(aliases)) {}
   bool isCompleted() override { return transport_->isCompleted(); }
   bool isSuccess() const override { return transport_->isSuccess(); }
@@ -119,14 +122,15 @@ using Placement = std::vector<std::pair<int, int>>;
 
 class NeuronBackend final : public c10d::Backend {
  public:
-  NeuronBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size, const std::string& instance,
-                int lnc, int nodes, const Placement& placement)
+  NeuronBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
+                const std::string& instance, int lnc, int nodes, const Placement& placement)
       : c10d::Backend(rank, size), transport_(std::move(transport)) {
     TORCH_CHECK(static_cast<int>(placement.size()) == size, "neuron backend: ", placement.size(),
                 " placements for a group of ", size);
     cluster_ = std::make_unique<topo::Cluster>(instance, lnc, nodes);
     graph_ = std::make_unique<topo::LinkGraph>(*cluster_);
-    for (const auto& [node, core] : placement) cluster_ranks_.push_back(node * cluster_->ranks_per_node() + core);
+    for (const auto& [node, core] : placement)
+      cluster_ranks_.push_back(node * cluster_->ranks_per_node() + core);
   }
 
   const std::string getBackendName() const override { return "neuron"; }
@@ -139,8 +143,8 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    return run("all_reduce", c10d::OpType::ALLREDUCE, coll::Collective::kAllReduce, tensors, tensors,
-               [&](auto& in, auto&) {
+    return run("all_reduce", c10d::OpType::ALLREDUCE, coll::Collective::kAllReduce, tensors,
+               tensors, [&](auto& in, auto&) {
                  c10d::AllreduceOptions o = opts;
                  const bool avg = to_sum(o.reduceOp);
                  auto work = transport_->allreduce(in, o);
@@ -149,8 +153,8 @@ class NeuronBackend final : public c10d::Backend {
                });
   }
 
-  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                     const c10d::AllreduceCoalescedOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
     for (auto& t : tensors) {
       std::vector<at::Tensor> one{t};
       c10d::AllreduceOptions o;
@@ -161,7 +165,8 @@ class NeuronBackend final : public c10d::Backend {
     return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
   }
 
-  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override {
     return run("reduce", c10d::OpType::REDUCE, coll::Collective::kAllReduce, tensors, tensors,
                [&](auto& in, auto&) {
                  c10d::ReduceOptions o = opts;
@@ -173,26 +178,28 @@ class NeuronBackend final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) override {
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override {
     std::vector<at::Tensor> flat_out = flatten(outputs);
     check_neuron("all_gather", flat_out);
     auto out_alias = alias_lists(outputs);
-    return run("all_gather", c10d::OpType::ALLGATHER, coll::Collective::kAllGather, inputs, flat_out,
+    return run("all_gather", c10d::OpType::ALLGATHER, coll::Collective::kAllGather, inputs,
+               flat_out,
                [&](auto& in, auto&) { return transport_->allgather(out_alias, in, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
     std::vector<at::Tensor> in{input}, out{output};
-    return run("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, coll::Collective::kAllGather, in, out,
-               [&](auto& in_alias, auto& out_alias) {
+    return run("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE,
+               coll::Collective::kAllGather, in, out, [&](auto& in_alias, auto& out_alias) {
                  return transport_->_allgather_base(out_alias[0], in_alias[0], opts);
                });
   }
 
-  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                 std::vector<at::Tensor>& inputs,
-                                                                 const c10d::AllgatherOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override {
     for (size_t i = 0; i < outputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
     return done(c10d::OpType::COALESCED, outputs);
   }
@@ -209,7 +216,8 @@ class NeuronBackend final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override {
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
     std::vector<at::Tensor> flat_out = flatten(outputs);
     check_neuron("gather", flat_out);
     auto out_alias = alias_lists(outputs);
@@ -217,7 +225,8 @@ class NeuronBackend final : public c10d::Backend {
                [&](auto& in, auto&) { return transport_->gather(out_alias, in, opts); });
   }
 
-  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
     std::vector<at::Tensor> flat_in = flatten(inputs);
     check_neuron("scatter", flat_in);
@@ -234,8 +243,8 @@ class NeuronBackend final : public c10d::Backend {
     check_neuron("reduce_scatter", flat_in);
     sync_all(flat_in);
     auto in_alias = alias_lists(inputs);
-    return run("reduce_scatter", c10d::OpType::REDUCE_SCATTER, coll::Collective::kReduceScatter, outputs, outputs,
-               [&](auto& out, auto&) {
+    return run("reduce_scatter", c10d::OpType::REDUCE_SCATTER, coll::Collective::kReduceScatter,
+               outputs, outputs, [&](auto& out, auto&) {
                  c10d::ReduceScatterOptions o = opts;
                  const bool avg = to_sum(o.reduceOp);
                  auto work = transport_->reduce_scatter(out, in_alias, o);
@@ -244,12 +253,12 @@ class NeuronBackend final : public c10d::Backend {
                });
   }
 
-  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                      const c10d::ReduceScatterOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
     std::vector<at::Tensor> in{input}, out{output};
     check_neuron("reduce_scatter_tensor", out);
-    return run("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, coll::Collective::kReduceScatter, in, out,
-               [&](auto& in_alias, auto& out_alias) {
+    return run("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE,
+               coll::Collective::kReduceScatter, in, out, [&](auto& in_alias, auto& out_alias) {
                  c10d::ReduceScatterOptions o = opts;
                  const bool avg = to_sum(o.reduceOp);
                  // Gloo's reduce-scatter writes its output once more after wait() returns
@@ -263,9 +272,9 @@ class NeuronBackend final : public c10d::Backend {
                });
   }
 
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
-                                                                 std::vector<at::Tensor>& inputs,
-                                                                 const c10d::ReduceScatterOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override {
     for (size_t i = 0; i < outputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
     return done(c10d::OpType::COALESCED, outputs);
   }
@@ -275,25 +284,30 @@ class NeuronBackend final : public c10d::Backend {
                                                std::vector<int64_t>& input_split_sizes,
                                                const c10d::AllToAllOptions& opts) override {
     std::vector<at::Tensor> in{input}, out{output};
-    return run("all_to_all_single", c10d::OpType::ALLTOALL_BASE, coll::Collective::kAllToAll, in, out,
-               [&](auto& in_alias, auto& out_alias) {
-                 return transport_->alltoall_base(out_alias[0], in_alias[0], output_split_sizes, input_split_sizes,
-                                                  opts);
+    return run("all_to_all_single", c10d::OpType::ALLTOALL_BASE, coll::Collective::kAllToAll, in,
+               out, [&](auto& in_alias, auto& out_alias) {
+                 return transport_->alltoall_base(out_alias[0], in_alias[0], output_split_sizes,
+                                                  input_split_sizes, opts);
                });
   }
 
-  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override {
     return run("all_to_all", c10d::OpType::ALLTOALL, coll::Collective::kAllToAll, inputs, outputs,
-               [&](auto& in_alias, auto& out_alias) { return transport_->alltoall(out_alias, in_alias, opts); });
+               [&](auto& in_alias, auto& out_alias) {
+                 return transport_->alltoall(out_alias, in_alias, opts);
+               });
   }
 
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override {
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override {
     return run_pending("send", c10d::OpType::SEND, tensors,
                        [&](auto& in) { return transport_->send(in, dst_rank, tag); });
   }
 
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override {
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override {
     return run_pending("recv", c10d::OpType::RECV, tensors,
                        [&](auto& in) { return transport_->recv(in, src_rank, tag); });
   }
@@ -313,9 +327,8 @@ class NeuronBackend final : public c10d::Backend {
 
   /// The route check's verdict for this group, computed on first use: "" when routable.
   const std::string& route_error() {
-    std::call_once(route_once_, [this] {
-      route_ = coll::route_group(*cluster_, *graph_, cluster_ranks_);
-    });
+    std::call_once(route_once_,
+                   [this] { route_ = coll::route_group(*cluster_, *graph_, cluster_ranks_); });
     return route_.error;
   }
 
@@ -327,7 +340,8 @@ class NeuronBackend final : public c10d::Backend {
     return true;
   }
 
-  void finish(const c10::intrusive_ptr<c10d::Work>& work, bool average, std::vector<at::Tensor>& results) {
+  void finish(const c10::intrusive_ptr<c10d::Work>& work, bool average,
+              std::vector<at::Tensor>& results) {
     work->wait();
     if (average) {
       for (auto& t : results) t.div_(getSize());
@@ -336,15 +350,17 @@ class NeuronBackend final : public c10d::Backend {
 
   void check_route(const char* op) {
     const std::string& error = route_error();
-    TORCH_CHECK_WITH(DistBackendError, error.empty(), op, " on a group of ", getSize(), " ranks: ", error);
+    TORCH_CHECK_WITH(DistBackendError, error.empty(), op, " on a group of ", getSize(),
+                     " ranks: ", error);
   }
 
   static void check_neuron(const char* op, const std::vector<at::Tensor>& tensors) {
     for (const auto& t : tensors) {
-      TORCH_CHECK(!t.defined() || t.device().is_privateuseone(), "a tensor on ", t.device().str(),
-                  " was passed to the neuron collective ", op,
-                  ". Move it to the neuron device first (tensor.to(\"neuron\")), or initialize the process "
-                  "group with \"cpu:gloo,neuron:neuron\" so that cpu tensors use Gloo.");
+      TORCH_CHECK(
+          !t.defined() || t.device().is_privateuseone(), "a tensor on ", t.device().str(),
+          " was passed to the neuron collective ", op,
+          ". Move it to the neuron device first (tensor.to(\"neuron\")), or initialize the process "
+          "group with \"cpu:gloo,neuron:neuron\" so that cpu tensors use Gloo.");
     }
   }
 
@@ -371,7 +387,8 @@ class NeuronBackend final : public c10d::Backend {
     return out;
   }
 
-  static std::vector<std::vector<at::Tensor>> alias_lists(const std::vector<std::vector<at::Tensor>>& lists) {
+  static std::vector<std::vector<at::Tensor>> alias_lists(
+      const std::vector<std::vector<at::Tensor>>& lists) {
     std::vector<std::vector<at::Tensor>> out;
     for (const auto& l : lists) out.push_back(aliases(l));
     return out;
@@ -400,8 +417,8 @@ class NeuronBackend final : public c10d::Backend {
   /// Checks and waits for the producers like run(), starts |call|(aliases) on the transport
   /// and returns work that completes with it.
   template <typename Call>
-  c10::intrusive_ptr<c10d::Work> run_pending(const char* op, c10d::OpType type, std::vector<at::Tensor>& tensors,
-                                             Call call) {
+  c10::intrusive_ptr<c10d::Work> run_pending(const char* op, c10d::OpType type,
+                                             std::vector<at::Tensor>& tensors, Call call) {
     check_neuron(op, tensors);
     check_route(op);
     sync_all(tensors);
@@ -410,17 +427,20 @@ class NeuronBackend final : public c10d::Backend {
     uint64_t bytes = 0;
     for (const auto& t : tensors) bytes += t.defined() ? t.nbytes() : 0;
     if (!tensors.empty() && tensors[0].defined() && getSize() > 1) {
-      add_modeled_seconds(tensors[0].device().index(),
-                          coll::estimate(*cluster_, route_, coll::Collective::kSendRecv, bytes).seconds);
+      add_modeled_seconds(
+          tensors[0].device().index(),
+          coll::estimate(*cluster_, route_, coll::Collective::kSendRecv, bytes).seconds);
     }
-    return c10::make_intrusive<NeuronPendingWork>(std::move(work), type, tensors, std::move(tensor_aliases));
+    return c10::make_intrusive<NeuronPendingWork>(std::move(work), type, tensors,
+                                                  std::move(tensor_aliases));
   }
 
   /// Checks, waits for the producers, runs |call|(input aliases, output aliases) on the
   /// transport, waits for it, and charges the modeled time.
   template <typename Call>
   c10::intrusive_ptr<c10d::Work> run(const char* op, c10d::OpType type, coll::Collective collective,
-                                     std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs, Call call) {
+                                     std::vector<at::Tensor>& inputs,
+                                     std::vector<at::Tensor>& outputs, Call call) {
     check_neuron(op, inputs);
     check_neuron(op, outputs);
     check_route(op);
@@ -435,7 +455,8 @@ class NeuronBackend final : public c10d::Backend {
       if (t.defined()) bytes += t.nbytes();
     }
     if (!outputs.empty() && outputs[0].defined() && getSize() > 1) {
-      add_modeled_seconds(outputs[0].device().index(), coll::estimate(*cluster_, route_, collective, bytes).seconds);
+      add_modeled_seconds(outputs[0].device().index(),
+                          coll::estimate(*cluster_, route_, collective, bytes).seconds);
     }
     return done(type, outputs);
   }
@@ -452,16 +473,18 @@ class NeuronBackend final : public c10d::Backend {
 
 void bind_distributed(py::module_& m) {
   py::class_<NeuronBackend, c10d::Backend, c10::intrusive_ptr<NeuronBackend>>(m, "NeuronBackend")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size,
-                       const std::string& instance, int lnc, int nodes, const Placement& placement) {
-             try {
-               return c10::make_intrusive<NeuronBackend>(transport, rank, size, instance, lnc, nodes, placement);
-             } catch (const std::invalid_argument& e) {
-               throw py::value_error(e.what());
-             }
-           }),
-           py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("instance"), py::arg("lnc"),
-           py::arg("nodes"), py::arg("placement"))
+      .def(
+          py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size,
+                      const std::string& instance, int lnc, int nodes, const Placement& placement) {
+            try {
+              return c10::make_intrusive<NeuronBackend>(transport, rank, size, instance, lnc, nodes,
+                                                        placement);
+            } catch (const std::invalid_argument& e) {
+              throw py::value_error(e.what());
+            }
+          }),
+          py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("instance"),
+          py::arg("lnc"), py::arg("nodes"), py::arg("placement"))
       .def("route_error", &NeuronBackend::route_error);
   m.def("modeled_collective_seconds", &modeled_seconds, py::arg("device"),
         "Modeled time of the collectives this process ran on |device|, in seconds.");

@@ -34,7 +34,8 @@ using hlo::DType;
 namespace {
 
 struct Counters {
-  std::atomic<uint64_t> compiles{0}, memory_hits{0}, disk_hits{0}, kernels{0}, groups{0}, fused_ops{0}, fallbacks{0};
+  std::atomic<uint64_t> compiles{0}, memory_hits{0}, disk_hits{0}, kernels{0}, groups{0},
+      fused_ops{0}, fallbacks{0};
   std::atomic<uint64_t> modeled_ps{0};  // picoseconds, so sums of small kernels stay exact
 };
 Counters& counters() {
@@ -55,9 +56,15 @@ void count_kernel(double modeled_seconds, uint64_t fused_ops) {
 void count_cache_result(runtime::CacheSource source) {
   Counters& c = counters();
   switch (source) {
-    case runtime::CacheSource::kCompiled: c.compiles.fetch_add(1, std::memory_order_relaxed); break;
-    case runtime::CacheSource::kMemory: c.memory_hits.fetch_add(1, std::memory_order_relaxed); break;
-    case runtime::CacheSource::kDisk: c.disk_hits.fetch_add(1, std::memory_order_relaxed); break;
+    case runtime::CacheSource::kCompiled:
+      c.compiles.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case runtime::CacheSource::kMemory:
+      c.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case runtime::CacheSource::kDisk:
+      c.disk_hits.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
 }
 
@@ -83,7 +90,8 @@ EagerMetrics eager_metrics() {
 
 void reset_eager_metrics() {
   Counters& c = counters();
-  for (auto* a : {&c.compiles, &c.memory_hits, &c.disk_hits, &c.kernels, &c.groups, &c.fused_ops, &c.fallbacks, &c.modeled_ps})
+  for (auto* a : {&c.compiles, &c.memory_hits, &c.disk_hits, &c.kernels, &c.groups, &c.fused_ops,
+                  &c.fallbacks, &c.modeled_ps})
     a->store(0);
 }
 
@@ -95,39 +103,67 @@ namespace {
 
 std::optional<DType> to_hlo(at::ScalarType t) {
   switch (t) {
-    case at::kBool: return DType::kPred;
-    case at::kChar: return DType::kI8;
-    case at::kShort: return DType::kI16;
-    case at::kInt: return DType::kI32;
-    case at::kLong: return DType::kI64;
-    case at::kByte: return DType::kU8;
-    case at::kUInt16: return DType::kU16;
-    case at::kUInt32: return DType::kU32;
-    case at::kUInt64: return DType::kU64;
-    case at::kHalf: return DType::kF16;
-    case at::kBFloat16: return DType::kBF16;
-    case at::kFloat: return DType::kF32;
-    case at::kDouble: return DType::kF64;
-    default: return std::nullopt;
+    case at::kBool:
+      return DType::kPred;
+    case at::kChar:
+      return DType::kI8;
+    case at::kShort:
+      return DType::kI16;
+    case at::kInt:
+      return DType::kI32;
+    case at::kLong:
+      return DType::kI64;
+    case at::kByte:
+      return DType::kU8;
+    case at::kUInt16:
+      return DType::kU16;
+    case at::kUInt32:
+      return DType::kU32;
+    case at::kUInt64:
+      return DType::kU64;
+    case at::kHalf:
+      return DType::kF16;
+    case at::kBFloat16:
+      return DType::kBF16;
+    case at::kFloat:
+      return DType::kF32;
+    case at::kDouble:
+      return DType::kF64;
+    default:
+      return std::nullopt;
   }
 }
 
 at::ScalarType to_torch(DType d) {
   switch (d) {
-    case DType::kPred: return at::kBool;
-    case DType::kI8: return at::kChar;
-    case DType::kI16: return at::kShort;
-    case DType::kI32: return at::kInt;
-    case DType::kI64: return at::kLong;
-    case DType::kU8: return at::kByte;
-    case DType::kU16: return at::kUInt16;
-    case DType::kU32: return at::kUInt32;
-    case DType::kU64: return at::kUInt64;
-    case DType::kF16: return at::kHalf;
-    case DType::kBF16: return at::kBFloat16;
-    case DType::kF32: return at::kFloat;
-    case DType::kF64: return at::kDouble;
-    case DType::kC64: return at::kComplexFloat;
+    case DType::kPred:
+      return at::kBool;
+    case DType::kI8:
+      return at::kChar;
+    case DType::kI16:
+      return at::kShort;
+    case DType::kI32:
+      return at::kInt;
+    case DType::kI64:
+      return at::kLong;
+    case DType::kU8:
+      return at::kByte;
+    case DType::kU16:
+      return at::kUInt16;
+    case DType::kU32:
+      return at::kUInt32;
+    case DType::kU64:
+      return at::kUInt64;
+    case DType::kF16:
+      return at::kHalf;
+    case DType::kBF16:
+      return at::kBFloat16;
+    case DType::kF32:
+      return at::kFloat;
+    case DType::kF64:
+      return at::kDouble;
+    case DType::kC64:
+      return at::kComplexFloat;
   }
   return at::kFloat;
 }
@@ -149,9 +185,9 @@ enum class Slot : uint8_t {
   kBool,
   kString,
   kDType,
-  kIgnoredIfNone, // layout, device, memory_format, generator...: must be None
-  kOut,           // out= tensor (write only)
-  kOutList,       // out= tensor list
+  kIgnoredIfNone,  // layout, device, memory_format, generator...: must be None
+  kOut,            // out= tensor (write only)
+  kOutList,        // out= tensor list
 };
 
 struct SchemaInfo {
@@ -159,8 +195,8 @@ struct SchemaInfo {
   std::vector<bool> mutable_input;  // per argument: a positional argument the op writes
   size_t num_args = 0;
   size_t num_returns = 0;
-  std::vector<int> return_alias;    // per return: the argument it aliases, or -1
-  bool returns_list = false;        // one Tensor[] return (functional foreach ops)
+  std::vector<int> return_alias;  // per return: the argument it aliases, or -1
+  bool returns_list = false;      // one Tensor[] return (functional foreach ops)
 };
 
 bool is_tensor_type(const c10::TypePtr& t) { return t->kind() == c10::TypeKind::TensorType; }
@@ -169,7 +205,9 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
   SchemaInfo info;
   const auto& args = schema.arguments();
   info.num_args = args.size();
-  auto contains = [](const std::vector<int>& v, int i) { return std::find(v.begin(), v.end(), i) != v.end(); };
+  auto contains = [](const std::vector<int>& v, int i) {
+    return std::find(v.begin(), v.end(), i) != v.end();
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::Argument& a = args[i];
     // real_type(): ScalarType arguments have type int in the schema, ScalarType in real_type.
@@ -182,23 +220,38 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
       s = a.is_out() ? Slot::kOut : Slot::kTensor;
     } else if (auto list = t->cast<c10::ListType>()) {
       const auto elem = list->getElementType();
-      if (is_tensor_type(elem)) s = a.is_out() ? Slot::kOutList : Slot::kTensorList;
-      else if (elem->kind() == c10::TypeKind::NumberType) s = Slot::kScalarList;
-      else if (elem->kind() == c10::TypeKind::IntType || elem->kind() == c10::TypeKind::SymIntType) s = Slot::kInts;
+      if (is_tensor_type(elem))
+        s = a.is_out() ? Slot::kOutList : Slot::kTensorList;
+      else if (elem->kind() == c10::TypeKind::NumberType)
+        s = Slot::kScalarList;
+      else if (elem->kind() == c10::TypeKind::IntType || elem->kind() == c10::TypeKind::SymIntType)
+        s = Slot::kInts;
     } else {
       switch (t->kind()) {
         case c10::TypeKind::NumberType:
-          s = contains(entry.static_scalars, static_cast<int>(i)) ? Slot::kStaticScalar : Slot::kScalar;
+          s = contains(entry.static_scalars, static_cast<int>(i)) ? Slot::kStaticScalar
+                                                                  : Slot::kScalar;
           break;
         case c10::TypeKind::IntType:
-        case c10::TypeKind::SymIntType: s = Slot::kInt; break;
-        case c10::TypeKind::FloatType:
-          s = contains(entry.runtime_floats, static_cast<int>(i)) ? Slot::kRuntimeFloat : Slot::kFloat;
+        case c10::TypeKind::SymIntType:
+          s = Slot::kInt;
           break;
-        case c10::TypeKind::BoolType: s = Slot::kBool; break;
-        case c10::TypeKind::StringType: s = Slot::kString; break;
-        case c10::TypeKind::ScalarTypeType: s = Slot::kDType; break;
-        default: s = Slot::kIgnoredIfNone; break;
+        case c10::TypeKind::FloatType:
+          s = contains(entry.runtime_floats, static_cast<int>(i)) ? Slot::kRuntimeFloat
+                                                                  : Slot::kFloat;
+          break;
+        case c10::TypeKind::BoolType:
+          s = Slot::kBool;
+          break;
+        case c10::TypeKind::StringType:
+          s = Slot::kString;
+          break;
+        case c10::TypeKind::ScalarTypeType:
+          s = Slot::kDType;
+          break;
+        default:
+          s = Slot::kIgnoredIfNone;
+          break;
       }
     }
     info.slots.push_back(s);
@@ -210,7 +263,8 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lw::OpLowering& ent
     int alias = -1;
     if (r.alias_info() != nullptr && r.alias_info()->isWrite()) {
       for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i].alias_info() != nullptr && args[i].alias_info()->beforeSets() == r.alias_info()->beforeSets()) {
+        if (args[i].alias_info() != nullptr &&
+            args[i].alias_info()->beforeSets() == r.alias_info()->beforeSets()) {
           alias = static_cast<int>(i);
           break;
         }
@@ -240,8 +294,8 @@ struct KeyHash {
 /// an elementwise loop (it reads element i before writing element i), and no later kernel reads
 /// that input.
 struct AliasSafety {
-  std::vector<int> param_last_reader;   // per parameter: the last kernel reading it, or -1
-  std::vector<int> result_writer;       // per result: the kernel computing it, or -1
+  std::vector<int> param_last_reader;    // per parameter: the last kernel reading it, or -1
+  std::vector<int> result_writer;        // per result: the kernel computing it, or -1
   std::vector<bool> writer_elementwise;  // per result: that kernel is an elementwise loop
 
   bool can_alias(size_t result, size_t param) const {
@@ -257,12 +311,15 @@ AliasSafety analyze_aliasing(const compiler::Executable& exe) {
   std::vector<int> param_of(main.types.size(), -1);   // value -> the parameter it is (or bitcasts)
   std::vector<int> kernel_of(main.types.size(), -1);  // value -> the kernel computing it
   std::vector<bool> elementwise_of(main.types.size(), false);
-  for (size_t p = 0; p < main.args.size(); ++p) param_of[static_cast<size_t>(main.args[p])] = static_cast<int>(p);
+  for (size_t p = 0; p < main.args.size(); ++p)
+    param_of[static_cast<size_t>(main.args[p])] = static_cast<int>(p);
   for (size_t k = 0; k < exe.kernels.size(); ++k) {
     const compiler::Kernel& kernel = exe.kernels[k];
     const bool bitcast = kernel.kind == compiler::KernelKind::kBitcast;
     bool elementwise = kernel.kind == compiler::KernelKind::kFused;
-    for (int oi : kernel.ops) elementwise = elementwise && main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kReduce;
+    for (int oi : kernel.ops)
+      elementwise =
+          elementwise && main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kReduce;
     for (int oi : kernel.ops) {
       const hlo::Op& op = main.ops.at(static_cast<size_t>(oi));
       for (int v : op.operands) {
@@ -270,7 +327,8 @@ AliasSafety analyze_aliasing(const compiler::Executable& exe) {
         if (p >= 0 && !bitcast) a.param_last_reader[static_cast<size_t>(p)] = static_cast<int>(k);
       }
       for (int r : op.results) {
-        if (bitcast && !op.operands.empty()) param_of[static_cast<size_t>(r)] = param_of[static_cast<size_t>(op.operands[0])];
+        if (bitcast && !op.operands.empty())
+          param_of[static_cast<size_t>(r)] = param_of[static_cast<size_t>(op.operands[0])];
         kernel_of[static_cast<size_t>(r)] = bitcast ? -1 : static_cast<int>(k);
         elementwise_of[static_cast<size_t>(r)] = elementwise;
       }
@@ -318,9 +376,12 @@ struct BufferRef {
     return b;
   }
   char* base() const {
-    return static_cast<char*>(storage.mutable_data()) + offset * static_cast<int64_t>(c10::elementSize(dtype));
+    return static_cast<char*>(storage.mutable_data()) +
+           offset * static_cast<int64_t>(c10::elementSize(dtype));
   }
-  at::Tensor cpu() const { return at::from_blob(base(), sizes, strides, at::TensorOptions().dtype(dtype)); }
+  at::Tensor cpu() const {
+    return at::from_blob(base(), sizes, strides, at::TensorOptions().dtype(dtype));
+  }
   int64_t numel() const { return c10::multiply_integers(sizes); }
   /// [first, last) bytes of the storage this view can touch.
   std::pair<int64_t, int64_t> byte_range() const {
@@ -333,11 +394,14 @@ struct BufferRef {
     return {offset * es, (last + 1) * es};
   }
   bool same_view(const BufferRef& o) const {
-    return !is_scalar && !o.is_scalar && storage.unsafeGetStorageImpl() == o.storage.unsafeGetStorageImpl() &&
+    return !is_scalar && !o.is_scalar &&
+           storage.unsafeGetStorageImpl() == o.storage.unsafeGetStorageImpl() &&
            offset == o.offset && dtype == o.dtype && sizes == o.sizes && strides == o.strides;
   }
   bool overlaps(const BufferRef& o) const {
-    if (is_scalar || o.is_scalar || storage.unsafeGetStorageImpl() != o.storage.unsafeGetStorageImpl()) return false;
+    if (is_scalar || o.is_scalar ||
+        storage.unsafeGetStorageImpl() != o.storage.unsafeGetStorageImpl())
+      return false;
     auto [a0, a1] = byte_range();
     auto [b0, b1] = o.byte_range();
     return a0 < b1 && b0 < a1;
@@ -456,15 +520,18 @@ struct FusedExecutable {
   std::shared_ptr<const runtime::LoadedExecutable> executable;
   AliasSafety aliasing;
 };
-std::unordered_map<std::vector<int64_t>, std::shared_ptr<const FusedExecutable>, KeyHash>& fused_cache() {
-  static auto* m = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const FusedExecutable>, KeyHash>();
+std::unordered_map<std::vector<int64_t>, std::shared_ptr<const FusedExecutable>, KeyHash>&
+fused_cache() {
+  static auto* m = new std::unordered_map<std::vector<int64_t>,
+                                          std::shared_ptr<const FusedExecutable>, KeyHash>();
   return *m;
 }
 
 /// Copies |src|'s ops into |dst|, mapping src values through |map| (params pre-mapped).
 /// A convert back to float32 of a value the group rounded from float32 reuses the float32
 /// value: intermediates stay in float32 inside a group, as the seed describes.
-void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map, std::unordered_map<int, int>& wide) {
+void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
+                  std::unordered_map<int, int>& wide) {
   for (const hlo::Op& op : src.ops) {
     if (op.kind == hlo::OpKind::kConvert) {
       const int in = map[static_cast<size_t>(op.operands[0])];
@@ -483,7 +550,8 @@ void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
     }
     if (op.kind == hlo::OpKind::kConvert) {
       const DType from = dst.type(copy.operands[0]).dtype, to = dst.type(copy.results[0]).dtype;
-      if (from == DType::kF32 && (to == DType::kBF16 || to == DType::kF16)) wide[copy.results[0]] = copy.operands[0];
+      if (from == DType::kF32 && (to == DType::kBF16 || to == DType::kF16))
+        wide[copy.results[0]] = copy.operands[0];
     }
     dst.ops.push_back(std::move(copy));
   }
@@ -525,7 +593,8 @@ void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
 // an earlier op feeds later readers directly, and each buffer's final value is written once
 // (or not at all, when the group's own temporary died unread).
 void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id) {
-  const c10::StreamGuard stream_guard(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
+  const c10::StreamGuard stream_guard(
+      c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
   if (ops.size() == 1) {
     Launch l;
     l.executable = ops[0].op->executable;
@@ -538,23 +607,32 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
   }
   // Wiring: each input is an external buffer (index into |ext|) or the latest value written to
   // a buffer by an earlier op of the group (index into |buffers|).
-  std::vector<BufferRef> ext;          // external inputs, parameter order
-  std::vector<BufferRef> buffers;      // buffers written in the group
-  std::vector<int64_t> key;            // identity of the composition
-  struct Wire { bool internal; size_t index; };
+  std::vector<BufferRef> ext;      // external inputs, parameter order
+  std::vector<BufferRef> buffers;  // buffers written in the group
+  std::vector<int64_t> key;        // identity of the composition
+  struct Wire {
+    bool internal;
+    size_t index;
+  };
   std::vector<std::vector<Wire>> wiring(ops.size());
-  std::vector<int> last_writer;        // per buffer: the op that wrote it last
+  std::vector<int> last_writer;  // per buffer: the op that wrote it last
   for (size_t k = 0; k < ops.size(); ++k) {
     key.push_back(reinterpret_cast<intptr_t>(ops[k].op.get()));
     for (const BufferRef& in : ops[k].inputs) {
       Wire w{false, 0};
       bool found = false;
       for (size_t b = 0; b < buffers.size() && !found; ++b) {
-        if (buffers[b].same_view(in)) { w = {true, b}; found = true; }
+        if (buffers[b].same_view(in)) {
+          w = {true, b};
+          found = true;
+        }
       }
       if (!found) {
         for (size_t e = 0; e < ext.size() && !found; ++e) {
-          if (!in.is_scalar && ext[e].same_view(in)) { w = {false, e}; found = true; }
+          if (!in.is_scalar && ext[e].same_view(in)) {
+            w = {false, e};
+            found = true;
+          }
         }
       }
       if (!found) {
@@ -588,7 +666,8 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
     const auto* impl = buffers[b].storage.unsafeGetStorageImpl();
     size_t held = 0;
     for (const PendingOp& op : ops) {
-      for (const BufferRef& r : op.inputs) held += !r.is_scalar && r.storage.unsafeGetStorageImpl() == impl;
+      for (const BufferRef& r : op.inputs)
+        held += !r.is_scalar && r.storage.unsafeGetStorageImpl() == impl;
       for (const BufferRef& r : op.outputs) held += r.storage.unsafeGetStorageImpl() == impl;
     }
     for (const BufferRef& r : buffers) held += r.storage.unsafeGetStorageImpl() == impl;
@@ -680,9 +759,10 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
 }
 
 /// Queues |launch| (AEE: holds it in the device's group when it can fuse).
-void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device, const char* name) {
-  const bool fusable = op->entry->elementwise && op->output_types.size() == 1 && concatenation_enabled() &&
-                       !at::globalContext().deterministicAlgorithms();
+void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device,
+            const char* name) {
+  const bool fusable = op->entry->elementwise && op->output_types.size() == 1 &&
+                       concatenation_enabled() && !at::globalContext().deterministicAlgorithms();
   if (fusable) {
     PendingGroup& g = pending_group(device);
     const c10::StreamId stream = current_stream(device).id();
@@ -694,8 +774,10 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
       // express: end the group first.
       for (const PendingOp& p : g.ops) {
         for (const BufferRef& a : p.outputs) {
-          for (const BufferRef& b : launch.inputs) conflict = conflict || (a.overlaps(b) && !a.same_view(b));
-          for (const BufferRef& b : launch.outputs) conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+          for (const BufferRef& b : launch.inputs)
+            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+          for (const BufferRef& b : launch.outputs)
+            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
         }
       }
       if (!g.ops.empty() && (conflict || g.stream != stream)) {
@@ -728,14 +810,17 @@ std::mutex& cache_mutex() {
   static std::mutex m;
   return m;
 }
-std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CompiledOp>, KeyHash>& signature_cache() {
-  static auto* m = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CompiledOp>, KeyHash>();
+std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CompiledOp>, KeyHash>&
+signature_cache() {
+  static auto* m =
+      new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const CompiledOp>, KeyHash>();
   return *m;
 }
 
 /// VTRN_EAGER_DEBUG=1 prints why a call falls back to the CPU.
 bool debug_enabled() {
-  static const bool on = std::getenv("VTRN_EAGER_DEBUG") != nullptr && std::strcmp(std::getenv("VTRN_EAGER_DEBUG"), "1") == 0;
+  static const bool on = std::getenv("VTRN_EAGER_DEBUG") != nullptr &&
+                         std::strcmp(std::getenv("VTRN_EAGER_DEBUG"), "1") == 0;
   return on;
 }
 
@@ -752,7 +837,9 @@ int64_t double_bits(double v) {
 class LoweredKernel final : public c10::OperatorKernel {
  public:
   explicit LoweredKernel(const lw::OpLowering* entry)
-      : entry_(entry), qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name : entry->name) {}
+      : entry_(entry),
+        qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name
+                                                                    : entry->name) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(schema_once_, [&] { info_ = classify(op.schema(), *entry_); });
@@ -783,13 +870,15 @@ class LoweredKernel final : public c10::OperatorKernel {
   }
 
  private:
-  void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { cpu_fallback(op, stack); }
+  void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+    cpu_fallback(op, stack);
+  }
 
   // Appends the call's signature to |key|. False when the call can't run here: a tensor on
   // another device, an unsupported dtype or argument (the fallback then raises PyTorch's own
   // error, or computes the op on the CPU).
-  bool describe(torch::jit::Stack* stack, size_t first, std::vector<int64_t>& key, c10::DeviceIndex& device,
-                bool& empty_input) const {
+  bool describe(torch::jit::Stack* stack, size_t first, std::vector<int64_t>& key,
+                c10::DeviceIndex& device, bool& empty_input) const {
     auto add_tensor = [&](const at::Tensor& t) -> bool {
       if (!t.defined()) {
         key.push_back(-1);
@@ -799,12 +888,15 @@ class LoweredKernel final : public c10::OperatorKernel {
       if (!d) return false;
       if (t.is_cpu()) {
         if (t.dim() != 0) return false;
-        key.push_back(2000 + static_cast<int64_t>(*d) * 2 + (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0));
+        key.push_back(2000 + static_cast<int64_t>(*d) * 2 +
+                      (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0));
         return true;
       }
       if (!t.is_privateuseone()) return false;
-      if (device < 0) device = t.device().index();
-      else if (device != t.device().index()) return false;
+      if (device < 0)
+        device = t.device().index();
+      else if (device != t.device().index())
+        return false;
       key.push_back(1000 + static_cast<int64_t>(*d));
       key.push_back(t.dim());
       for (int64_t s : t.sizes()) key.push_back(s);
@@ -815,11 +907,16 @@ class LoweredKernel final : public c10::OperatorKernel {
       const c10::IValue& v = (*stack)[first + i];
       switch (info_.slots[i]) {
         case Slot::kTensor:
-          if (v.isNone()) key.push_back(-1);
-          else if (!add_tensor(v.toTensor())) return false;
+          if (v.isNone())
+            key.push_back(-1);
+          else if (!add_tensor(v.toTensor()))
+            return false;
           break;
         case Slot::kTensorList: {
-          if (v.isNone()) { key.push_back(-1); break; }
+          if (v.isNone()) {
+            key.push_back(-1);
+            break;
+          }
           const auto list = v.toTensorList();
           key.push_back(static_cast<int64_t>(list.size()));
           for (const at::Tensor& t : list) {
@@ -828,53 +925,84 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         }
         case Slot::kScalarList: {
-          if (v.isNone()) { key.push_back(-1); break; }
+          if (v.isNone()) {
+            key.push_back(-1);
+            break;
+          }
           if (!v.isList()) return false;
           const auto list = v.toListRef();
           key.push_back(static_cast<int64_t>(list.size()));
           for (const c10::IValue& e : list) {
-            if (e.isDouble()) key.push_back(-2);
-            else if (e.isInt()) key.push_back(-3);
-            else if (e.isBool()) key.push_back(-4);
-            else return false;
+            if (e.isDouble())
+              key.push_back(-2);
+            else if (e.isInt())
+              key.push_back(-3);
+            else if (e.isBool())
+              key.push_back(-4);
+            else
+              return false;
           }
           break;
         }
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
-          if (v.isNone()) key.push_back(-1);
-          else if (v.isDouble()) key.push_back(-2);
-          else if (v.isInt()) key.push_back(-3);
-          else if (v.isBool()) key.push_back(-4);
-          else return false;
+          if (v.isNone())
+            key.push_back(-1);
+          else if (v.isDouble())
+            key.push_back(-2);
+          else if (v.isInt())
+            key.push_back(-3);
+          else if (v.isBool())
+            key.push_back(-4);
+          else
+            return false;
           break;
         case Slot::kStaticScalar:
-          if (v.isNone()) { key.push_back(-1); break; }
+          if (v.isNone()) {
+            key.push_back(-1);
+            break;
+          }
           if (!v.isDouble() && !v.isInt() && !v.isBool()) return false;
           key.push_back(v.isDouble() ? 0 : 1);
-          key.push_back(v.isDouble() ? double_bits(v.toDouble()) : (v.isInt() ? v.toInt() : v.toBool()));
+          key.push_back(v.isDouble() ? double_bits(v.toDouble())
+                                     : (v.isInt() ? v.toInt() : v.toBool()));
           break;
         case Slot::kInt:
-          if (v.isNone()) key.push_back(INT64_MIN);
-          else if (v.isInt()) key.push_back(v.toInt());
-          else return false;
+          if (v.isNone())
+            key.push_back(INT64_MIN);
+          else if (v.isInt())
+            key.push_back(v.toInt());
+          else
+            return false;
           break;
         case Slot::kInts: {
-          if (v.isNone()) { key.push_back(-1); break; }
+          if (v.isNone()) {
+            key.push_back(-1);
+            break;
+          }
           if (!v.isIntList()) return false;
           const auto ints = v.toIntList();
           key.push_back(static_cast<int64_t>(ints.size()));
           for (int64_t x : ints) key.push_back(x);
           break;
         }
-        case Slot::kFloat: key.push_back(v.isNone() ? -1 : double_bits(v.toDouble())); break;
-        case Slot::kBool: key.push_back(v.isNone() ? -1 : v.toBool()); break;
+        case Slot::kFloat:
+          key.push_back(v.isNone() ? -1 : double_bits(v.toDouble()));
+          break;
+        case Slot::kBool:
+          key.push_back(v.isNone() ? -1 : v.toBool());
+          break;
         case Slot::kString:
-          if (v.isNone()) { key.push_back(-1); break; }
+          if (v.isNone()) {
+            key.push_back(-1);
+            break;
+          }
           for (char ch : v.toStringRef()) key.push_back(ch);
           key.push_back(0);
           break;
-        case Slot::kDType: key.push_back(v.isNone() ? -1 : v.toInt()); break;
+        case Slot::kDType:
+          key.push_back(v.isNone() ? -1 : v.toInt());
+          break;
         case Slot::kIgnoredIfNone:
           if (!v.isNone()) return false;
           break;
@@ -886,20 +1014,24 @@ class LoweredKernel final : public c10::OperatorKernel {
           key.push_back(3000 + static_cast<int64_t>(*d));
           break;
         }
-        case Slot::kOutList: return false;
+        case Slot::kOutList:
+          return false;
       }
     }
     return device >= 0;
   }
 
   static hlo::TensorType scalar_type(const c10::IValue& v) {
-    return hlo::TensorType(v.isDouble() ? DType::kF64 : (v.isBool() ? DType::kPred : DType::kI64), {});
+    return hlo::TensorType(v.isDouble() ? DType::kF64 : (v.isBool() ? DType::kPred : DType::kI64),
+                           {});
   }
 
   // The OpCall for the arguments on |stack| (built on a signature miss only).
   lw::OpCall op_call(torch::jit::Stack* stack, size_t first) const {
     lw::OpCall call;
-    auto tensor_type = [](const at::Tensor& t) { return hlo::TensorType(*to_hlo(t.scalar_type()), t.sizes().vec()); };
+    auto tensor_type = [](const at::Tensor& t) {
+      return hlo::TensorType(*to_hlo(t.scalar_type()), t.sizes().vec());
+    };
     for (size_t i = 0; i < info_.num_args; ++i) {
       const c10::IValue& v = (*stack)[first + i];
       lw::ArgSpec a;
@@ -936,7 +1068,8 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kStaticScalar:
           if (v.isNone()) break;
           a.kind = lw::ArgKind::kFloat;
-          a.real = v.isDouble() ? v.toDouble() : static_cast<double>(v.isInt() ? v.toInt() : v.toBool());
+          a.real =
+              v.isDouble() ? v.toDouble() : static_cast<double>(v.isInt() ? v.toInt() : v.toBool());
           a.ints = {v.isDouble() ? 0 : 1};
           break;
         case Slot::kInt:
@@ -972,9 +1105,12 @@ class LoweredKernel final : public c10::OperatorKernel {
           a.dtype = *d;
           break;
         }
-        case Slot::kOut: call.out_dtypes.push_back(*to_hlo(v.toTensor().scalar_type())); break;
+        case Slot::kOut:
+          call.out_dtypes.push_back(*to_hlo(v.toTensor().scalar_type()));
+          break;
         case Slot::kIgnoredIfNone:
-        case Slot::kOutList: break;
+        case Slot::kOutList:
+          break;
       }
       call.args.push_back(std::move(a));
     }
@@ -987,7 +1123,8 @@ class LoweredKernel final : public c10::OperatorKernel {
     try {
       lw::LoweredCall lowered = lw::lower_call(*entry_, op_call(stack, first));
       compiled->written = lowered.written;
-      for (int v : lowered.module.main.results) compiled->output_types.push_back(lowered.module.main.type(v));
+      for (int v : lowered.module.main.results)
+        compiled->output_types.push_back(lowered.module.main.type(v));
       runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(lowered.module);
       count_cache_result(r.source);
       compiled->executable = r.executable;
@@ -1000,13 +1137,14 @@ class LoweredKernel final : public c10::OperatorKernel {
       compiled->fallback_reason = e.what();
     }
     if (!compiled->executable && debug_enabled())
-      std::fprintf(stderr, "[vtrn] %s falls back to the CPU: %s\n", qualified_name_.c_str(), compiled->fallback_reason.c_str());
+      std::fprintf(stderr, "[vtrn] %s falls back to the CPU: %s\n", qualified_name_.c_str(),
+                   compiled->fallback_reason.c_str());
     return compiled;
   }
 
   // Allocates or resizes the outputs, queues the executable and leaves the returns on |stack|.
-  void run(torch::jit::Stack* stack, size_t first, const std::shared_ptr<const CompiledOp>& compiled,
-           c10::DeviceIndex device) {
+  void run(torch::jit::Stack* stack, size_t first,
+           const std::shared_ptr<const CompiledOp>& compiled, c10::DeviceIndex device) {
     record_executed(qualified_name_.c_str(), seen_epoch_);
     const c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, device));
     Launch launch;
@@ -1021,7 +1159,8 @@ class LoweredKernel final : public c10::OperatorKernel {
       switch (info_.slots[i]) {
         case Slot::kTensor:
           if (v.isNone() || !v.toTensor().defined()) break;
-          launch.inputs.push_back(v.toTensor().is_cpu() ? cpu_scalar_ref(v.toTensor()) : BufferRef::of(v.toTensor()));
+          launch.inputs.push_back(v.toTensor().is_cpu() ? cpu_scalar_ref(v.toTensor())
+                                                        : BufferRef::of(v.toTensor()));
           if (info_.mutable_input[i]) {
             outputs.push_back(v.toTensor());
             resizable.push_back(false);
@@ -1042,25 +1181,30 @@ class LoweredKernel final : public c10::OperatorKernel {
           if (!v.isNone()) launch.inputs.push_back(scalar_ref(v));
           break;
         case Slot::kScalarList:
-          if (!v.isNone()) for (const c10::IValue& e : v.toListRef()) launch.inputs.push_back(scalar_ref(e));
+          if (!v.isNone())
+            for (const c10::IValue& e : v.toListRef()) launch.inputs.push_back(scalar_ref(e));
           break;
         case Slot::kOut:
           outputs.push_back(v.toTensor());
           resizable.push_back(true);
           break;
-        default: break;
+        default:
+          break;
       }
     }
     const bool functional = outputs.empty();
     if (functional) {
       for (const hlo::TensorType& type : compiled->output_types) {
-        outputs.push_back(at::empty(type.dims, at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));
+        outputs.push_back(at::empty(
+            type.dims,
+            at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));
         launch.outputs.push_back(BufferRef::of(outputs.back()));
         launch.outputs.back().fresh = true;
       }
     } else {
-      TORCH_INTERNAL_ASSERT(compiled->written.size() == outputs.size(), entry_->name, ": the lowering returned ",
-                            compiled->written.size(), " outputs for ", outputs.size());
+      TORCH_INTERNAL_ASSERT(compiled->written.size() == outputs.size(), entry_->name,
+                            ": the lowering returned ", compiled->written.size(), " outputs for ",
+                            outputs.size());
       size_t k = 0;
       for (size_t j = 0; j < outputs.size(); ++j) {
         if (!compiled->written[j]) continue;
@@ -1088,7 +1232,8 @@ class LoweredKernel final : public c10::OperatorKernel {
     size_t fresh = 0;
     for (size_t r = 0; r < info_.num_returns; ++r) {
       const int alias = info_.return_alias[r];
-      stack->push_back(alias >= 0 ? outputs[first_output_of_arg[static_cast<size_t>(alias)]] : outputs[fresh++]);
+      stack->push_back(alias >= 0 ? outputs[first_output_of_arg[static_cast<size_t>(alias)]]
+                                  : outputs[fresh++]);
     }
   }
 
@@ -1100,7 +1245,8 @@ class LoweredKernel final : public c10::OperatorKernel {
 };
 
 torch::CppFunction lowered_kernel(const lw::OpLowering& e) {
-  return torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(std::make_unique<LoweredKernel>(&e)));
+  return torch::CppFunction::makeFromBoxedKernel(
+      c10::BoxedKernel::makeFromFunctor(std::make_unique<LoweredKernel>(&e)));
 }
 
 bool is_vtrn_op(const lw::OpLowering& e) { return e.name.rfind("vtrn::", 0) == 0; }
@@ -1120,9 +1266,11 @@ TORCH_LIBRARY_IMPL(vtrn, PrivateUse1, m) {
 
 std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> native_ops() {
   std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> out;
-  for (const c10::OperatorName& op : c10::Dispatcher::singleton().getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+  for (const c10::OperatorName& op :
+       c10::Dispatcher::singleton().getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1)) {
     if (op.name.rfind("aten::", 0) != 0) continue;
-    const std::string name = op.name.substr(6) + (op.overload_name.empty() ? "" : "." + op.overload_name);
+    const std::string name =
+        op.name.substr(6) + (op.overload_name.empty() ? "" : "." + op.overload_name);
     if (const lw::OpLowering* e = lw::find_lowering(name)) {
       std::vector<std::string> dtypes;
       for (DType d : e->dtypes) dtypes.push_back(lw::torch_dtype_name(d));
@@ -1130,10 +1278,11 @@ std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> nati
     } else {
       // Runtime kernels (allocation, copies, views, fill, random numbers) move or fill bytes
       // of every dtype the device stores.
-      out.emplace_back(name,
-                       std::vector<std::string>{"float32", "bfloat16", "float16", "float64", "int64", "int32", "int16",
-                                                "int8", "uint8", "bool", "complex64"},
-                       "runtime");
+      out.emplace_back(
+          name,
+          std::vector<std::string>{"float32", "bfloat16", "float16", "float64", "int64", "int32",
+                                   "int16", "int8", "uint8", "bool", "complex64"},
+          "runtime");
     }
   }
   std::sort(out.begin(), out.end());

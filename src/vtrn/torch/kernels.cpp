@@ -43,10 +43,10 @@ namespace vtrn::torch_adapter {
 namespace {
 
 // Records the op once per tracking epoch; |name| must be a string literal.
-#define VTRN_RECORD_OP(name)                             \
-  do {                                                   \
-    static std::atomic<uint64_t> vtrn_seen_epoch{0};     \
-    record_executed("aten::" name, vtrn_seen_epoch);     \
+#define VTRN_RECORD_OP(name)                         \
+  do {                                               \
+    static std::atomic<uint64_t> vtrn_seen_epoch{0}; \
+    record_executed("aten::" name, vtrn_seen_epoch); \
   } while (false)
 
 /// Gives a CPU alias the conjugate/negative view bits of the device tensor it stands for, so
@@ -59,8 +59,9 @@ at::Tensor with_view_bits(at::Tensor alias, bool conj, bool neg) {
 
 /// A CPU tensor over the same bytes as |t| (device memory is host memory).
 at::Tensor cpu_alias(const at::Tensor& t) {
-  return with_view_bits(at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU)),
-                        t.is_conj(), t.is_neg());
+  return with_view_bits(
+      at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU)),
+      t.is_conj(), t.is_neg());
 }
 
 /// What queued work needs to find a tensor's bytes later: its storage (kept alive) and the
@@ -83,8 +84,10 @@ struct DeviceView {
         neg(t.is_neg()) {}
 
   at::Tensor cpu() const {
-    auto* base = static_cast<char*>(storage.mutable_data()) + offset * static_cast<int64_t>(c10::elementSize(dtype));
-    return with_view_bits(at::from_blob(base, sizes, strides, at::TensorOptions().dtype(dtype)), conj, neg);
+    auto* base = static_cast<char*>(storage.mutable_data()) +
+                 offset * static_cast<int64_t>(c10::elementSize(dtype));
+    return with_view_bits(at::from_blob(base, sizes, strides, at::TensorOptions().dtype(dtype)),
+                          conj, neg);
   }
 };
 
@@ -99,11 +102,12 @@ void check_dtype_supported(at::ScalarType dtype) {
   }
 }
 
-void check_neuron_factory_args(c10::Device device, std::optional<c10::Layout> layout, std::optional<bool> pin_memory,
-                               at::ScalarType dtype) {
+void check_neuron_factory_args(c10::Device device, std::optional<c10::Layout> layout,
+                               std::optional<bool> pin_memory, at::ScalarType dtype) {
   TORCH_CHECK(device.is_privateuseone(), "Expected neuron device, got ", device.str());
-  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "neuron tensors must be strided; got layout ",
-              c10::layout_or_default(layout), ". Create the tensor on cpu, or use torch.strided.");
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "neuron tensors must be strided; got layout ", c10::layout_or_default(layout),
+              ". Create the tensor on cpu, or use torch.strided.");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
               "pin_memory=True applies to cpu tensors only; a neuron tensor is device memory. "
               "Pin the cpu tensor you copy from instead.");
@@ -116,19 +120,20 @@ void check_neuron_factory_args(c10::Device device, std::optional<c10::Layout> la
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
   VTRN_RECORD_OP("empty.memory_format");
   const c10::Device target = c10::device_or_default(device);
   check_neuron_factory_args(target, layout, pin_memory, c10::dtype_or_default(dtype));
   const c10::DeviceGuard guard(target);
   return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1),
-                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype),
-                                   memory_format);
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), memory_format);
 }
 
-at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
-                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                         std::optional<bool> pin_memory) {
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   VTRN_RECORD_OP("empty_strided");
   const c10::Device target = c10::device_or_default(device);
   check_neuron_factory_args(target, layout, pin_memory, c10::dtype_or_default(dtype));
@@ -149,9 +154,11 @@ at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
-at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
+                         c10::SymIntArrayRef stride) {
   VTRN_RECORD_OP("_reshape_alias");
-  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
@@ -159,7 +166,8 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
   VTRN_RECORD_OP("resize_");
   const auto sizes = C10_AS_INTARRAYREF_SLOW(size);
   const int64_t numel = c10::multiply_integers(sizes);
-  const uint64_t needed = static_cast<uint64_t>(self.storage_offset() + numel) * self.element_size();
+  const uint64_t needed =
+      static_cast<uint64_t>(self.storage_offset() + numel) * self.element_size();
   // Growing reallocates the storage: queued work on the old bytes must finish first.
   if (self.storage().nbytes() < needed) synchronize(index_of(self));
   const c10::DeviceGuard guard(self.device());
@@ -186,8 +194,8 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage source, c10:
 // stream is never freed early; there is nothing to record.
 void record_stream(at::Tensor& self, c10::Stream stream) {
   VTRN_RECORD_OP("record_stream");
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "record_stream: expected a neuron stream, got ",
-              stream.device_type());
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a neuron stream, got ", stream.device_type());
 }
 
 //===----------------------------------------------------------------------===//
@@ -196,7 +204,8 @@ void record_stream(at::Tensor& self, c10::Stream stream) {
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   VTRN_RECORD_OP("_copy_from");
-  TORCH_CHECK(self.defined() && dst.defined(), "_copy_from: source and destination must be defined");
+  TORCH_CHECK(self.defined() && dst.defined(),
+              "_copy_from: source and destination must be defined");
   if (self.numel() == 0) return dst;
   if (!self.is_cpu() && !dst.is_cpu()) {
     // neuron -> neuron: queued on the destination's stream, after the source's producer.
@@ -245,7 +254,8 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
 
 at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   VTRN_RECORD_OP("fill_.Tensor");
-  TORCH_CHECK(value.dim() == 0, "fill_ only supports a 0-dimension value tensor, but got a tensor with ", value.dim(),
+  TORCH_CHECK(value.dim() == 0,
+              "fill_ only supports a 0-dimension value tensor, but got a tensor with ", value.dim(),
               " dimensions.");
   if (self.numel() == 0) return self;
   if (value.is_cpu()) return fill_scalar(self, value.item());
@@ -299,10 +309,12 @@ double uniform01(const PhiloxDraws& d, bool is_double) {
 
 /// Fills |self| element by element (in logical order) with gen(i, draws).
 template <typename Gen>
-void queue_random_fill(at::Tensor& self, const char* op, const std::optional<at::Generator>& generator, Gen gen,
+void queue_random_fill(at::Tensor& self, const char* op,
+                       const std::optional<at::Generator>& generator, Gen gen,
                        at::ScalarType compute_dtype) {
   if (self.numel() == 0) return;
-  const PhiloxRange range = reserve_philox(generator, index_of(self), static_cast<uint64_t>(self.numel()));
+  const PhiloxRange range =
+      reserve_philox(generator, index_of(self), static_cast<uint64_t>(self.numel()));
   enqueue(index_of(self), op, [out = DeviceView(self), range, gen, compute_dtype] {
     at::Tensor alias = out.cpu();
     const int64_t n = alias.numel();
@@ -322,31 +334,36 @@ void queue_random_fill(at::Tensor& self, const char* op, const std::optional<at:
 }
 
 at::ScalarType float_compute_dtype(const at::Tensor& self, const char* op) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, " on neuron expects a floating-point tensor, got ",
-              self.scalar_type(), ".");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), op,
+              " on neuron expects a floating-point tensor, got ", self.scalar_type(), ".");
   return self.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
 }
 
-at::Tensor& uniform(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+at::Tensor& uniform(at::Tensor& self, double from, double to,
+                    std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("uniform_");
-  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
-  queue_random_fill(self, "aten::uniform_", generator,
-                    [from, to](const PhiloxDraws& d, bool dbl) { return from + uniform01(d, dbl) * (to - from); },
-                    float_compute_dtype(self, "uniform_"));
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+              " > to=", to);
+  queue_random_fill(
+      self, "aten::uniform_", generator,
+      [from, to](const PhiloxDraws& d, bool dbl) { return from + uniform01(d, dbl) * (to - from); },
+      float_compute_dtype(self, "uniform_"));
   return self;
 }
 
-at::Tensor& normal(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+at::Tensor& normal(at::Tensor& self, double mean, double std,
+                   std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("normal_");
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   // Box-Muller on the element's two draws.
-  queue_random_fill(self, "aten::normal_", generator,
-                    [mean, std](const PhiloxDraws& d, bool) {
-                      const double u1 = 1.0 - std::ldexp(static_cast<double>(d.a), -32);  // (0, 1]
-                      const double u2 = std::ldexp(static_cast<double>(d.b), -32);
-                      return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-                    },
-                    float_compute_dtype(self, "normal_"));
+  queue_random_fill(
+      self, "aten::normal_", generator,
+      [mean, std](const PhiloxDraws& d, bool) {
+        const double u1 = 1.0 - std::ldexp(static_cast<double>(d.a), -32);  // (0, 1]
+        const double u2 = std::ldexp(static_cast<double>(d.b), -32);
+        return mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+      },
+      float_compute_dtype(self, "normal_"));
   return self;
 }
 
@@ -357,21 +374,23 @@ at::ScalarType draw_dtype(const at::Tensor& self) {
 at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("bernoulli_.float");
   TORCH_CHECK(0.0 <= p && p <= 1.0, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  queue_random_fill(self, "aten::bernoulli_.float", generator,
-                    [p](const PhiloxDraws& d, bool) { return uniform01(d, false) < p ? 1.0 : 0.0; },
-                    draw_dtype(self));
+  queue_random_fill(
+      self, "aten::bernoulli_.float", generator,
+      [p](const PhiloxDraws& d, bool) { return uniform01(d, false) < p ? 1.0 : 0.0; },
+      draw_dtype(self));
   return self;
 }
 
 /// Draws integers in [from, from + range) (range 0: the full 64-bit range).
 at::Tensor& random_in(at::Tensor& self, const char* op, int64_t from, uint64_t range,
                       std::optional<at::Generator> generator) {
-  queue_random_fill(self, op, generator,
-                    [from, range](const PhiloxDraws& d, bool) {
-                      const uint64_t bits = static_cast<uint64_t>(d.b) << 32 | d.a;
-                      return static_cast<double>(from + static_cast<int64_t>(range == 0 ? bits : bits % range));
-                    },
-                    at::isFloatingType(self.scalar_type()) ? at::kDouble : at::kLong);
+  queue_random_fill(
+      self, op, generator,
+      [from, range](const PhiloxDraws& d, bool) {
+        const uint64_t bits = static_cast<uint64_t>(d.b) << 32 | d.a;
+        return static_cast<double>(from + static_cast<int64_t>(range == 0 ? bits : bits % range));
+      },
+      at::isFloatingType(self.scalar_type()) ? at::kDouble : at::kLong);
   return self;
 }
 
@@ -379,24 +398,36 @@ at::Tensor& random_in(at::Tensor& self, const char* op, int64_t from, uint64_t r
 /// the type's maximum for integers, as PyTorch defines it.
 int64_t random_max(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kBool: return 1;
-    case at::kByte: return 255;
-    case at::kChar: return 127;
-    case at::kShort: return 32767;
-    case at::kInt: return 2147483647;
-    case at::kLong: return std::numeric_limits<int64_t>::max();
-    case at::kHalf: return 1 << 11;
-    case at::kBFloat16: return 1 << 8;
-    case at::kFloat: return 1 << 24;
-    case at::kDouble: return int64_t{1} << 53;
-    default: TORCH_CHECK(false, "random_ on neuron does not support ", dtype);
+    case at::kBool:
+      return 1;
+    case at::kByte:
+      return 255;
+    case at::kChar:
+      return 127;
+    case at::kShort:
+      return 32767;
+    case at::kInt:
+      return 2147483647;
+    case at::kLong:
+      return std::numeric_limits<int64_t>::max();
+    case at::kHalf:
+      return 1 << 11;
+    case at::kBFloat16:
+      return 1 << 8;
+    case at::kFloat:
+      return 1 << 24;
+    case at::kDouble:
+      return int64_t{1} << 53;
+    default:
+      TORCH_CHECK(false, "random_ on neuron does not support ", dtype);
   }
 }
 
 at::Tensor& random_full(at::Tensor& self, std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("random_");
   const int64_t max = random_max(self.scalar_type());
-  return random_in(self, "aten::random_", 0, max == std::numeric_limits<int64_t>::max() ? 0 : max + 1, generator);
+  return random_in(self, "aten::random_", 0,
+                   max == std::numeric_limits<int64_t>::max() ? 0 : max + 1, generator);
 }
 
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) {
@@ -409,8 +440,10 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
                         std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("random_.from");
   const int64_t upper = to.has_value() ? *to : random_max(self.scalar_type());
-  TORCH_CHECK(from < upper, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", upper);
-  const uint64_t range = static_cast<uint64_t>(upper) - static_cast<uint64_t>(from) + (to.has_value() ? 0 : 1);
+  TORCH_CHECK(from < upper, "random_ expects 'from' to be less than 'to', but got from=", from,
+              " >= to=", upper);
+  const uint64_t range =
+      static_cast<uint64_t>(upper) - static_cast<uint64_t>(from) + (to.has_value() ? 0 : 1);
   return random_in(self, "aten::random_.from", from, range, generator);
 }
 
@@ -428,14 +461,17 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::
     }
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
     at::Tensor alias = dst.cpu();
-    at::native::copy_(alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)), false);
+    at::native::copy_(alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)),
+                      false);
   });
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
   VTRN_RECORD_OP("native_dropout");
   TORCH_CHECK(0.0 <= p && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
   at::Tensor output = at::empty_like(input);
@@ -443,7 +479,8 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const bool drop = train.value_or(true) && p > 0.0;
   if (input.numel() == 0) return {output, mask};
   const PhiloxRange range =
-      drop ? reserve_philox(std::nullopt, index_of(input), static_cast<uint64_t>(input.numel())) : PhiloxRange{0, 0};
+      drop ? reserve_philox(std::nullopt, index_of(input), static_cast<uint64_t>(input.numel()))
+           : PhiloxRange{0, 0};
   enqueue(index_of(input), "aten::native_dropout",
           [in = DeviceView(input), out = DeviceView(output), m = DeviceView(mask), range, p, drop] {
             at::Tensor x = in.cpu();
@@ -492,8 +529,10 @@ void for_each_tensor_arg(torch::jit::Stack* stack, size_t first, size_t count, F
 void warn_float64_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    TORCH_WARN("neuron computes float64 as float32 and stores the result as float64, as Trainium does: expect "
-               "float32 precision. Use float32 explicitly to silence this warning.");
+    TORCH_WARN(
+        "neuron computes float64 as float32 and stores the result as float64, as Trainium does: "
+        "expect "
+        "float32 precision. Use float32 explicitly to silence this warning.");
   });
 }
 
@@ -536,9 +575,10 @@ void fallback_as_float32(const c10::OperatorHandle& op, torch::jit::Stack* stack
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   count_fallback();
   const std::string name = c10::toString(op.operator_name());
-  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_is_error(), "CPU fallback is disabled for operation=", name,
-                              ": VTRN_FALLBACK=error makes an op without a native neuron implementation an error. "
-                              "Unset VTRN_FALLBACK to run it on the CPU.");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !fallback_is_error(), "CPU fallback is disabled for operation=", name,
+      ": VTRN_FALLBACK=error makes an op without a native neuron implementation an error. "
+      "Unset VTRN_FALLBACK to run it on the CPU.");
   const size_t num_args = op.schema().arguments().size();
   const size_t first = stack->size() - num_args;
   // The CPU reads device memory directly: wait for the work that produces the inputs.
@@ -546,7 +586,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::DeviceIndex> devices;
   for_each_tensor_arg(stack, first, num_args, [&](const at::Tensor& t) {
     if (!t.defined() || t.is_cpu()) return;
-    if (std::find(devices.begin(), devices.end(), index_of(t)) == devices.end()) devices.push_back(index_of(t));
+    if (std::find(devices.begin(), devices.end(), index_of(t)) == devices.end())
+      devices.push_back(index_of(t));
     has_float64 = has_float64 || t.scalar_type() == at::kDouble;
   });
   for (c10::DeviceIndex d : devices) sync_current_stream(d);
@@ -600,7 +641,9 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
 
 }  // namespace
 }  // namespace vtrn::torch_adapter

@@ -23,11 +23,11 @@ void insert_executed(const char* name);
 /// Records |name| (for example "aten::fill_.Scalar") as executed on the device. |seen_epoch|
 /// is a per-call-site cache so repeat calls skip the locked set insertion.
 inline void record_executed(const char* name, std::atomic<uint64_t>& seen_epoch) {
-    const uint64_t epoch = detail::tracking_epoch.load(std::memory_order_relaxed);
-    if (seen_epoch.load(std::memory_order_relaxed) != epoch) {
-        detail::insert_executed(name);
-        seen_epoch.store(epoch, std::memory_order_relaxed);
-    }
+  const uint64_t epoch = detail::tracking_epoch.load(std::memory_order_relaxed);
+  if (seen_epoch.load(std::memory_order_relaxed) != epoch) {
+    detail::insert_executed(name);
+    seen_epoch.store(epoch, std::memory_order_relaxed);
+  }
 }
 
 /// Records that |name| ran through the CPU fallback and warns the first time.

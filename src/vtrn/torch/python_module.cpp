@@ -2,14 +2,14 @@
 // strings), so the module needs no torch_python.
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
-#include <cstring>
 #include <stdexcept>
 #include <thread>
 
-#include <torch/csrc/utils/pybind.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <c10/util/Exception.h>
 
@@ -22,100 +22,110 @@ namespace py = pybind11;
 namespace adapter = vtrn::torch_adapter;
 
 PYBIND11_MODULE(_C, m) {
-    m.doc() = "vtrn's PyTorch adapter: the `neuron` PrivateUse1 device.";
-    // Python users see the message without the C++ backtrace; a bad device index is a
-    // ValueError, as on TorchNeuron.
-    py::register_exception_translator([](std::exception_ptr p) {
-        try {
-            if (p) std::rethrow_exception(p);
-        } catch (const c10::IndexError& e) {
-            PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
-        } catch (const c10::Error& e) {
-            PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-        }
-    });
-    m.def("device_count", [] { return adapter::device_count(); });
-    m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
-    m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });
-    // Every call that may wait for queued work releases the GIL: the work may drop the last
-    // reference to a tensor that Python also knows, which takes the GIL on the worker thread.
-    const auto no_gil = py::call_guard<py::gil_scoped_release>();
-    m.def("synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); }, no_gil);
-    m.def("manual_seed", [](int index, uint64_t seed) {
-        adapter::manual_seed(static_cast<c10::DeviceIndex>(index), seed);
-    });
-    m.def("config_error", [] { return adapter::device_config_error(); });
-    m.def("config", [] {
-        const auto& c = adapter::device_config();
-        py::dict d;
-        d["instance"] = std::string(c.instance->name);
-        d["chip"] = std::string(c.instance->chip->name);
-        d["core"] = std::string(c.instance->chip->core_name);
-        d["lnc"] = c.lnc;
-        d["cores_per_node"] = c.cores_per_node;
-        d["logical_cores_per_chip"] = c.instance->ranks_per_chip(c.lnc);
-        d["visible_cores"] = c.visible_cores;
-        d["bank_bytes"] = c.bank_bytes;
-        d["cores_per_bank"] = c.cores_per_bank;
-        return d;
-    });
-    m.def("get_rng_state", [](int index) {
-        auto state = adapter::rng_state(static_cast<c10::DeviceIndex>(index));
-        return py::bytes(reinterpret_cast<const char*>(state.data()), state.size());
-    });
-    m.def("set_rng_state", [](int index, const py::bytes& state) {
-        const std::string bytes = state;
-        adapter::set_rng_state(static_cast<c10::DeviceIndex>(index), bytes);
-    });
-    m.def("initial_seed", [](int index) { return adapter::initial_seed(static_cast<c10::DeviceIndex>(index)); });
-    // Test hooks, like torch.cuda._sleep: queued work that takes time, or that fails.
-    m.def("_sleep", [](int index, double seconds) {
+  m.doc() = "vtrn's PyTorch adapter: the `neuron` PrivateUse1 device.";
+  // Python users see the message without the C++ backtrace; a bad device index is a
+  // ValueError, as on TorchNeuron.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const c10::IndexError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
+  m.def("device_count", [] { return adapter::device_count(); });
+  m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
+  m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });
+  // Every call that may wait for queued work releases the GIL: the work may drop the last
+  // reference to a tensor that Python also knows, which takes the GIL on the worker thread.
+  const auto no_gil = py::call_guard<py::gil_scoped_release>();
+  m.def(
+      "synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); },
+      no_gil);
+  m.def("manual_seed", [](int index, uint64_t seed) {
+    adapter::manual_seed(static_cast<c10::DeviceIndex>(index), seed);
+  });
+  m.def("config_error", [] { return adapter::device_config_error(); });
+  m.def("config", [] {
+    const auto& c = adapter::device_config();
+    py::dict d;
+    d["instance"] = std::string(c.instance->name);
+    d["chip"] = std::string(c.instance->chip->name);
+    d["core"] = std::string(c.instance->chip->core_name);
+    d["lnc"] = c.lnc;
+    d["cores_per_node"] = c.cores_per_node;
+    d["logical_cores_per_chip"] = c.instance->ranks_per_chip(c.lnc);
+    d["visible_cores"] = c.visible_cores;
+    d["bank_bytes"] = c.bank_bytes;
+    d["cores_per_bank"] = c.cores_per_bank;
+    return d;
+  });
+  m.def("get_rng_state", [](int index) {
+    auto state = adapter::rng_state(static_cast<c10::DeviceIndex>(index));
+    return py::bytes(reinterpret_cast<const char*>(state.data()), state.size());
+  });
+  m.def("set_rng_state", [](int index, const py::bytes& state) {
+    const std::string bytes = state;
+    adapter::set_rng_state(static_cast<c10::DeviceIndex>(index), bytes);
+  });
+  m.def("initial_seed",
+        [](int index) { return adapter::initial_seed(static_cast<c10::DeviceIndex>(index)); });
+  // Test hooks, like torch.cuda._sleep: queued work that takes time, or that fails.
+  m.def(
+      "_sleep",
+      [](int index, double seconds) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_sleep", [seconds] {
-            std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
         });
-    }, no_gil);
-    // A gate: queued work that waits until Python opens it (deterministic stream tests).
-    struct Gate {
-        std::mutex mutex;
-        std::condition_variable opened_cv;
-        bool opened = false;
-    };
-    py::class_<Gate, std::shared_ptr<Gate>>(m, "_Gate")
-        .def(py::init<>())
-        .def("open", [](Gate& g) {
-            {
-                std::lock_guard<std::mutex> lock(g.mutex);
-                g.opened = true;
-            }
-            g.opened_cv.notify_all();
-        });
-    m.def("_enqueue_gate", [](int index, std::shared_ptr<Gate> gate) {
+      },
+      no_gil);
+  // A gate: queued work that waits until Python opens it (deterministic stream tests).
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable opened_cv;
+    bool opened = false;
+  };
+  py::class_<Gate, std::shared_ptr<Gate>>(m, "_Gate").def(py::init<>()).def("open", [](Gate& g) {
+    {
+      std::lock_guard<std::mutex> lock(g.mutex);
+      g.opened = true;
+    }
+    g.opened_cv.notify_all();
+  });
+  m.def(
+      "_enqueue_gate",
+      [](int index, std::shared_ptr<Gate> gate) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_gate", [gate] {
-            std::unique_lock<std::mutex> lock(gate->mutex);
-            gate->opened_cv.wait(lock, [&] { return gate->opened; });
+          std::unique_lock<std::mutex> lock(gate->mutex);
+          gate->opened_cv.wait(lock, [&] { return gate->opened; });
         });
-    }, no_gil);
-    m.def("_enqueue_failure", [](int index, const std::string& message) {
+      },
+      no_gil);
+  m.def(
+      "_enqueue_failure",
+      [](int index, const std::string& message) {
         adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_fail",
                          [message] { throw std::runtime_error(message); });
-    }, no_gil);
-    adapter::bind_distributed(m);
-    m.def("get_executed_ops", &adapter::executed_ops);
-    m.def("get_fallback_ops", &adapter::fallback_ops);
-    m.def("clear_op_tracking", &adapter::clear_op_tracking);
-    m.def("_native_ops", &adapter::native_ops);
-    m.def("_metrics", [] {
-        const adapter::EagerMetrics e = adapter::eager_metrics();
-        py::dict d;
-        d["compiles"] = e.compiles;
-        d["memory_cache_hits"] = e.memory_cache_hits;
-        d["disk_cache_hits"] = e.disk_cache_hits;
-        d["executed_kernels"] = e.executed_kernels;
-        d["fused_groups"] = e.fused_groups;
-        d["fused_ops"] = e.fused_ops;
-        d["fallbacks"] = e.fallbacks;
-        d["modeled_device_time_us"] = e.modeled_device_time_us;
-        return d;
-    });
-    m.def("_reset_metrics", &adapter::reset_eager_metrics);
+      },
+      no_gil);
+  adapter::bind_distributed(m);
+  m.def("get_executed_ops", &adapter::executed_ops);
+  m.def("get_fallback_ops", &adapter::fallback_ops);
+  m.def("clear_op_tracking", &adapter::clear_op_tracking);
+  m.def("_native_ops", &adapter::native_ops);
+  m.def("_metrics", [] {
+    const adapter::EagerMetrics e = adapter::eager_metrics();
+    py::dict d;
+    d["compiles"] = e.compiles;
+    d["memory_cache_hits"] = e.memory_cache_hits;
+    d["disk_cache_hits"] = e.disk_cache_hits;
+    d["executed_kernels"] = e.executed_kernels;
+    d["fused_groups"] = e.fused_groups;
+    d["fused_ops"] = e.fused_ops;
+    d["fallbacks"] = e.fallbacks;
+    d["modeled_device_time_us"] = e.modeled_device_time_us;
+    return d;
+  });
+  m.def("_reset_metrics", &adapter::reset_eager_metrics);
 }

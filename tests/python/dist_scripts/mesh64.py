@@ -33,18 +33,23 @@ def check(name, build):
 def chip_pair_mesh():
     # The seed's non-default TP8 x FSDP8 mesh, built as the seed shows.
     chip_pairs = [(0, 12), (1, 13), (2, 14), (3, 15), (4, 8), (5, 9), (6, 10), (7, 11)]
-    ranks = torch.tensor([[4 * chip + core for chip in pair for core in range(4)] for pair in chip_pairs])
+    ranks = torch.tensor(
+        [[4 * chip + core for chip in pair for core in range(4)] for pair in chip_pairs]
+    )
     groups = {}
     for name, axis_groups in (("dp", ranks.T), ("tp", ranks)):
         for members in axis_groups.tolist():
             group = dist.new_group(ranks=members, sort_ranks=False)
             if dist.get_rank() in members:
                 groups[name] = group
-    return DeviceMesh.from_group([groups["dp"], groups["tp"]], device_type="neuron", mesh=ranks,
-                                 mesh_dim_names=("dp", "tp"))
+    return DeviceMesh.from_group(
+        [groups["dp"], groups["tp"]], device_type="neuron", mesh=ranks, mesh_dim_names=("dp", "tp")
+    )
 
 
 check("TP1 x FSDP64", lambda: init_device_mesh("neuron", (64,), mesh_dim_names=("shard",)))
 check("TP4 x FSDP16", lambda: init_device_mesh("neuron", (16, 4), mesh_dim_names=("shard", "tp")))
-check("TP8 x FSDP8 default", lambda: init_device_mesh("neuron", (8, 8), mesh_dim_names=("dp", "tp")))
+check(
+    "TP8 x FSDP8 default", lambda: init_device_mesh("neuron", (8, 8), mesh_dim_names=("dp", "tp"))
+)
 check("TP8 x FSDP8 chip pairs", chip_pair_mesh)

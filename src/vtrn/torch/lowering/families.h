@@ -11,7 +11,9 @@ namespace vtrn::lowering::family {
 // Functions, not variables: the registry is built during static initialization (when the
 // kernels register), possibly before a namespace-scope vector of another unit exists.
 inline std::vector<DType> floats() { return {DType::kF32, DType::kBF16, DType::kF16}; }
-inline std::vector<DType> integers() { return {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8}; }
+inline std::vector<DType> integers() {
+  return {DType::kI64, DType::kI32, DType::kI16, DType::kI8, DType::kU8};
+}
 inline std::vector<DType> floats_and_ints() {
   std::vector<DType> v = floats();
   const std::vector<DType> i = integers();
@@ -25,7 +27,8 @@ inline std::vector<DType> all_types() {
 }
 
 /// Adds one entry per overload name, all sharing |proto|'s lowering and flags.
-inline void add(std::vector<OpLowering>& r, std::initializer_list<const char*> names, const OpLowering& proto) {
+inline void add(std::vector<OpLowering>& r, std::initializer_list<const char*> names,
+                const OpLowering& proto) {
   for (const char* n : names) {
     OpLowering e = proto;
     e.name = n;

@@ -45,16 +45,26 @@ hlo::Literal extreme(DType d, bool highest) {
     return highest ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
   };
   switch (d) {
-    case DType::kPred: return exact_scalar<std::uint8_t>(d, highest ? 1 : 0);
-    case DType::kI8: return exact_scalar(d, pick(std::int8_t{}));
-    case DType::kI16: return exact_scalar(d, pick(std::int16_t{}));
-    case DType::kI32: return exact_scalar(d, pick(std::int32_t{}));
-    case DType::kI64: return exact_scalar(d, pick(std::int64_t{}));
-    case DType::kU8: return exact_scalar(d, pick(std::uint8_t{}));
-    case DType::kU16: return exact_scalar(d, pick(std::uint16_t{}));
-    case DType::kU32: return exact_scalar(d, pick(std::uint32_t{}));
-    case DType::kU64: return exact_scalar(d, pick(std::uint64_t{}));
-    default: return hlo::Literal::scalar(d, highest ? INFINITY : -INFINITY);
+    case DType::kPred:
+      return exact_scalar<std::uint8_t>(d, highest ? 1 : 0);
+    case DType::kI8:
+      return exact_scalar(d, pick(std::int8_t{}));
+    case DType::kI16:
+      return exact_scalar(d, pick(std::int16_t{}));
+    case DType::kI32:
+      return exact_scalar(d, pick(std::int32_t{}));
+    case DType::kI64:
+      return exact_scalar(d, pick(std::int64_t{}));
+    case DType::kU8:
+      return exact_scalar(d, pick(std::uint8_t{}));
+    case DType::kU16:
+      return exact_scalar(d, pick(std::uint16_t{}));
+    case DType::kU32:
+      return exact_scalar(d, pick(std::uint32_t{}));
+    case DType::kU64:
+      return exact_scalar(d, pick(std::uint64_t{}));
+    default:
+      return hlo::Literal::scalar(d, highest ? INFINITY : -INFINITY);
   }
 }
 
@@ -62,20 +72,34 @@ hlo::Literal extreme(DType d, bool highest) {
 
 std::string torch_dtype_name(DType d) {
   switch (d) {
-    case DType::kPred: return "bool";
-    case DType::kI8: return "int8";
-    case DType::kI16: return "int16";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kU16: return "uint16";
-    case DType::kU32: return "uint32";
-    case DType::kU64: return "uint64";
-    case DType::kF16: return "float16";
-    case DType::kBF16: return "bfloat16";
-    case DType::kF32: return "float32";
-    case DType::kF64: return "float64";
-    case DType::kC64: return "complex64";
+    case DType::kPred:
+      return "bool";
+    case DType::kI8:
+      return "int8";
+    case DType::kI16:
+      return "int16";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kU8:
+      return "uint8";
+    case DType::kU16:
+      return "uint16";
+    case DType::kU32:
+      return "uint32";
+    case DType::kU64:
+      return "uint64";
+    case DType::kF16:
+      return "float16";
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kF32:
+      return "float32";
+    case DType::kF64:
+      return "float64";
+    case DType::kC64:
+      return "complex64";
   }
   return "?";
 }
@@ -87,7 +111,8 @@ DType promote_types(DType a, DType b) {
   if (hlo::is_pred(b)) return a;
   const bool fa = hlo::is_float(a), fb = hlo::is_float(b);
   if (fa && fb) {
-    if ((a == DType::kF16 && b == DType::kBF16) || (a == DType::kBF16 && b == DType::kF16)) return DType::kF32;
+    if ((a == DType::kF16 && b == DType::kBF16) || (a == DType::kBF16 && b == DType::kF16))
+      return DType::kF32;
     return hlo::dtype_size(a) >= hlo::dtype_size(b) ? a : b;
   }
   if (fa) return a;
@@ -96,7 +121,8 @@ DType promote_types(DType a, DType b) {
   const bool ua = hlo::is_unsigned(a), ub = hlo::is_unsigned(b);
   if (ua != ub) {
     const DType u = ua ? a : b, s = ua ? b : a;
-    if (u != DType::kU8) throw Unsupported("promotion of uint16/32/64 with a signed type is not supported by PyTorch");
+    if (u != DType::kU8)
+      throw Unsupported("promotion of uint16/32/64 with a signed type is not supported by PyTorch");
     return int_bits(s) > 8 ? s : DType::kI16;
   }
   return int_bits(a) >= int_bits(b) ? a : b;
@@ -104,16 +130,24 @@ DType promote_types(DType a, DType b) {
 
 DType result_type(const std::vector<PromotionInput>& inputs) {
   std::optional<DType> dim, zero, wrapped;
-  auto update = [](std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; };
+  auto update = [](std::optional<DType>& slot, DType d) {
+    slot = slot ? promote_types(*slot, d) : d;
+  };
   for (const PromotionInput& in : inputs) {
     switch (in.kind) {
-      case PromotionInput::kDimTensor: update(dim, in.dtype); break;
-      case PromotionInput::kZeroDimTensor: update(zero, in.dtype); break;
+      case PromotionInput::kDimTensor:
+        update(dim, in.dtype);
+        break;
+      case PromotionInput::kZeroDimTensor:
+        update(zero, in.dtype);
+        break;
       case PromotionInput::kWrappedScalar: {
         // A Python number takes the default dtype of its category.
         DType d = in.dtype;
-        if (hlo::is_float(d)) d = DType::kF32;
-        else if (hlo::is_integer(d)) d = DType::kI64;
+        if (hlo::is_float(d))
+          d = DType::kF32;
+        else if (hlo::is_integer(d))
+          d = DType::kI64;
         update(wrapped, d);
         break;
       }
@@ -133,18 +167,22 @@ DType opmath(DType d) { return (d == DType::kF16 || d == DType::kBF16) ? DType::
 Lowerer::Lowerer(const OpCall& c, const OpLowering& e)
     // One module name for every op: the cache key hashes the printed module, and add.Tensor,
     // add_.Tensor and add.out lower to the same body.
-    : owned_builder_(std::make_unique<hlo::Builder>("eager_op")), b(*owned_builder_), call(c), entry(e) {
+    : owned_builder_(std::make_unique<hlo::Builder>("eager_op")),
+      b(*owned_builder_),
+      call(c),
+      entry(e) {
   values_.resize(call.args.size());
   for (std::size_t i = 0; i < call.args.size(); ++i) {
     const ArgSpec& a = call.args[i];
-    if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList || a.kind == ArgKind::kScalar ||
-        a.kind == ArgKind::kScalarList) {
+    if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList ||
+        a.kind == ArgKind::kScalar || a.kind == ArgKind::kScalarList) {
       for (const TensorType& t : a.types) values_[i].push_back(b.param(t));
     }
   }
 }
 
-Lowerer::Lowerer(hlo::Builder& builder, const OpCall& c, const OpLowering& e, std::vector<std::vector<Value>> values)
+Lowerer::Lowerer(hlo::Builder& builder, const OpCall& c, const OpLowering& e,
+                 std::vector<std::vector<Value>> values)
     : b(builder), call(c), entry(e), values_(std::move(values)) {
   values_.resize(call.args.size());
 }
@@ -162,7 +200,8 @@ Value Lowerer::tensor(int i) {
 }
 
 const std::vector<Value>& Lowerer::tensors(int i) {
-  if (arg(i).kind != ArgKind::kTensorList) throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a tensor list");
+  if (arg(i).kind != ArgKind::kTensorList)
+    throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a tensor list");
   return values_[static_cast<std::size_t>(i)];
 }
 
@@ -172,20 +211,25 @@ Value Lowerer::scalar(int i, DType d) {
     case ArgKind::kScalar:
     case ArgKind::kTensor: {
       Value v = values_[static_cast<std::size_t>(i)].at(0);
-      if (rank(v) != 0) throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a scalar");
+      if (rank(v) != 0)
+        throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a scalar");
       return convert(v, d);
     }
-    case ArgKind::kFloat: return constant(a.real, d);
+    case ArgKind::kFloat:
+      return constant(a.real, d);
     case ArgKind::kInt:
-    case ArgKind::kBool: return constant(static_cast<double>(a.ints.at(0)), d);
-    default: throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a scalar");
+    case ArgKind::kBool:
+      return constant(static_cast<double>(a.ints.at(0)), d);
+    default:
+      throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not a scalar");
   }
 }
 
 std::int64_t Lowerer::integer(int i) const {
   const ArgSpec& a = arg(i);
   if (a.kind == ArgKind::kFloat) return static_cast<std::int64_t>(a.real);
-  if (a.ints.empty()) throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not an integer");
+  if (a.ints.empty())
+    throw Unsupported(entry.name + ": argument " + std::to_string(i) + " is not an integer");
   return a.ints[0];
 }
 
@@ -204,10 +248,13 @@ PromotionInput Lowerer::promotion(int i) const {
   const ArgSpec& a = arg(i);
   if (a.kind == ArgKind::kScalar) return {a.types.at(0).dtype, PromotionInput::kWrappedScalar};
   if (a.kind == ArgKind::kFloat)
-    return {a.ints.empty() || a.ints[0] == 0 ? DType::kF64 : DType::kI64, PromotionInput::kWrappedScalar};
-  if (a.kind != ArgKind::kTensor) throw Unsupported(entry.name + ": argument " + std::to_string(i) + " does not promote");
+    return {a.ints.empty() || a.ints[0] == 0 ? DType::kF64 : DType::kI64,
+            PromotionInput::kWrappedScalar};
+  if (a.kind != ArgKind::kTensor)
+    throw Unsupported(entry.name + ": argument " + std::to_string(i) + " does not promote");
   const TensorType& t = a.types.at(0);
-  if (a.cpu_scalar_tensor && !a.ints.empty() && a.ints[0] == 1) return {t.dtype, PromotionInput::kWrappedScalar};
+  if (a.cpu_scalar_tensor && !a.ints.empty() && a.ints[0] == 1)
+    return {t.dtype, PromotionInput::kWrappedScalar};
   return {t.dtype, t.rank() == 0 ? PromotionInput::kZeroDimTensor : PromotionInput::kDimTensor};
 }
 
@@ -241,7 +288,10 @@ std::vector<Value> Lowerer::broadcast(std::vector<Value> values) {
       std::int64_t& o = out[out.size() - s.size() + k];
       const std::int64_t d = s[k];
       if (o == d || d == 1) continue;
-      if (o == 1) { o = d; continue; }
+      if (o == 1) {
+        o = d;
+        continue;
+      }
       throw Unsupported(entry.name + ": shapes do not broadcast");
     }
   }
@@ -261,11 +311,22 @@ Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind k
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
   hlo::Literal init;
   switch (kind) {
-    case hlo::ReduceKind::kAdd: case hlo::ReduceKind::kOr: init = hlo::Literal::scalar(d, 0); break;
-    case hlo::ReduceKind::kMul: case hlo::ReduceKind::kAnd: init = hlo::Literal::scalar(d, 1); break;
-    case hlo::ReduceKind::kMax: init = extreme(d, false); break;
-    case hlo::ReduceKind::kMin: init = extreme(d, true); break;
-    default: throw Unsupported("reduce kind");
+    case hlo::ReduceKind::kAdd:
+    case hlo::ReduceKind::kOr:
+      init = hlo::Literal::scalar(d, 0);
+      break;
+    case hlo::ReduceKind::kMul:
+    case hlo::ReduceKind::kAnd:
+      init = hlo::Literal::scalar(d, 1);
+      break;
+    case hlo::ReduceKind::kMax:
+      init = extreme(d, false);
+      break;
+    case hlo::ReduceKind::kMin:
+      init = extreme(d, true);
+      break;
+    default:
+      throw Unsupported("reduce kind");
   }
   Value r = dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind);
   if (keepdim && !dims.empty()) {
@@ -313,14 +374,16 @@ LoweredCall lower_call(const OpLowering& entry, const OpCall& call) {
   Lowerer L(call, entry);
   std::vector<Value> results = entry.lower(L);
   LoweredCall lowered;
-  for (std::size_t k = 0; k < results.size(); ++k) lowered.written.push_back(results[k].id != kUnchanged.id);
+  for (std::size_t k = 0; k < results.size(); ++k)
+    lowered.written.push_back(results[k].id != kUnchanged.id);
   for (std::size_t k = 0; k < results.size() && k < call.out_dtypes.size(); ++k) {
     if (!lowered.written[k]) continue;
     const DType have = L.dtype(results[k]), want = call.out_dtypes[k];
     if (have == want) continue;
     // PyTorch refuses to write a result into an output of a lower category (canCast).
     if (category(have) > category(want))
-      throw Unsupported(entry.name + ": result type " + torch_dtype_name(have) + " can't be cast to the desired output type " + torch_dtype_name(want));
+      throw Unsupported(entry.name + ": result type " + torch_dtype_name(have) +
+                        " can't be cast to the desired output type " + torch_dtype_name(want));
     results[k] = L.convert(results[k], want);
   }
   std::erase_if(results, [](Value v) { return v.id == kUnchanged.id; });

@@ -63,8 +63,8 @@ struct ArgSpec {
 
 /// A call as the lowering sees it.
 struct OpCall {
-  std::vector<ArgSpec> args;        ///< schema order
-  std::vector<DType> out_dtypes;    ///< dtypes of the out=/in-place outputs (empty: functional)
+  std::vector<ArgSpec> args;      ///< schema order
+  std::vector<DType> out_dtypes;  ///< dtypes of the out=/in-place outputs (empty: functional)
 };
 
 class Lowerer;
@@ -72,8 +72,8 @@ using LowerFn = std::function<std::vector<Value>(Lowerer&)>;
 
 /// One registry entry: an ATen overload and how to lower it.
 struct OpLowering {
-  std::string name;            ///< "add.out" (without "aten::")
-  std::vector<DType> dtypes;   ///< the dtypes it is claimed (and tested) for; others fall back
+  std::string name;           ///< "add.out" (without "aten::")
+  std::vector<DType> dtypes;  ///< the dtypes it is claimed (and tested) for; others fall back
   LowerFn lower;
   /// Output element i depends only on input element i (after broadcasting): Adaptive Eager
   /// Execution may fuse it with its neighbours, and it may write in place over an input.
@@ -121,7 +121,8 @@ class Lowerer {
   Lowerer(const OpCall& call, const OpLowering& entry);
   /// A lowerer for |entry| inside another lowering (foreach applies a per-tensor entry to each
   /// element): it writes into |builder| and takes its arguments' values from |values|.
-  Lowerer(hlo::Builder& builder, const OpCall& call, const OpLowering& entry, std::vector<std::vector<Value>> values);
+  Lowerer(hlo::Builder& builder, const OpCall& call, const OpLowering& entry,
+          std::vector<std::vector<Value>> values);
 
  private:
   std::unique_ptr<hlo::Builder> owned_builder_;

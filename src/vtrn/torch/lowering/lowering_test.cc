@@ -35,7 +35,8 @@ ArgSpec int_arg(std::int64_t v, ArgKind kind = ArgKind::kInt) {
 }
 ArgSpec none() { return ArgSpec{}; }
 
-std::vector<HostTensor> run(const std::string& op, const OpCall& call, const std::vector<HostTensor>& inputs) {
+std::vector<HostTensor> run(const std::string& op, const OpCall& call,
+                            const std::vector<HostTensor>& inputs) {
   const OpLowering* e = find_lowering(op);
   EXPECT_NE(e, nullptr) << op;
   LoweredCall lowered = lower_call(*e, call);
@@ -50,13 +51,18 @@ HostTensor host(DType d, std::vector<std::int64_t> dims, std::vector<double> v) 
 TEST(PromotionTest, MatchesTorchResultType) {
   using P = PromotionInput;
   // torch.result_type(int64 tensor, 2.5) is float32 (the default dtype).
-  EXPECT_EQ(result_type({{DType::kI64, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}), DType::kF32);
+  EXPECT_EQ(result_type({{DType::kI64, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}),
+            DType::kF32);
   // bf16 tensor + float scalar stays bf16; bf16 tensor + f16 tensor is float32.
-  EXPECT_EQ(result_type({{DType::kBF16, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}), DType::kBF16);
-  EXPECT_EQ(result_type({{DType::kBF16, P::kDimTensor}, {DType::kF16, P::kDimTensor}}), DType::kF32);
+  EXPECT_EQ(result_type({{DType::kBF16, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}),
+            DType::kBF16);
+  EXPECT_EQ(result_type({{DType::kBF16, P::kDimTensor}, {DType::kF16, P::kDimTensor}}),
+            DType::kF32);
   // A 0-d float64 tensor does not promote a float32 tensor; it does promote an int tensor.
-  EXPECT_EQ(result_type({{DType::kF32, P::kDimTensor}, {DType::kF64, P::kZeroDimTensor}}), DType::kF32);
-  EXPECT_EQ(result_type({{DType::kI32, P::kDimTensor}, {DType::kF64, P::kZeroDimTensor}}), DType::kF64);
+  EXPECT_EQ(result_type({{DType::kF32, P::kDimTensor}, {DType::kF64, P::kZeroDimTensor}}),
+            DType::kF32);
+  EXPECT_EQ(result_type({{DType::kI32, P::kDimTensor}, {DType::kF64, P::kZeroDimTensor}}),
+            DType::kF64);
   // uint8 with int8 is int16; bool with anything is the other type.
   EXPECT_EQ(promote_types(DType::kU8, DType::kI8), DType::kI16);
   EXPECT_EQ(promote_types(DType::kPred, DType::kI32), DType::kI32);
@@ -65,9 +71,11 @@ TEST(PromotionTest, MatchesTorchResultType) {
 
 TEST(LoweringTest, AddWithAlphaAndBroadcast) {
   OpCall call;
-  call.args = {tensor_arg(DType::kF32, {2, 3}), tensor_arg(DType::kF32, {3}), scalar_arg(DType::kF64), none()};
-  auto out = run("add.out", call, {host(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6}), host(DType::kF32, {3}, {10, 20, 30}),
-                                   host(DType::kF64, {}, {0.5})});
+  call.args = {tensor_arg(DType::kF32, {2, 3}), tensor_arg(DType::kF32, {3}),
+               scalar_arg(DType::kF64), none()};
+  auto out = run("add.out", call,
+                 {host(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                  host(DType::kF32, {3}, {10, 20, 30}), host(DType::kF64, {}, {0.5})});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].type, TensorType(DType::kF32, {2, 3}));
   const double want[] = {6, 12, 18, 9, 15, 21};
@@ -78,7 +86,8 @@ TEST(LoweringTest, OutDtypeConvertsAndRefusesLowerCategory) {
   OpCall call;
   call.args = {tensor_arg(DType::kI64, {2}), tensor_arg(DType::kI64, {2}), none()};
   call.out_dtypes = {DType::kF32};
-  auto out = run("div.out", call, {host(DType::kI64, {2}, {7, -7}), host(DType::kI64, {2}, {2, 2})});
+  auto out =
+      run("div.out", call, {host(DType::kI64, {2}, {7, -7}), host(DType::kI64, {2}, {2, 2})});
   EXPECT_EQ(out[0].type.dtype, DType::kF32);
   EXPECT_EQ(out[0].get(0), 3.5);
   EXPECT_EQ(out[0].get(1), -3.5);
@@ -107,10 +116,12 @@ TEST(LoweringTest, SoftmaxAndLogSoftmaxRows) {
 
 TEST(LoweringTest, NllLossMeanSkipsIgnoredTargets) {
   OpCall call;
-  call.args = {tensor_arg(DType::kF32, {3, 2}), tensor_arg(DType::kI64, {3}), none(), int_arg(1), int_arg(-100)};
+  call.args = {tensor_arg(DType::kF32, {3, 2}), tensor_arg(DType::kI64, {3}), none(), int_arg(1),
+               int_arg(-100)};
   // log-probabilities; targets 1, 0 and an ignored -100: loss = (0.5 + 2) / 2.
-  auto out = run("nll_loss_forward", call, {host(DType::kF32, {3, 2}, {-1, -0.5, -2, -3, -7, -9}),
-                                            host(DType::kI64, {3}, {1, 0, -100})});
+  auto out = run("nll_loss_forward", call,
+                 {host(DType::kF32, {3, 2}, {-1, -0.5, -2, -3, -7, -9}),
+                  host(DType::kI64, {3}, {1, 0, -100})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].get(0), 1.25);
   EXPECT_EQ(out[1].get(0), 2.0);  // total_weight
@@ -119,15 +130,19 @@ TEST(LoweringTest, NllLossMeanSkipsIgnoredTargets) {
 TEST(LoweringTest, IndexSelectAndEmbeddingBackward) {
   OpCall sel;
   sel.args = {tensor_arg(DType::kF32, {3, 2}), int_arg(0), tensor_arg(DType::kI64, {4})};
-  auto rows = run("index_select", sel, {host(DType::kF32, {3, 2}, {0, 1, 10, 11, 20, 21}), host(DType::kI64, {4}, {2, 0, 2, 1})});
+  auto rows = run(
+      "index_select", sel,
+      {host(DType::kF32, {3, 2}, {0, 1, 10, 11, 20, 21}), host(DType::kI64, {4}, {2, 0, 2, 1})});
   const double want[] = {20, 21, 0, 1, 20, 21, 10, 11};
   for (int i = 0; i < 8; ++i) EXPECT_EQ(rows[0].get(i), want[i]);
 
   OpCall bwd;
-  bwd.args = {tensor_arg(DType::kF32, {4, 2}), tensor_arg(DType::kI64, {4}), int_arg(3), int_arg(1), int_arg(0, ArgKind::kBool)};
+  bwd.args = {tensor_arg(DType::kF32, {4, 2}), tensor_arg(DType::kI64, {4}), int_arg(3), int_arg(1),
+              int_arg(0, ArgKind::kBool)};
   // Rows 0 and 2 take index 2 (summed); row 3 takes the padding index 1 and is dropped.
-  auto grad = run("embedding_dense_backward", bwd, {host(DType::kF32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
-                                                   host(DType::kI64, {4}, {2, 0, 2, 1})});
+  auto grad = run(
+      "embedding_dense_backward", bwd,
+      {host(DType::kF32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), host(DType::kI64, {4}, {2, 0, 2, 1})});
   const double want_grad[] = {3, 4, 0, 0, 6, 8};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(grad[0].get(i), want_grad[i]);
 }
@@ -148,15 +163,28 @@ TEST(LoweringTest, FusedAdamWOneStepByHand) {
   ArgSpec empty_list;
   empty_list.kind = ArgKind::kTensorList;
   OpCall call;
-  call.args = {list({1}), list({1}), list({1}), list({1}), empty_list, list({}), scalar_arg(DType::kF64),
-               real(0.9), real(0.999), real(0.1), real(1e-8), int_arg(0, ArgKind::kBool), int_arg(0, ArgKind::kBool),
-               none(), none()};
+  call.args = {list({1}),
+               list({1}),
+               list({1}),
+               list({1}),
+               empty_list,
+               list({}),
+               scalar_arg(DType::kF64),
+               real(0.9),
+               real(0.999),
+               real(0.1),
+               real(1e-8),
+               int_arg(0, ArgKind::kBool),
+               int_arg(0, ArgKind::kBool),
+               none(),
+               none()};
   call.out_dtypes = {DType::kF32, DType::kF32, DType::kF32, DType::kF32};
   LoweredCall lowered = lower_call(*find_lowering("_fused_adamw_"), call);
   EXPECT_EQ(lowered.written, (std::vector<bool>{true, false, true, true}));
   runtime::LoadedExecutable exe(compiler::compile(lowered.module));
-  auto out = exe.run({host(DType::kF32, {1}, {1.0}), host(DType::kF32, {1}, {0.5}), host(DType::kF32, {1}, {0}),
-                      host(DType::kF32, {1}, {0}), host(DType::kF32, {}, {1}), host(DType::kF64, {}, {0.01})});
+  auto out = exe.run({host(DType::kF32, {1}, {1.0}), host(DType::kF32, {1}, {0.5}),
+                      host(DType::kF32, {1}, {0}), host(DType::kF32, {1}, {0}),
+                      host(DType::kF32, {}, {1}), host(DType::kF64, {}, {0.01})});
   // Step 1: p = 1 * (1 - 0.01 * 0.1); m = 0.05; v = 0.00025; m_hat = 0.5, v_hat = 0.25.
   const double p = 1.0 * (1 - 0.001);
   const double expected = p - 0.01 * 0.5 / (0.5 + 1e-8);
@@ -195,11 +223,13 @@ ArgSpec list_arg(std::vector<TensorType> types) {
 TEST(ForeachLoweringTest, AddListWithAlphaUsesEachElementsDtype) {
   OpCall call;
   call.args = {list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}),
-               list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}), scalar_arg(DType::kI64)};
+               list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}),
+               scalar_arg(DType::kI64)};
   call.out_dtypes = {DType::kF32, DType::kBF16};  // in place
-  auto out = run("_foreach_add_.List", call, {host(DType::kF32, {2}, {1, 2}), host(DType::kBF16, {1}, {3}),
-                                              host(DType::kF32, {2}, {10, 20}), host(DType::kBF16, {1}, {0.5}),
-                                              host(DType::kI64, {}, {2})});
+  auto out = run("_foreach_add_.List", call,
+                 {host(DType::kF32, {2}, {1, 2}), host(DType::kBF16, {1}, {3}),
+                  host(DType::kF32, {2}, {10, 20}), host(DType::kBF16, {1}, {0.5}),
+                  host(DType::kI64, {}, {2})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].get(0), 21);
   EXPECT_EQ(out[0].get(1), 42);
@@ -213,7 +243,8 @@ TEST(ForeachLoweringTest, NormOfEachTensor) {
   ord.kind = ArgKind::kFloat;
   ord.real = 2;
   call.args = {list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kF32, {3})}), ord, none()};
-  auto out = run("_foreach_norm.Scalar", call, {host(DType::kF32, {2}, {3, 4}), host(DType::kF32, {3}, {1, 2, 2})});
+  auto out = run("_foreach_norm.Scalar", call,
+                 {host(DType::kF32, {2}, {3, 4}), host(DType::kF32, {3}, {1, 2, 2})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].type.rank(), 0);
   EXPECT_EQ(out[0].get(0), 5);
@@ -230,7 +261,8 @@ TEST(ForeachLoweringTest, AddScalarHasNoAlpha) {
   OpCall call;
   call.args = {list_arg({TensorType(DType::kF32, {2})}), scalar_arg(DType::kI64)};
   call.out_dtypes = {DType::kF32};
-  auto out = run("_foreach_add_.Scalar", call, {host(DType::kF32, {2}, {1, 2}), host(DType::kI64, {}, {3})});
+  auto out = run("_foreach_add_.Scalar", call,
+                 {host(DType::kF32, {2}, {1, 2}), host(DType::kI64, {}, {3})});
   EXPECT_EQ(out[0].get(0), 4);
   EXPECT_EQ(out[0].get(1), 5);
 }

@@ -42,7 +42,8 @@ void add_data_lowerings(std::vector<OpLowering>& r) {
         for (Value v : xs) {
           if (L.rank(v) == 1 && L.shape(v)[0] == 0) continue;
           if (rank < 0) rank = L.rank(v);
-          if (L.rank(v) != rank || rank == 0) throw Unsupported("cat of tensors of different ranks");
+          if (L.rank(v) != rank || rank == 0)
+            throw Unsupported("cat of tensors of different ranks");
           parts.push_back(L.convert(v, common));
         }
         if (parts.empty()) throw Unsupported("cat of empty tensors");

@@ -36,7 +36,8 @@ LowerFn add_like(bool subtract) {
     const DType compute = opmath(common);
     auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
     // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this.
-    Value scaled = L.has(2) ? L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1]))) : v[1];
+    Value scaled =
+        L.has(2) ? L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1]))) : v[1];
     Value r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
     return {L.convert(r, L.out_dtype(0, common))};
   };
@@ -83,7 +84,7 @@ LowerFn classify(std::function<Value(Lowerer&, Value)> f) {
     Value x = L.tensor(0);
     L.require_claimed(L.dtype(x));
     Value r = hlo::is_float(L.dtype(x)) ? f(L, L.convert(x, opmath(L.dtype(x))))
-                                         : L.b.broadcast_to(L.constant(0, DType::kPred), L.shape(x));
+                                        : L.b.broadcast_to(L.constant(0, DType::kPred), L.shape(x));
     return {L.convert(r, L.out_dtype(0, DType::kPred))};
   };
 }
@@ -100,7 +101,8 @@ Value erf(Lowerer& L, Value x) {
   Value a = L.b.unary(OpKind::kAbs, x);
   Value t = L.b.div(k(1.0), L.b.add(k(1.0), L.b.mul(k(0.3275911), a)));
   Value poly = k(1.061405429);
-  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) poly = L.b.add(L.b.mul(poly, t), k(c));
+  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
+    poly = L.b.add(L.b.mul(poly, t), k(c));
   poly = L.b.mul(poly, t);
   Value y = L.b.sub(k(1.0), L.b.mul(poly, L.b.exp(L.b.neg(L.b.mul(a, a)))));
   return L.b.select(L.b.compare(Comparison::kLT, x, k(0.0)), L.b.neg(y), y);
@@ -122,44 +124,56 @@ bool tanh_gelu(Lowerer& L, int arg) {
 
 void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   // gelu(self, approximate): x * Phi(x), or the tanh approximation, as ATen's CPU kernel.
-  add(r, {"gelu", "gelu_", "gelu.out"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-        const DType d = L.dtype(L.tensor(0));
-        L.require_claimed(d);
-        Value x = L.convert(L.tensor(0), opmath(d));
-        auto k = [&](double v) { return L.full_like(x, v); };
-        Value y;
-        if (tanh_gelu(L, 1)) {
-          Value inner = L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(L.b.mul(x, x), x))));
-          y = L.b.mul(L.b.mul(k(0.5), x), L.b.add(k(1.0), L.b.unary(OpKind::kTanh, inner)));
-        } else {
-          y = L.b.mul(L.b.mul(x, k(0.5)), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
-        }
-        return {L.convert(y, L.out_dtype(0, d))};
-      }, true));
+  add(r, {"gelu", "gelu_", "gelu.out"},
+      entry(
+          floats(),
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType d = L.dtype(L.tensor(0));
+            L.require_claimed(d);
+            Value x = L.convert(L.tensor(0), opmath(d));
+            auto k = [&](double v) { return L.full_like(x, v); };
+            Value y;
+            if (tanh_gelu(L, 1)) {
+              Value inner =
+                  L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(L.b.mul(x, x), x))));
+              y = L.b.mul(L.b.mul(k(0.5), x), L.b.add(k(1.0), L.b.unary(OpKind::kTanh, inner)));
+            } else {
+              y = L.b.mul(L.b.mul(x, k(0.5)), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
+            }
+            return {L.convert(y, L.out_dtype(0, d))};
+          },
+          true));
   // gelu_backward(grad_output, self, approximate).
-  add(r, {"gelu_backward", "gelu_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-        const DType common = result_type({L.promotion(0), L.promotion(1)});
-        L.require_claimed(common);
-        const DType c = opmath(common);
-        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
-        Value g = v[0], x = v[1];
-        auto k = [&](double val) { return L.full_like(x, val); };
-        Value dinput;
-        if (tanh_gelu(L, 2)) {
-          Value x_sq = L.b.mul(x, x);
-          Value inner = L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(x_sq, x))));
-          Value th = L.b.unary(OpKind::kTanh, inner);
-          Value right = L.b.add(k(1.0), th);
-          Value right_derivative = L.b.mul(L.b.sub(k(1.0), L.b.mul(th, th)),
-                                           L.b.mul(k(kBeta), L.b.add(k(1.0), L.b.mul(k(3.0 * kKappa), x_sq))));
-          dinput = L.b.add(L.b.mul(k(0.5), right), L.b.mul(L.b.mul(k(0.5), x), right_derivative));
-        } else {
-          Value cdf = L.b.mul(k(0.5), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
-          Value pdf = L.b.mul(L.b.exp(L.b.mul(k(-0.5), L.b.mul(x, x))), k(0.39894228040143267794));  // 1/sqrt(2 pi)
-          dinput = L.b.add(cdf, L.b.mul(x, pdf));
-        }
-        return {L.convert(L.b.mul(g, dinput), L.out_dtype(0, common))};
-      }, true));
+  add(r, {"gelu_backward", "gelu_backward.grad_input"},
+      entry(
+          floats(),
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType common = result_type({L.promotion(0), L.promotion(1)});
+            L.require_claimed(common);
+            const DType c = opmath(common);
+            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+            Value g = v[0], x = v[1];
+            auto k = [&](double val) { return L.full_like(x, val); };
+            Value dinput;
+            if (tanh_gelu(L, 2)) {
+              Value x_sq = L.b.mul(x, x);
+              Value inner = L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(x_sq, x))));
+              Value th = L.b.unary(OpKind::kTanh, inner);
+              Value right = L.b.add(k(1.0), th);
+              Value right_derivative =
+                  L.b.mul(L.b.sub(k(1.0), L.b.mul(th, th)),
+                          L.b.mul(k(kBeta), L.b.add(k(1.0), L.b.mul(k(3.0 * kKappa), x_sq))));
+              dinput =
+                  L.b.add(L.b.mul(k(0.5), right), L.b.mul(L.b.mul(k(0.5), x), right_derivative));
+            } else {
+              Value cdf = L.b.mul(k(0.5), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
+              Value pdf = L.b.mul(L.b.exp(L.b.mul(k(-0.5), L.b.mul(x, x))),
+                                  k(0.39894228040143267794));  // 1/sqrt(2 pi)
+              dinput = L.b.add(cdf, L.b.mul(x, pdf));
+            }
+            return {L.convert(L.b.mul(g, dinput), L.out_dtype(0, common))};
+          },
+          true));
 
   const auto numeric = floats_and_ints();
   const auto any = all_types();
@@ -169,37 +183,55 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }), true));
   add(r, {"div.Tensor", "div_.Tensor", "div.out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true), true));
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true),
+            true));
   add(r, {"maximum", "maximum.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
   add(r, {"minimum", "minimum.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
   add(r, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"},
-      entry(floats(), binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }), true));
+      entry(floats(),
+            binary([](Lowerer& L, Value a, Value b) { return L.b.binary(OpKind::kPower, a, b); }),
+            true));
   // pow(self, exponent): the exponent is static, because the CPU kernel special-cases it
   // (x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x)) and rounds the exponent to a half type; bfloat16
   // also rounds the intermediate product x*x. (Checked element by element against torch 2.13.)
-  OpLowering pow_scalar = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-    const DType common = result_type({L.promotion(0), L.promotion(1)});
-    L.require_claimed(common);
-    const DType c = opmath(common);
-    const bool half = c != common;
-    auto round = [&](Value v) { return common == DType::kBF16 ? L.convert(L.convert(v, common), c) : v; };
-    Value x = L.convert(L.tensor(0), c);
-    double e = L.real(1);
-    if (half) e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
-    Value y;
-    if (e == 1) y = x;
-    else if (e == 0) y = L.full_like(x, 1.0);  // also for NaN, as std::pow
-    else if (e == 2) y = L.b.mul(x, x);
-    else if (e == 3) y = L.b.mul(round(L.b.mul(x, x)), x);
-    else if (e == 0.5) y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
-    else if (e == -0.5) y = L.b.div(L.full_like(x, 1.0), L.b.unary(OpKind::kSqrt, x));
-    else if (e == -1) y = L.b.div(L.full_like(x, 1.0), x);
-    else if (e == -2) y = L.b.div(L.full_like(x, 1.0), round(L.b.mul(x, x)));
-    else y = L.b.binary(OpKind::kPower, x, L.full_like(x, e));
-    return {L.convert(y, L.out_dtype(0, common))};
-  }, true);
+  OpLowering pow_scalar = entry(
+      floats(),
+      [](Lowerer& L) -> std::vector<Value> {
+        const DType common = result_type({L.promotion(0), L.promotion(1)});
+        L.require_claimed(common);
+        const DType c = opmath(common);
+        const bool half = c != common;
+        auto round = [&](Value v) {
+          return common == DType::kBF16 ? L.convert(L.convert(v, common), c) : v;
+        };
+        Value x = L.convert(L.tensor(0), c);
+        double e = L.real(1);
+        if (half)
+          e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
+        Value y;
+        if (e == 1)
+          y = x;
+        else if (e == 0)
+          y = L.full_like(x, 1.0);  // also for NaN, as std::pow
+        else if (e == 2)
+          y = L.b.mul(x, x);
+        else if (e == 3)
+          y = L.b.mul(round(L.b.mul(x, x)), x);
+        else if (e == 0.5)
+          y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
+        else if (e == -0.5)
+          y = L.b.div(L.full_like(x, 1.0), L.b.unary(OpKind::kSqrt, x));
+        else if (e == -1)
+          y = L.b.div(L.full_like(x, 1.0), x);
+        else if (e == -2)
+          y = L.b.div(L.full_like(x, 1.0), round(L.b.mul(x, x)));
+        else
+          y = L.b.binary(OpKind::kPower, x, L.full_like(x, e));
+        return {L.convert(y, L.out_dtype(0, common))};
+      },
+      true);
   pow_scalar.static_scalars = {1};
   add(r, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"}, pow_scalar);
 
@@ -215,148 +247,231 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
     }
   }
 
-  add(r, {"logical_and", "logical_and.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
-        auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
-        return {L.convert(L.b.binary(OpKind::kAnd, v[0], v[1]), L.out_dtype(0, DType::kPred))};
-      }, true));
-  add(r, {"logical_or", "logical_or.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
-        auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
-        return {L.convert(L.b.binary(OpKind::kOr, v[0], v[1]), L.out_dtype(0, DType::kPred))};
-      }, true));
-  add(r, {"logical_not", "logical_not.out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
-        return {L.convert(L.b.unary(OpKind::kNot, is_true(L, L.tensor(0))), L.out_dtype(0, DType::kPred))};
-      }, true));
+  add(r, {"logical_and", "logical_and.out"},
+      entry(
+          any,
+          [](Lowerer& L) -> std::vector<Value> {
+            auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
+            return {L.convert(L.b.binary(OpKind::kAnd, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+          },
+          true));
+  add(r, {"logical_or", "logical_or.out"},
+      entry(
+          any,
+          [](Lowerer& L) -> std::vector<Value> {
+            auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
+            return {L.convert(L.b.binary(OpKind::kOr, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+          },
+          true));
+  add(r, {"logical_not", "logical_not.out"},
+      entry(
+          any,
+          [](Lowerer& L) -> std::vector<Value> {
+            return {L.convert(L.b.unary(OpKind::kNot, is_true(L, L.tensor(0))),
+                              L.out_dtype(0, DType::kPred))};
+          },
+          true));
 
-  add(r, {"where.self", "where.self_out"}, entry(any, [](Lowerer& L) -> std::vector<Value> {
-        const DType common = result_type({L.promotion(1), L.promotion(2)});
-        L.require_claimed(common);
-        auto v = L.broadcast({is_true(L, L.tensor(0)), L.convert(L.tensor(1), common), L.convert(L.tensor(2), common)});
-        return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
-      }, true));
+  add(r, {"where.self", "where.self_out"},
+      entry(
+          any,
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType common = result_type({L.promotion(1), L.promotion(2)});
+            L.require_claimed(common);
+            auto v = L.broadcast({is_true(L, L.tensor(0)), L.convert(L.tensor(1), common),
+                                  L.convert(L.tensor(2), common)});
+            return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
+          },
+          true));
   add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
-      entry(any, [](Lowerer& L) -> std::vector<Value> {
-        Value self = L.tensor(0);
-        const DType d = L.dtype(self);
-        L.require_claimed(d);
-        Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
-        Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
-        return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
-      }, true));
+      entry(
+          any,
+          [](Lowerer& L) -> std::vector<Value> {
+            Value self = L.tensor(0);
+            const DType d = L.dtype(self);
+            L.require_claimed(d);
+            Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
+            Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
+            return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
+          },
+          true));
 
   // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
   add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
-      entry(numeric, [](Lowerer& L) -> std::vector<Value> {
-        std::vector<PromotionInput> p{L.promotion(0)};
-        if (L.has(1)) p.push_back(L.promotion(1));
-        if (L.has(2)) p.push_back(L.promotion(2));
-        if (!L.has(1) && !L.has(2)) throw Unsupported("clamp: at least one of 'min' or 'max' must not be None");
-        const DType common = result_type(p);
-        L.require_claimed(common);
-        const DType compute = opmath(common);
-        Value x = L.convert(L.tensor(0), compute);
-        std::vector<Value> parts{x};
-        if (L.has(1)) parts.push_back(L.convert(L.tensor(1), compute));
-        if (L.has(2)) parts.push_back(L.convert(L.tensor(2), compute));
-        parts = L.broadcast(parts);
-        x = parts[0];
-        std::size_t k = 1;
-        if (L.has(1)) x = L.b.max(x, parts[k++]);
-        if (L.has(2)) x = L.b.min(x, parts[k]);
-        return {L.convert(x, L.out_dtype(0, common))};
-      }, true));
-  add(r, {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
-  add(r, {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"}, entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+      entry(
+          numeric,
+          [](Lowerer& L) -> std::vector<Value> {
+            std::vector<PromotionInput> p{L.promotion(0)};
+            if (L.has(1)) p.push_back(L.promotion(1));
+            if (L.has(2)) p.push_back(L.promotion(2));
+            if (!L.has(1) && !L.has(2))
+              throw Unsupported("clamp: at least one of 'min' or 'max' must not be None");
+            const DType common = result_type(p);
+            L.require_claimed(common);
+            const DType compute = opmath(common);
+            Value x = L.convert(L.tensor(0), compute);
+            std::vector<Value> parts{x};
+            if (L.has(1)) parts.push_back(L.convert(L.tensor(1), compute));
+            if (L.has(2)) parts.push_back(L.convert(L.tensor(2), compute));
+            parts = L.broadcast(parts);
+            x = parts[0];
+            std::size_t k = 1;
+            if (L.has(1)) x = L.b.max(x, parts[k++]);
+            if (L.has(2)) x = L.b.min(x, parts[k]);
+            return {L.convert(x, L.out_dtype(0, common))};
+          },
+          true));
+  add(r,
+      {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
+       "clamp_min.Tensor_out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+  add(r,
+      {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
+       "clamp_max.Tensor_out"},
+      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
 
   // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
-  add(r, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
-      entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-        const DType d = L.dtype(L.tensor(0));
-        L.require_claimed(d);
-        const DType c = opmath(d);
-        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
-        Value diff = L.b.sub(v[1], v[0]);
-        Value low = L.b.add(v[0], L.b.mul(v[2], diff));
-        Value high = L.b.sub(v[1], L.b.mul(diff, L.b.sub(L.full_like(v[2], 1.0), v[2])));
-        Value use_low = L.b.compare(Comparison::kLT, L.b.unary(OpKind::kAbs, v[2]), L.full_like(v[2], 0.5));
-        return {L.convert(L.b.select(use_low, low, high), L.out_dtype(0, d))};
-      }, true));
+  add(r,
+      {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor",
+       "lerp.Tensor_out"},
+      entry(
+          floats(),
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType d = L.dtype(L.tensor(0));
+            L.require_claimed(d);
+            const DType c = opmath(d);
+            auto v = L.broadcast(
+                {L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+            Value diff = L.b.sub(v[1], v[0]);
+            Value low = L.b.add(v[0], L.b.mul(v[2], diff));
+            Value high = L.b.sub(v[1], L.b.mul(diff, L.b.sub(L.full_like(v[2], 1.0), v[2])));
+            Value use_low =
+                L.b.compare(Comparison::kLT, L.b.unary(OpKind::kAbs, v[2]), L.full_like(v[2], 0.5));
+            return {L.convert(L.b.select(use_low, low, high), L.out_dtype(0, d))};
+          },
+          true));
 
   // addcmul: self + value * t1 * t2; addcdiv: self + value * (t1 / t2).
   for (bool divide : {false, true}) {
-    OpLowering e = entry(divide ? floats() : numeric, [divide](Lowerer& L) -> std::vector<Value> {
-      const DType common = result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
-      L.require_claimed(common);
-      const DType c = opmath(common);
-      auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
-      Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
-      Value t = divide ? L.b.mul(value, L.b.div(v[1], v[2])) : L.b.mul(L.b.mul(value, v[1]), v[2]);
-      return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
-    }, true);
-    if (divide) add(r, {"addcdiv", "addcdiv_", "addcdiv.out"}, e);
-    else add(r, {"addcmul", "addcmul_", "addcmul.out"}, e);
+    OpLowering e = entry(
+        divide ? floats() : numeric,
+        [divide](Lowerer& L) -> std::vector<Value> {
+          const DType common = result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
+          L.require_claimed(common);
+          const DType c = opmath(common);
+          auto v = L.broadcast(
+              {L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+          Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
+          Value t =
+              divide ? L.b.mul(value, L.b.div(v[1], v[2])) : L.b.mul(L.b.mul(value, v[1]), v[2]);
+          return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
+        },
+        true);
+    if (divide)
+      add(r, {"addcdiv", "addcdiv_", "addcdiv.out"}, e);
+    else
+      add(r, {"addcmul", "addcmul_", "addcmul.out"}, e);
   }
 
   // Unary math.
   const std::pair<std::initializer_list<const char*>, UnaryFn> float_unary[] = {
       {{"exp", "exp_", "exp.out"}, [](Lowerer& L, Value x) { return L.b.exp(x); }},
       {{"log", "log_", "log.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog, x); }},
-      {{"log1p", "log1p_", "log1p.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog1p, x); }},
-      {{"expm1", "expm1_", "expm1.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kExpm1, x); }},
-      {{"sqrt", "sqrt_", "sqrt.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSqrt, x); }},
+      {{"log1p", "log1p_", "log1p.out"},
+       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog1p, x); }},
+      {{"expm1", "expm1_", "expm1.out"},
+       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kExpm1, x); }},
+      {{"sqrt", "sqrt_", "sqrt.out"},
+       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSqrt, x); }},
       // 1 / sqrt(x), as the CPU computes it (the executor's rsqrt can differ in the last bit).
-      {{"rsqrt", "rsqrt_", "rsqrt.out"}, [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), L.b.unary(OpKind::kSqrt, x)); }},
+      {{"rsqrt", "rsqrt_", "rsqrt.out"},
+       [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), L.b.unary(OpKind::kSqrt, x)); }},
       {{"sin", "sin_", "sin.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSine, x); }},
-      {{"cos", "cos_", "cos.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kCosine, x); }},
-      {{"tanh", "tanh_", "tanh.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kTanh, x); }},
-      {{"reciprocal", "reciprocal_", "reciprocal.out"}, [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), x); }},
+      {{"cos", "cos_", "cos.out"},
+       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kCosine, x); }},
+      {{"tanh", "tanh_", "tanh.out"},
+       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kTanh, x); }},
+      {{"reciprocal", "reciprocal_", "reciprocal.out"},
+       [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), x); }},
       {{"sigmoid", "sigmoid_", "sigmoid.out"}, [](Lowerer& L, Value x) { return sigmoid(L, x); }},
       {{"silu", "silu_", "silu.out"},
-       [](Lowerer& L, Value x) { return L.b.div(x, L.b.add(one_like(L, x), L.b.exp(L.b.neg(x)))); }},
+       [](Lowerer& L, Value x) {
+         return L.b.div(x, L.b.add(one_like(L, x), L.b.exp(L.b.neg(x))));
+       }},
   };
   for (const auto& [names, f] : float_unary) add(r, names, entry(floats(), unary_float(f), true));
 
-  add(r, {"neg", "neg_", "neg.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.neg(x); }), true));
-  add(r, {"abs", "abs_", "abs.out"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.unary(OpKind::kAbs, x); }), true));
-  add(r, {"relu", "relu_"}, entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.max(x, L.full_like(x, 0.0)); }), true));
+  add(r, {"neg", "neg_", "neg.out"},
+      entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.neg(x); }), true));
+  add(r, {"abs", "abs_", "abs.out"},
+      entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.unary(OpKind::kAbs, x); }),
+            true));
+  add(r, {"relu", "relu_"},
+      entry(numeric,
+            unary_same([](Lowerer& L, Value x) { return L.b.max(x, L.full_like(x, 0.0)); }), true));
 
-  add(r, {"isneginf", "isneginf.out"}, entry(numeric, classify([](Lowerer& L, Value x) {
-        return L.b.compare(Comparison::kEQ, x, L.full_like(x, -INFINITY));
-      }), true));
-  add(r, {"isposinf", "isposinf.out"}, entry(numeric, classify([](Lowerer& L, Value x) {
-        return L.b.compare(Comparison::kEQ, x, L.full_like(x, INFINITY));
-      }), true));
-  add(r, {"isnan"}, entry(numeric, classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }), true));
+  add(r, {"isneginf", "isneginf.out"},
+      entry(numeric, classify([](Lowerer& L, Value x) {
+              return L.b.compare(Comparison::kEQ, x, L.full_like(x, -INFINITY));
+            }),
+            true));
+  add(r, {"isposinf", "isposinf.out"},
+      entry(numeric, classify([](Lowerer& L, Value x) {
+              return L.b.compare(Comparison::kEQ, x, L.full_like(x, INFINITY));
+            }),
+            true));
+  add(r, {"isnan"},
+      entry(numeric,
+            classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }),
+            true));
 
   // Backward formulas of the activations, as derivatives.yaml / the CPU kernels write them.
-  add(r, {"silu_backward", "silu_backward.grad_input"}, entry(floats(), binary([](Lowerer& L, Value g, Value x) {
-        Value s = sigmoid(L, x);
-        Value one = one_like(L, x);
-        return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
-      }), true));
+  add(r, {"silu_backward", "silu_backward.grad_input"},
+      entry(floats(), binary([](Lowerer& L, Value g, Value x) {
+              Value s = sigmoid(L, x);
+              Value one = one_like(L, x);
+              return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
+            }),
+            true));
   // float16 runs the CPU's scalar path in float16 arithmetic: (1 - y) and g * (1 - y) are
   // rounded to float16 before the last product.
-  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-        const DType common = result_type({L.promotion(0), L.promotion(1)});
-        L.require_claimed(common);
-        const DType c = opmath(common);
-        auto round = [&](Value v) { return common == DType::kF16 ? L.convert(L.convert(v, common), c) : v; };
-        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
-        Value g = v[0], y = v[1];
-        Value r = common == DType::kF16 ? L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y)
-                                        : L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
-        return {L.convert(r, L.out_dtype(0, common))};
-      }, true));
-  add(r, {"tanh_backward", "tanh_backward.grad_input"}, entry(floats(), binary([](Lowerer& L, Value g, Value y) {
-        return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
-      }), true));
-  add(r, {"threshold_backward", "threshold_backward.grad_input"}, entry(numeric, [](Lowerer& L) -> std::vector<Value> {
-        const DType common = result_type({L.promotion(0), L.promotion(1)});
-        L.require_claimed(common);
-        const DType c = opmath(common);
-        auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
-        Value below = L.b.compare(Comparison::kLE, v[1], L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
-        return {L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]), L.out_dtype(0, common))};
-      }, true));
+  add(r, {"sigmoid_backward", "sigmoid_backward.grad_input"},
+      entry(
+          floats(),
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType common = result_type({L.promotion(0), L.promotion(1)});
+            L.require_claimed(common);
+            const DType c = opmath(common);
+            auto round = [&](Value v) {
+              return common == DType::kF16 ? L.convert(L.convert(v, common), c) : v;
+            };
+            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+            Value g = v[0], y = v[1];
+            Value r = common == DType::kF16
+                          ? L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y)
+                          : L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
+            return {L.convert(r, L.out_dtype(0, common))};
+          },
+          true));
+  add(r, {"tanh_backward", "tanh_backward.grad_input"},
+      entry(floats(), binary([](Lowerer& L, Value g, Value y) {
+              return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
+            }),
+            true));
+  add(r, {"threshold_backward", "threshold_backward.grad_input"},
+      entry(
+          numeric,
+          [](Lowerer& L) -> std::vector<Value> {
+            const DType common = result_type({L.promotion(0), L.promotion(1)});
+            L.require_claimed(common);
+            const DType c = opmath(common);
+            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+            Value below =
+                L.b.compare(Comparison::kLE, v[1], L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
+            return {
+                L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]), L.out_dtype(0, common))};
+          },
+          true));
 }
 
 }  // namespace vtrn::lowering

@@ -37,7 +37,8 @@ LowerFn foreach_of(std::string base, std::vector<FeedSpec> feeds) {
       for (const FeedSpec& f : feeds) {
         ArgSpec a;
         std::vector<Value> v;
-        const ArgSpec* from = (f.feed == Feed::kAbsent || f.feed == Feed::kFalse) ? nullptr : &L.arg(f.from);
+        const ArgSpec* from =
+            (f.feed == Feed::kAbsent || f.feed == Feed::kFalse) ? nullptr : &L.arg(f.from);
         switch (f.feed) {
           case Feed::kElement:
             if (from->types.size() != n) throw Unsupported("foreach: lists of different lengths");
@@ -50,13 +51,17 @@ LowerFn foreach_of(std::string base, std::vector<FeedSpec> feeds) {
             v = L.values(f.from);
             break;
           case Feed::kScalarAt:
-            if (from->types.size() != n) throw Unsupported("foreach: scalar list of a different length");
+            if (from->types.size() != n)
+              throw Unsupported("foreach: scalar list of a different length");
             a.kind = ArgKind::kScalar;
             a.types = {from->types[i]};
             v = {L.values(f.from)[i]};
             break;
-          case Feed::kStatic: a = *from; break;
-          case Feed::kAbsent: break;
+          case Feed::kStatic:
+            a = *from;
+            break;
+          case Feed::kAbsent:
+            break;
           case Feed::kFalse:
             a.kind = ArgKind::kBool;
             a.ints = {0};
@@ -110,40 +115,58 @@ void add_foreach_lowerings(std::vector<OpLowering>& r) {
     if (o == "add" || o == "mul" || o == "div")
       add_both(r, "_foreach_" + o + ".Tensor", foreach_of(base, feeds(F::kShared, o == "add")));
   }
-  for (const char* op : {"sqrt", "rsqrt", "neg", "exp", "expm1", "reciprocal", "abs", "sigmoid", "log", "tanh"})
+  for (const char* op :
+       {"sqrt", "rsqrt", "neg", "exp", "expm1", "reciprocal", "abs", "sigmoid", "log", "tanh"})
     add_both(r, std::string("_foreach_") + op, foreach_of(op, {{F::kElement, 0}}));
   for (const char* op : {"addcmul", "addcdiv"}) {
     const std::string o = op;
-    add_both(r, "_foreach_" + o + ".Scalar", foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kShared, 3}}));
-    add_both(r, "_foreach_" + o + ".ScalarList", foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kScalarAt, 3}}));
+    add_both(
+        r, "_foreach_" + o + ".Scalar",
+        foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kShared, 3}}));
+    add_both(
+        r, "_foreach_" + o + ".ScalarList",
+        foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kScalarAt, 3}}));
   }
-  add_both(r, "_foreach_lerp.Scalar", foreach_of("lerp.Scalar", {{F::kElement, 0}, {F::kElement, 1}, {F::kShared, 2}}));
-  add_both(r, "_foreach_lerp.ScalarList", foreach_of("lerp.Scalar", {{F::kElement, 0}, {F::kElement, 1}, {F::kScalarAt, 2}}));
-  add_both(r, "_foreach_lerp.List", foreach_of("lerp.Tensor", {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}}));
+  add_both(r, "_foreach_lerp.Scalar",
+           foreach_of("lerp.Scalar", {{F::kElement, 0}, {F::kElement, 1}, {F::kShared, 2}}));
+  add_both(r, "_foreach_lerp.ScalarList",
+           foreach_of("lerp.Scalar", {{F::kElement, 0}, {F::kElement, 1}, {F::kScalarAt, 2}}));
+  add_both(r, "_foreach_lerp.List",
+           foreach_of("lerp.Tensor", {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}}));
 
   // _foreach_norm(self, ord, dtype) -> linalg_vector_norm(self[i], ord, None, False, dtype).
-  OpLowering norm = entry(floats(), foreach_of("linalg_vector_norm", {{F::kElement, 0}, {F::kStatic, 1}, {F::kAbsent, 0},
-                                                                       {F::kFalse, 0}, {F::kStatic, 2}}));
+  OpLowering norm = entry(
+      floats(),
+      foreach_of(
+          "linalg_vector_norm",
+          {{F::kElement, 0}, {F::kStatic, 1}, {F::kAbsent, 0}, {F::kFalse, 0}, {F::kStatic, 2}}));
   norm.name = "_foreach_norm.Scalar";
   norm.static_scalars = {1};
   r.push_back(norm);
 
   // _foreach_copy_(self, src): src[i] converted and broadcast to self[i].
-  OpLowering copy = entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
-    const auto& self = L.tensors(0);
-    const auto& src = L.tensors(1);
-    if (self.size() != src.size()) throw Unsupported("foreach copy: lists of different lengths");
-    std::vector<Value> out;
-    for (std::size_t i = 0; i < self.size(); ++i)
-      out.push_back(L.broadcast_to(L.convert(src[i], L.dtype(self[i])), L.shape(self[i])));
-    return out;
-  }, true);
+  OpLowering copy = entry(
+      all_types(),
+      [](Lowerer& L) -> std::vector<Value> {
+        const auto& self = L.tensors(0);
+        const auto& src = L.tensors(1);
+        if (self.size() != src.size())
+          throw Unsupported("foreach copy: lists of different lengths");
+        std::vector<Value> out;
+        for (std::size_t i = 0; i < self.size(); ++i)
+          out.push_back(L.broadcast_to(L.convert(src[i], L.dtype(self[i])), L.shape(self[i])));
+        return out;
+      },
+      true);
   add(r, {"_foreach_copy_"}, copy);
-  OpLowering zero = entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
-    std::vector<Value> out;
-    for (Value v : L.tensors(0)) out.push_back(L.full_like(v, 0.0));
-    return out;
-  }, true);
+  OpLowering zero = entry(
+      all_types(),
+      [](Lowerer& L) -> std::vector<Value> {
+        std::vector<Value> out;
+        for (Value v : L.tensors(0)) out.push_back(L.full_like(v, 0.0));
+        return out;
+      },
+      true);
   add(r, {"_foreach_zero_"}, zero);
 }
 

@@ -41,11 +41,15 @@ std::vector<Value> mm(Lowerer& L, int batch) {
 }
 
 /// The softmax axis of |x| (a 0-d tensor is treated as shape [1]).
-std::int64_t softmax_dim(Lowerer& L, Value x, int arg) { return L.rank(x) == 0 ? 0 : L.wrap_dim(L.integer(arg), L.rank(x)); }
+std::int64_t softmax_dim(Lowerer& L, Value x, int arg) {
+  return L.rank(x) == 0 ? 0 : L.wrap_dim(L.integer(arg), L.rank(x));
+}
 
 Value as_vector_if_scalar(Lowerer& L, Value x) { return L.rank(x) == 0 ? L.b.reshape(x, {1}) : x; }
 
-Value broadcast_back(Lowerer& L, Value reduced_keepdim, Value like) { return L.broadcast_to(reduced_keepdim, L.shape(like)); }
+Value broadcast_back(Lowerer& L, Value reduced_keepdim, Value like) {
+  return L.broadcast_to(reduced_keepdim, L.shape(like));
+}
 
 /// softmax / log_softmax (self, dim, half_to_float).
 LowerFn softmax(bool log) {
@@ -83,10 +87,13 @@ LowerFn softmax_backward(bool log) {
     // The gradient's own type; float only when the forward ran half_to_float on half input.
     const DType grad_dtype = L.dtype(g0);
     const DType input_dtype = L.arg(3).dtype;
-    const DType result = L.out_dtype(0, grad_dtype == DType::kF32 && opmath(input_dtype) != input_dtype ? input_dtype : grad_dtype);
+    const DType result = L.out_dtype(
+        0,
+        grad_dtype == DType::kF32 && opmath(input_dtype) != input_dtype ? input_dtype : grad_dtype);
     const DType c = opmath(L.dtype(g0));
     const std::int64_t dim = softmax_dim(L, g0, 2);
-    Value g = as_vector_if_scalar(L, L.convert(g0, c)), y = as_vector_if_scalar(L, L.convert(y0, c));
+    Value g = as_vector_if_scalar(L, L.convert(g0, c)),
+          y = as_vector_if_scalar(L, L.convert(y0, c));
     Value gi;
     if (log) {
       Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true);
@@ -107,7 +114,8 @@ struct NllParts {
   std::int64_t n, c;
 };
 
-NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::int64_t ignore_index, DType compute) {
+NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::int64_t ignore_index,
+                   DType compute) {
   if (L.rank(self) > 2 || L.rank(self) < 1) throw Unsupported("nll_loss of rank > 2 (nll_loss2d)");
   const std::int64_t n = L.rank(self) == 2 ? L.shape(self)[0] : 1;
   const std::int64_t c = L.shape(self).back();
@@ -122,7 +130,9 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   } else {
     w = L.b.broadcast_to(L.constant(1.0, compute), {n});
   }
-  Value valid = L.b.compare(Comparison::kNE, t, L.b.broadcast_to(L.constant(static_cast<double>(ignore_index), DType::kI64), {n}));
+  Value valid = L.b.compare(
+      Comparison::kNE, t,
+      L.b.broadcast_to(L.constant(static_cast<double>(ignore_index), DType::kI64), {n}));
   w = L.b.select(valid, w, L.full_like(w, 0.0));
   return {onehot, w, n, c};
 }
@@ -145,7 +155,8 @@ Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale) 
     Value row = L.b.iota(it, 0), col = L.b.iota(it, 1);
     Value visible = L.b.compare(Comparison::kLE, col, row);
     Value zero = L.b.broadcast_to(L.constant(0.0, DType::kF32), {ss[2], ss[3]});
-    Value bias = L.b.select(visible, zero, L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), {ss[2], ss[3]}));
+    Value bias = L.b.select(visible, zero,
+                            L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), {ss[2], ss[3]}));
     s = L.b.add(s, L.b.broadcast_in_dim(bias, ss, {2, 3}));
   }
   return s;
@@ -167,7 +178,8 @@ void check_attention(Lowerer& L, Value q, Value k, Value v) {
   if (L.dtype(k) != d || L.dtype(v) != d || L.rank(q) != 4 || L.rank(k) != 4 || L.rank(v) != 4)
     throw Unsupported("attention operands");
   const auto qs = L.shape(q), ks = L.shape(k), vs = L.shape(v);
-  if (qs[0] != ks[0] || qs[1] != ks[1] || ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2] || qs[3] != ks[3])
+  if (qs[0] != ks[0] || qs[1] != ks[1] || ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2] ||
+      qs[3] != ks[3])
     throw Unsupported("attention shapes");
 }
 
@@ -200,14 +212,14 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         Value qc = L.convert(q, c), kc = L.convert(k, c), vc = L.convert(v, c);
         Value g = L.convert(L.tensor(0), c), p = L.convert(L.tensor(5), c);
         const auto ss = L.shape(p);
-        Value dv = batched_matmul(L, p, g, true, false);      // p^T dO
-        Value dp = batched_matmul(L, g, vc, false, true);     // dO v^T
+        Value dv = batched_matmul(L, p, g, true, false);   // p^T dO
+        Value dp = batched_matmul(L, g, vc, false, true);  // dO v^T
         // softmax backward: p * (dp - sum(p * dp)), as _softmax_backward_data computes it.
         Value delta = L.reduce(L.b.mul(p, dp), {3}, ReduceKind::kAdd, true);
         Value ds = L.b.mul(p, L.b.sub(dp, L.broadcast_to(delta, ss)));
         ds = L.b.mul(ds, L.full_like(ds, scale));
-        Value dq = batched_matmul(L, ds, kc, false, false);   // ds k
-        Value dk = batched_matmul(L, ds, qc, true, false);    // ds^T q
+        Value dq = batched_matmul(L, ds, kc, false, false);  // ds k
+        Value dk = batched_matmul(L, ds, qc, true, false);   // ds^T q
         return {L.convert(dq, d), L.convert(dk, L.dtype(k)), L.convert(dv, L.dtype(v))};
       }));
   add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
@@ -234,11 +246,14 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
 
   add(r, {"_softmax", "_softmax.out"}, entry(floats(), softmax(false)));
   add(r, {"_log_softmax", "_log_softmax.out"}, entry(floats(), softmax(true)));
-  add(r, {"_softmax_backward_data", "_softmax_backward_data.out"}, entry(floats(), softmax_backward(false)));
-  add(r, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}, entry(floats(), softmax_backward(true)));
+  add(r, {"_softmax_backward_data", "_softmax_backward_data.out"},
+      entry(floats(), softmax_backward(false)));
+  add(r, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"},
+      entry(floats(), softmax_backward(true)));
 
   // nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight)
-  add(r, {"nll_loss_forward", "nll_loss_forward.output"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"nll_loss_forward", "nll_loss_forward.output"},
+      entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value self = L.tensor(0);
         const DType d = L.dtype(self);
         L.require_claimed(d);
@@ -246,7 +261,8 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         const std::int64_t reduction = L.integer(3);
         NllParts p = nll_parts(L, self, L.tensor(1), 2, L.integer(4), c);
         Value x = L.b.reshape(L.convert(self, c), {p.n, p.c});
-        Value picked = L.reduce(L.b.select(p.onehot, x, L.full_like(x, 0.0)), {1}, ReduceKind::kAdd, false);
+        Value picked =
+            L.reduce(L.b.select(p.onehot, x, L.full_like(x, 0.0)), {1}, ReduceKind::kAdd, false);
         Value loss = L.b.neg(L.b.mul(picked, p.weight));
         Value total = L.reduce(p.weight, {0}, ReduceKind::kAdd, false);
         Value out;
@@ -260,7 +276,8 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         return {L.convert(out, L.out_dtype(0, d)), L.convert(total, L.out_dtype(1, d))};
       }));
   // nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
-  add(r, {"nll_loss_backward", "nll_loss_backward.grad_input"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"nll_loss_backward", "nll_loss_backward.grad_input"},
+      entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value self = L.tensor(1);
         const DType d = L.dtype(self);
         L.require_claimed(d);
@@ -283,15 +300,18 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
       }));
 
   // index_select(self, dim, index): a gather of whole slices along |dim|.
-  add(r, {"index_select", "index_select.out"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"index_select", "index_select.out"},
+      entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
         Value self = L.tensor(0), index = L.tensor(2);
         L.require_claimed(L.dtype(self));
-        if (L.rank(index) > 1 || !hlo::is_integer(L.dtype(index))) throw Unsupported("index_select index");
+        if (L.rank(index) > 1 || !hlo::is_integer(L.dtype(index)))
+          throw Unsupported("index_select index");
         if (L.rank(self) == 0) throw Unsupported("index_select of a 0-d tensor");
         const int r = L.rank(self);
         const std::int64_t dim = L.wrap_dim(L.integer(1), r);
         const std::int64_t n = L.rank(index) == 0 ? 1 : L.shape(index)[0];
-        if (n == 0 || L.shape(self)[static_cast<std::size_t>(dim)] == 0) throw Unsupported("empty index_select");
+        if (n == 0 || L.shape(self)[static_cast<std::size_t>(dim)] == 0)
+          throw Unsupported("empty index_select");
         Value idx = L.b.reshape(L.convert(index, DType::kI64), {n, 1});
         hlo::GatherDims g;
         for (std::int64_t k = 0; k < r; ++k)
@@ -307,7 +327,8 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
 
   // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
   // rows of grad_output scatter-added into a [num_weights, D] zero tensor.
-  add(r, {"embedding_dense_backward", "embedding_dense_backward.out"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"embedding_dense_backward", "embedding_dense_backward.out"},
+      entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value grad = L.tensor(0), indices = L.tensor(1);
         const DType d = L.dtype(grad);
         L.require_claimed(d);
@@ -317,14 +338,16 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         std::int64_t n = 1;
         for (std::int64_t s : L.shape(indices)) n *= s;
         if (n == 0 || num_weights == 0 || dim == 0) throw Unsupported("empty embedding backward");
-        // The CPU adds rows one at a time in the gradient's own type (grad_weight[k].add_(grad[i]));
-        // the scatter rounds each update the same way.
+        // The CPU adds rows one at a time in the gradient's own type
+        // (grad_weight[k].add_(grad[i])); the scatter rounds each update the same way.
         const DType c = d;
         Value g = L.b.reshape(grad, {n, dim});
         Value idx = L.b.reshape(L.convert(indices, DType::kI64), {n, 1});
         if (padding_idx >= 0) {
-          Value pad = L.b.compare(Comparison::kEQ, L.b.broadcast_in_dim(L.b.reshape(idx, {n}), {n, dim}, {0}),
-                                  L.b.broadcast_to(L.constant(static_cast<double>(padding_idx), DType::kI64), {n, dim}));
+          Value pad = L.b.compare(
+              Comparison::kEQ, L.b.broadcast_in_dim(L.b.reshape(idx, {n}), {n, dim}, {0}),
+              L.b.broadcast_to(L.constant(static_cast<double>(padding_idx), DType::kI64),
+                               {n, dim}));
           g = L.b.select(pad, L.full_like(g, 0.0), g);
         }
         Value zeros = L.b.broadcast_to(L.constant(0.0, c), {num_weights, dim});

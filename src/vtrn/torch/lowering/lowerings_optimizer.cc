@@ -41,7 +41,8 @@ LowerFn fused_adam(bool adamw) {
       if (maximize) g = L.b.neg(g);
       if (weight_decay != 0.0) {
         if (adamw) {
-          Value factor = L.b.sub(L.constant(1.0, DType::kF64), L.b.mul(lr64, L.constant(weight_decay, DType::kF64)));
+          Value factor = L.b.sub(L.constant(1.0, DType::kF64),
+                                 L.b.mul(lr64, L.constant(weight_decay, DType::kF64)));
           p = L.b.mul(p, bcast(factor));
         } else {
           g = L.b.add(g, L.b.mul(p, full(p, weight_decay)));
@@ -53,8 +54,10 @@ LowerFn fused_adam(bool adamw) {
       v = L.b.add(L.b.mul(v, full(v, beta2)), L.b.mul(L.b.mul(full(v, 1.0 - beta2), g), g));
       // Bias corrections from this parameter's step, in float64.
       Value step = L.b.reshape(L.convert(steps[i], DType::kF64), {});
-      Value bc1 = L.b.sub(L.constant(1.0, DType::kF64), L.b.binary(OpKind::kPower, L.constant(beta1, DType::kF64), step));
-      Value bc2 = L.b.sub(L.constant(1.0, DType::kF64), L.b.binary(OpKind::kPower, L.constant(beta2, DType::kF64), step));
+      Value bc1 = L.b.sub(L.constant(1.0, DType::kF64),
+                          L.b.binary(OpKind::kPower, L.constant(beta1, DType::kF64), step));
+      Value bc2 = L.b.sub(L.constant(1.0, DType::kF64),
+                          L.b.binary(OpKind::kPower, L.constant(beta2, DType::kF64), step));
       Value step_size = L.b.div(lr64, bc1);
       Value bc2_sqrt = L.b.unary(OpKind::kSqrt, bc2);
       Value denom = L.b.add(L.b.div(L.b.unary(OpKind::kSqrt, v), bcast(bc2_sqrt)), full(v, eps));

@@ -39,7 +39,8 @@ LowerFn sum_like(bool mean) {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
-    DType result = L.has(3) ? L.arg(3).dtype : ((hlo::is_integer(in) || hlo::is_pred(in)) ? DType::kI64 : in);
+    DType result =
+        L.has(3) ? L.arg(3).dtype : ((hlo::is_integer(in) || hlo::is_pred(in)) ? DType::kI64 : in);
     result = L.out_dtype(0, result);
     if (mean && !hlo::is_float(result)) throw Unsupported("mean of an integer type");
     const DType acc = hlo::is_float(result) ? opmath(result) : DType::kI64;
@@ -77,8 +78,10 @@ LowerFn all_any(bool all, bool whole) {
       dims.resize(static_cast<std::size_t>(L.rank(x)));
       std::iota(dims.begin(), dims.end(), 0);
     } else {
-      if (L.arg(1).kind == ArgKind::kInt) dims = {L.wrap_dim(L.integer(1), L.rank(x))};
-      else dims = reduce_dims(L, 1, x);
+      if (L.arg(1).kind == ArgKind::kInt)
+        dims = {L.wrap_dim(L.integer(1), L.rank(x))};
+      else
+        dims = reduce_dims(L, 1, x);
       if (L.rank(x) == 0) dims.clear();
       keepdim = L.flag(2);
     }
@@ -97,8 +100,10 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
   add(r, {"mean.dim", "mean.out"}, entry(floats(), sum_like(true)));
   add(r, {"amax", "amax.out"}, entry(numeric, extremum(ReduceKind::kMax)));
   add(r, {"amin", "amin.out"}, entry(numeric, extremum(ReduceKind::kMin)));
-  add(r, {"all.dim", "all.out", "all.dims", "all.dims_out"}, entry(any_types, all_any(true, false)));
-  add(r, {"any.dim", "any.out", "any.dims", "any.dims_out"}, entry(any_types, all_any(false, false)));
+  add(r, {"all.dim", "all.out", "all.dims", "all.dims_out"},
+      entry(any_types, all_any(true, false)));
+  add(r, {"any.dim", "any.out", "any.dims", "any.dims_out"},
+      entry(any_types, all_any(false, false)));
   add(r, {"all", "all.all_out"}, entry(any_types, all_any(true, true)));
   add(r, {"any", "any.all_out"}, entry(any_types, all_any(false, true)));
 
@@ -116,7 +121,8 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     Value n;
     if (std::isinf(ord)) {
       for (std::int64_t d : dims)
-        if (L.shape(x)[static_cast<std::size_t>(d)] == 0) throw Unsupported("inf-norm of an empty dimension");
+        if (L.shape(x)[static_cast<std::size_t>(d)] == 0)
+          throw Unsupported("inf-norm of an empty dimension");
       n = L.reduce(a, dims, ord > 0 ? ReduceKind::kMax : ReduceKind::kMin, keepdim);
     } else if (ord == 0) {
       Value nz = L.convert(L.b.compare(Comparison::kNE, a, L.full_like(a, 0.0)), L.dtype(a));
