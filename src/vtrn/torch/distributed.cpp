@@ -25,7 +25,7 @@
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/cluster.h"
 #include "vtrn/topo/link_graph.h"
-#include "vtrn/torch/device.h"
+#include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
 namespace {

@@ -18,9 +18,9 @@
 #include <torch/library.h>
 
 #include "vtrn/runtime/compile_cache.h"
-#include "vtrn/torch/device.h"
 #include "vtrn/torch/lowering/lowering.h"
 #include "vtrn/torch/op_tracking.h"
+#include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
 

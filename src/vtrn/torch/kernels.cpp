@@ -38,6 +38,7 @@
 #include "vtrn/torch/eager.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
+#include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
 namespace {

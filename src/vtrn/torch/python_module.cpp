@@ -16,7 +16,9 @@
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
 #include "vtrn/torch/eager.h"
+#include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
+#include "vtrn/torch/stream.h"
 
 namespace py = pybind11;
 namespace adapter = vtrn::torch_adapter;

@@ -1,0 +1,52 @@
+// The streams of the `neuron` device and the queues kernels enqueue work on.
+//
+// Promises:
+//  * Each device has a default stream (id 0), a pool of 8 that getStreamFromGlobalPool hands
+//    out round-robin, and any number of new streams; each is created on first use and lives
+//    until exit.
+//  * Each device's current stream is per thread, as on CUDA (the default stream until set).
+//  * Work enqueued on a stream runs in order on that stream's worker; host reads wait for it.
+//    Anything that touches a stream first runs the ops Adaptive Eager Execution still holds.
+//  * An error of queued work is raised (c10::Error) at the next synchronization point, or at
+//    once under NEURON_LAUNCH_BLOCKING=1.
+#pragma once
+
+#include <functional>
+
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include "vtrn/runtime/stream.h"
+
+namespace vtrn::torch_adapter {
+
+/// The calling thread's current stream on |device|.
+c10::Stream current_stream(c10::DeviceIndex device);
+
+/// The runtime queue behind |stream|. Throws when |stream| names no stream of its device.
+runtime::Stream& runtime_stream(const c10::Stream& stream);
+
+/// Queues |work| on the current stream of |device|. Under NEURON_LAUNCH_BLOCKING=1 it waits
+/// for the work and raises its error at once. |op| must be a string literal.
+void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work);
+
+/// Waits for the current stream of |device|; raises (c10::Error) the first error of its work.
+void sync_current_stream(c10::DeviceIndex device);
+
+/// Waits for |stream|; raises (c10::Error) the first error of its work.
+void synchronize_stream(const c10::Stream& stream);
+
+/// Waits for every stream of |device|; raises the first error of their work.
+void synchronize(c10::DeviceIndex index);
+
+/// The id of the next pool stream of |device| (round-robin over the pool).
+c10::StreamId pool_stream_id(c10::DeviceIndex device);
+
+/// The id of a stream of |device| created by this call.
+c10::StreamId new_stream_id(c10::DeviceIndex device);
+
+/// Makes |stream| the calling thread's current stream on its device; returns the previous one.
+/// Throws when |stream| names no stream of its device.
+c10::Stream exchange_stream(const c10::Stream& stream);
+
+}  // namespace vtrn::torch_adapter
