@@ -35,7 +35,8 @@
 #include <torch/library.h>
 
 #include "vtrn/torch/device.h"
-#include "vtrn/torch/eager.h"
+#include "vtrn/torch/eager/metrics.h"
+#include "vtrn/torch/fallback.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
 #include "vtrn/torch/stream.h"

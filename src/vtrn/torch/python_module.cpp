@@ -15,7 +15,8 @@
 
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
-#include "vtrn/torch/eager.h"
+#include "vtrn/torch/eager/metrics.h"
+#include "vtrn/torch/eager/op_registration.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
 #include "vtrn/torch/stream.h"

@@ -12,7 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include "vtrn/torch/device.h"
-#include "vtrn/torch/eager.h"
+#include "vtrn/torch/eager/pending_group.h"
 
 namespace vtrn::torch_adapter {
 

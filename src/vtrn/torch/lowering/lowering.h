@@ -2,9 +2,9 @@
 // function that builds the op as HLO from the types of its arguments.
 //
 // This unit is plain C++ (no PyTorch headers), so lowerings build and test without torch. The
-// torch adapter (eager.cpp) describes a call as an OpCall: one ArgSpec per schema argument, in
-// schema order. Tensors become parameters of the module, Scalars become 0-d runtime
-// parameters (so a changing learning rate does not recompile), and everything else (ints,
+// torch adapter (torch/eager/lowered_kernel.cpp) describes a call as an OpCall: one ArgSpec per
+// schema argument, in schema order. Tensors become parameters of the module, Scalars become 0-d
+// runtime parameters (so a changing learning rate does not recompile), and everything else (ints,
 // bools, dims, dtypes) is static: it is part of the signature and baked into the module.
 //
 // Numerics follow PyTorch's CPU kernels: float16/bfloat16 are computed in float32 ("opmath")

@@ -1,0 +1,63 @@
+#include "vtrn/torch/eager/launch.h"
+
+#include <utility>
+
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/empty.h>
+
+#include "vtrn/torch/stream.h"
+
+namespace vtrn::torch_adapter::eager {
+
+void Launch::plan_outputs(const AliasSafety& aliasing) {
+  staged.assign(outputs.size(), false);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const BufferRef& o = outputs[j];
+    bool stage = !o.contiguous;
+    for (size_t p = 0; p < inputs.size() && !stage; ++p) {
+      const BufferRef& in = inputs[p];
+      if (!o.overlaps(in)) continue;
+      stage = !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, p));
+    }
+    for (size_t k = 0; k < j && !stage; ++k) stage = o.overlaps(outputs[k]);
+    staged[j] = stage;
+  }
+}
+
+void Launch::execute() const {
+  std::vector<const void*> in(inputs.size());
+  std::vector<at::Tensor> keep;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferRef& b = inputs[i];
+    if (b.is_scalar) {
+      in[i] = b.scalar.data();
+    } else if (b.contiguous) {
+      in[i] = b.base();
+    } else {
+      keep.push_back(b.cpu().contiguous());
+      in[i] = keep.back().const_data_ptr();
+    }
+  }
+  std::vector<void*> out(outputs.size());
+  std::vector<at::Tensor> staging(outputs.size());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (staged[j]) {
+      staging[j] = at::empty(outputs[j].sizes, at::TensorOptions().dtype(outputs[j].dtype));
+      out[j] = staging[j].mutable_data_ptr();
+    } else {
+      out[j] = outputs[j].base();
+    }
+  }
+  executable->run(in, out);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (!staged[j]) continue;
+    at::Tensor dst = outputs[j].cpu();
+    at::native::copy_(dst, staging[j], false);
+  }
+}
+
+void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
+  enqueue(device, name, [l = std::move(launch)] { l.execute(); });
+}
+
+}  // namespace vtrn::torch_adapter::eager

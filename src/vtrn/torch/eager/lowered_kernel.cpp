@@ -1,0 +1,309 @@
+// The boxed kernel every lowered op runs on `neuron` (see lowered_kernel.h).
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include "vtrn/torch/eager/lowered_kernel.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "vtrn/runtime/compile_cache.h"
+#include "vtrn/torch/eager/buffer_ref.h"
+#include "vtrn/torch/eager/compiled_op.h"
+#include "vtrn/torch/eager/dtype_mapping.h"
+#include "vtrn/torch/eager/launch.h"
+#include "vtrn/torch/eager/metrics.h"
+#include "vtrn/torch/eager/pending_group.h"
+#include "vtrn/torch/eager/schema.h"
+#include "vtrn/torch/eager/signature_cache.h"
+#include "vtrn/torch/fallback.h"
+#include "vtrn/torch/op_tracking.h"
+
+namespace vtrn::torch_adapter::eager {
+
+namespace {
+
+using hlo::DType;
+
+/// VTRN_EAGER_DEBUG=1 prints why a call falls back to the CPU.
+bool debug_enabled() {
+  static const bool on = std::getenv("VTRN_EAGER_DEBUG") != nullptr &&
+                         std::strcmp(std::getenv("VTRN_EAGER_DEBUG"), "1") == 0;
+  return on;
+}
+
+class LoweredKernel final : public c10::OperatorKernel {
+ public:
+  explicit LoweredKernel(const lowering::OpLowering* entry)
+      : entry_(entry),
+        qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name
+                                                                    : entry->name) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    std::call_once(schema_once_, [&] { info_ = classify(op.schema(), *entry_); });
+    const size_t first = stack->size() - info_.num_args;
+    thread_local WordKey key;
+    key.clear();
+    key.push_back(reinterpret_cast<intptr_t>(entry_));
+    c10::DeviceIndex device = -1;
+    bool empty_input = false;
+    if (!describe_call(info_, stack, first, key, device, empty_input)) return fallback(op, stack);
+
+    std::shared_ptr<const CompiledOp> compiled = find_compiled(key);
+    if (!compiled) {
+      compiled = compile(stack, first);
+      insert_compiled(key, compiled);
+    } else if (compiled->executable) {
+      count_memory_hit();
+    }
+    // Zero-size inputs: the CPU kernels define those edge cases (errors included).
+    if (!compiled->executable || empty_input) return fallback(op, stack);
+    run(stack, first, compiled, device);
+  }
+
+ private:
+  void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+    cpu_fallback(op, stack);
+  }
+
+  static hlo::TensorType scalar_type(const c10::IValue& v) {
+    return hlo::TensorType(v.isDouble() ? DType::kF64 : (v.isBool() ? DType::kPred : DType::kI64),
+                           {});
+  }
+
+  // The OpCall for the arguments on |stack| (built on a signature miss only).
+  lowering::OpCall op_call(torch::jit::Stack* stack, size_t first) const {
+    lowering::OpCall call;
+    auto tensor_type = [](const at::Tensor& t) {
+      return hlo::TensorType(*to_hlo(t.scalar_type()), t.sizes().vec());
+    };
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      const c10::IValue& v = (*stack)[first + i];
+      lowering::ArgSpec a;
+      switch (info_.slots[i]) {
+        case Slot::kTensor:
+          if (v.isNone() || !v.toTensor().defined()) break;
+          a.kind = lowering::ArgKind::kTensor;
+          a.types = {tensor_type(v.toTensor())};
+          if (v.toTensor().is_cpu()) {
+            a.cpu_scalar_tensor = true;
+            a.ints = {v.toTensor().unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0};
+          }
+          if (info_.mutable_input[i]) call.out_dtypes.push_back(a.types[0].dtype);
+          break;
+        case Slot::kTensorList:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kTensorList;
+          for (const at::Tensor& t : v.toTensorList()) {
+            a.types.push_back(tensor_type(t));
+            if (info_.mutable_input[i]) call.out_dtypes.push_back(a.types.back().dtype);
+          }
+          break;
+        case Slot::kScalar:
+        case Slot::kRuntimeFloat:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kScalar;
+          a.types = {scalar_type(v)};
+          break;
+        case Slot::kScalarList:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kScalarList;
+          for (const c10::IValue& e : v.toListRef()) a.types.push_back(scalar_type(e));
+          break;
+        case Slot::kStaticScalar:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kFloat;
+          a.real =
+              v.isDouble() ? v.toDouble() : static_cast<double>(v.isInt() ? v.toInt() : v.toBool());
+          a.ints = {v.isDouble() ? 0 : 1};
+          break;
+        case Slot::kInt:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kInt;
+          a.ints = {v.toInt()};
+          break;
+        case Slot::kInts:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kInts;
+          a.ints = v.toIntVector();
+          break;
+        case Slot::kFloat:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kFloat;
+          a.real = v.toDouble();
+          break;
+        case Slot::kBool:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kBool;
+          a.ints = {v.toBool() ? 1 : 0};
+          break;
+        case Slot::kString:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kString;
+          a.text = v.toStringRef();
+          break;
+        case Slot::kDType: {
+          if (v.isNone()) break;
+          const auto d = to_hlo(static_cast<at::ScalarType>(v.toInt()));
+          if (!d) throw lowering::Unsupported("dtype argument");
+          a.kind = lowering::ArgKind::kDType;
+          a.dtype = *d;
+          break;
+        }
+        case Slot::kOut:
+          call.out_dtypes.push_back(*to_hlo(v.toTensor().scalar_type()));
+          break;
+        case Slot::kIgnoredIfNone:
+        case Slot::kOutList:
+          break;
+      }
+      call.args.push_back(std::move(a));
+    }
+    return call;
+  }
+
+  std::shared_ptr<const CompiledOp> compile(torch::jit::Stack* stack, size_t first) const {
+    auto compiled = std::make_shared<CompiledOp>();
+    compiled->entry = entry_;
+    try {
+      lowering::LoweredCall lowered = lowering::lower_call(*entry_, op_call(stack, first));
+      compiled->written = lowered.written;
+      for (int v : lowered.module.main.results)
+        compiled->output_types.push_back(lowered.module.main.type(v));
+      runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(lowered.module);
+      count_cache_result(r.source);
+      compiled->executable = r.executable;
+      compiled->modeled_seconds = r.executable->executable().modeled_time_s();
+      compiled->aliasing = analyze_aliasing(r.executable->executable());
+      compiled->module = std::make_shared<hlo::Module>(std::move(lowered.module));
+    } catch (const lowering::Unsupported& e) {
+      compiled->fallback_reason = e.what();
+    } catch (const hlo::Error& e) {
+      compiled->fallback_reason = e.what();
+    }
+    if (!compiled->executable && debug_enabled())
+      std::fprintf(stderr, "[vtrn] %s falls back to the CPU: %s\n", qualified_name_.c_str(),
+                   compiled->fallback_reason.c_str());
+    return compiled;
+  }
+
+  // Allocates or resizes the outputs, queues the executable and leaves the returns on |stack|.
+  void run(torch::jit::Stack* stack, size_t first,
+           const std::shared_ptr<const CompiledOp>& compiled, c10::DeviceIndex device) {
+    record_executed(qualified_name_.c_str(), seen_epoch_);
+    const c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, device));
+    Launch launch;
+    launch.executable = compiled->executable;
+    // The call's outputs: mutable inputs and out= arguments, in argument order.
+    std::vector<at::Tensor> outputs;
+    std::vector<bool> resizable;
+    std::vector<size_t> first_output_of_arg(info_.num_args, 0);
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      const c10::IValue& v = (*stack)[first + i];
+      first_output_of_arg[i] = outputs.size();
+      switch (info_.slots[i]) {
+        case Slot::kTensor:
+          if (v.isNone() || !v.toTensor().defined()) break;
+          launch.inputs.push_back(v.toTensor().is_cpu() ? cpu_scalar_ref(v.toTensor())
+                                                        : BufferRef::of(v.toTensor()));
+          if (info_.mutable_input[i]) {
+            outputs.push_back(v.toTensor());
+            resizable.push_back(false);
+          }
+          break;
+        case Slot::kTensorList:
+          if (v.isNone()) break;
+          for (const at::Tensor& t : v.toTensorList()) {
+            launch.inputs.push_back(BufferRef::of(t));
+            if (info_.mutable_input[i]) {
+              outputs.push_back(t);
+              resizable.push_back(false);
+            }
+          }
+          break;
+        case Slot::kScalar:
+        case Slot::kRuntimeFloat:
+          if (!v.isNone()) launch.inputs.push_back(scalar_ref(v));
+          break;
+        case Slot::kScalarList:
+          if (!v.isNone())
+            for (const c10::IValue& e : v.toListRef()) launch.inputs.push_back(scalar_ref(e));
+          break;
+        case Slot::kOut:
+          outputs.push_back(v.toTensor());
+          resizable.push_back(true);
+          break;
+        default:
+          break;
+      }
+    }
+    const bool functional = outputs.empty();
+    if (functional) {
+      for (const hlo::TensorType& type : compiled->output_types) {
+        outputs.push_back(at::empty(
+            type.dims,
+            at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));
+        launch.outputs.push_back(BufferRef::of(outputs.back()));
+        launch.outputs.back().fresh = true;
+      }
+    } else {
+      TORCH_INTERNAL_ASSERT(compiled->written.size() == outputs.size(), entry_->name,
+                            ": the lowering returned ", compiled->written.size(), " outputs for ",
+                            outputs.size());
+      size_t k = 0;
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (!compiled->written[j]) continue;
+        const hlo::TensorType& type = compiled->output_types[k++];
+        at::Tensor& out = outputs[j];
+        if (resizable[j]) {
+          at::native::resize_output(out, type.dims);
+        } else {
+          TORCH_CHECK(out.sizes() == c10::IntArrayRef(type.dims), "output with shape ", out.sizes(),
+                      " doesn't match the broadcast shape ", c10::IntArrayRef(type.dims));
+        }
+        launch.outputs.push_back(BufferRef::of(out));
+      }
+    }
+    bool any_output = false;
+    for (const BufferRef& o : launch.outputs) any_output = any_output || o.numel() > 0;
+    if (any_output) submit(compiled, std::move(launch), device, qualified_name_.c_str());
+    torch::jit::drop(*stack, info_.num_args);
+    if (info_.returns_list && info_.return_alias[0] < 0) {
+      c10::List<at::Tensor> list;
+      for (at::Tensor& t : outputs) list.push_back(std::move(t));
+      stack->push_back(std::move(list));
+      return;
+    }
+    size_t fresh = 0;
+    for (size_t r = 0; r < info_.num_returns; ++r) {
+      const int alias = info_.return_alias[r];
+      stack->push_back(alias >= 0 ? outputs[first_output_of_arg[static_cast<size_t>(alias)]]
+                                  : outputs[fresh++]);
+    }
+  }
+
+  const lowering::OpLowering* entry_;
+  std::string qualified_name_;
+  std::once_flag schema_once_;
+  SchemaInfo info_;
+  std::atomic<uint64_t> seen_epoch_{0};
+};
+
+}  // namespace
+
+torch::CppFunction lowered_kernel(const lowering::OpLowering& e) {
+  return torch::CppFunction::makeFromBoxedKernel(
+      c10::BoxedKernel::makeFromFunctor(std::make_unique<LoweredKernel>(&e)));
+}
+
+}  // namespace vtrn::torch_adapter::eager

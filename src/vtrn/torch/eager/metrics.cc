@@ -1,0 +1,75 @@
+#include "vtrn/torch/eager/metrics.h"
+
+#include <atomic>
+
+namespace vtrn::torch_adapter {
+
+namespace {
+
+struct Counters {
+  std::atomic<uint64_t> compiles{0}, memory_hits{0}, disk_hits{0}, kernels{0}, groups{0},
+      fused_ops{0}, fallbacks{0};
+  std::atomic<uint64_t> modeled_ps{0};  // picoseconds, so sums of small kernels stay exact
+};
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+}  // namespace
+
+namespace eager {
+
+void count_kernel(double modeled_seconds, uint64_t fused_ops) {
+  Counters& c = counters();
+  c.kernels.fetch_add(1, std::memory_order_relaxed);
+  c.modeled_ps.fetch_add(static_cast<uint64_t>(modeled_seconds * 1e12), std::memory_order_relaxed);
+  if (fused_ops > 0) {
+    c.groups.fetch_add(1, std::memory_order_relaxed);
+    c.fused_ops.fetch_add(fused_ops, std::memory_order_relaxed);
+  }
+}
+
+void count_cache_result(runtime::CacheSource source) {
+  Counters& c = counters();
+  switch (source) {
+    case runtime::CacheSource::kCompiled:
+      c.compiles.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case runtime::CacheSource::kMemory:
+      c.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case runtime::CacheSource::kDisk:
+      c.disk_hits.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+}
+
+void count_memory_hit() { counters().memory_hits.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace eager
+
+void count_fallback() { counters().fallbacks.fetch_add(1, std::memory_order_relaxed); }
+
+EagerMetrics eager_metrics() {
+  const Counters& c = counters();
+  EagerMetrics m;
+  m.compiles = c.compiles.load();
+  m.memory_cache_hits = c.memory_hits.load();
+  m.disk_cache_hits = c.disk_hits.load();
+  m.executed_kernels = c.kernels.load();
+  m.fused_groups = c.groups.load();
+  m.fused_ops = c.fused_ops.load();
+  m.fallbacks = c.fallbacks.load();
+  m.modeled_device_time_us = static_cast<double>(c.modeled_ps.load()) * 1e-6;
+  return m;
+}
+
+void reset_eager_metrics() {
+  Counters& c = counters();
+  for (auto* a : {&c.compiles, &c.memory_hits, &c.disk_hits, &c.kernels, &c.groups, &c.fused_ops,
+                  &c.fallbacks, &c.modeled_ps})
+    a->store(0);
+}
+
+}  // namespace vtrn::torch_adapter

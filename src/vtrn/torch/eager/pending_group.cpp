@@ -1,0 +1,356 @@
+// Adaptive Eager Execution: pending groups of elementwise ops, composed into one module and
+// run as one executable when the group ends.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include "vtrn/torch/eager/pending_group.h"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <ATen/Context.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
+
+#include "vtrn/runtime/compile_cache.h"
+#include "vtrn/torch/eager/metrics.h"
+#include "vtrn/torch/eager/word_key.h"
+#include "vtrn/torch/stream.h"
+
+namespace vtrn::torch_adapter {
+
+namespace eager {
+namespace {
+
+using hlo::DType;
+
+/// One op held in a group: its one-op module and its buffers (inputs in parameter order).
+struct PendingOp {
+  std::shared_ptr<const CompiledOp> op;
+  const char* name;  // "aten::mul.Tensor": a group of one runs under the op's own name
+  std::vector<BufferRef> inputs, outputs;
+};
+
+struct PendingGroup {
+  std::mutex mu;
+  c10::StreamId stream = 0;
+  std::vector<PendingOp> ops;
+};
+
+constexpr size_t kMaxGroupOps = 64;
+
+// The words of a fused group's key after each op's identity: how each input is wired, which
+// buffer each output writes, and then, per buffer, whether the group writes it back.
+enum class GroupWord : int64_t {
+  kExternalInput = 0,  // then the index of the external buffer
+  kInternalInput = 1,  // then the index of the group's buffer an earlier op wrote
+  kOutput = 2,         // then the index of the group's buffer this output writes
+  kDropped = 0,        // a buffer the group computed whose tensor died unread
+  kWritten = 1,        // a buffer written back
+};
+
+PendingGroup& pending_group(int device) {
+  static std::array<PendingGroup, 128> groups;
+  return groups.at(static_cast<size_t>(device));
+}
+
+std::atomic<bool> any_pending{false};
+
+// Composed executables, by the identity of their ops and wiring.
+std::mutex& fused_mutex() {
+  static std::mutex m;
+  return m;
+}
+struct FusedExecutable {
+  std::shared_ptr<const runtime::LoadedExecutable> executable;
+  AliasSafety aliasing;
+};
+std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>& fused_cache() {
+  static auto* m =
+      new std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>();
+  return *m;
+}
+
+/// Copies |src|'s ops into |dst|, mapping src values through |map| (params pre-mapped).
+/// A convert back to float32 of a value the group rounded from float32 reuses the float32
+/// value: intermediates stay in float32 inside a group, as "What is TorchNeuron?" warns
+/// ("Fusion can change intermediate precision").
+void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
+                  std::unordered_map<int, int>& wide) {
+  for (const hlo::Op& op : src.ops) {
+    if (op.kind == hlo::OpKind::kConvert) {
+      const int in = map[static_cast<size_t>(op.operands[0])];
+      auto w = wide.find(in);
+      if (w != wide.end() && dst.type(w->second).dtype == src.type(op.results[0]).dtype) {
+        map[static_cast<size_t>(op.results[0])] = w->second;
+        continue;
+      }
+    }
+    hlo::Op copy = op;
+    for (int& v : copy.operands) v = map[static_cast<size_t>(v)];
+    for (int& r : copy.results) {
+      const int nv = dst.add_value(src.type(r));
+      map[static_cast<size_t>(r)] = nv;
+      r = nv;
+    }
+    if (op.kind == hlo::OpKind::kConvert) {
+      const DType from = dst.type(copy.operands[0]).dtype, to = dst.type(copy.results[0]).dtype;
+      if (from == DType::kF32 && (to == DType::kBF16 || to == DType::kF16))
+        wide[copy.results[0]] = copy.operands[0];
+    }
+    dst.ops.push_back(std::move(copy));
+  }
+}
+
+void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id);
+
+}  // namespace
+}  // namespace eager
+
+bool concatenation_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_NEURONX_ENABLE_CONCATENATION");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+void flush_pending(int device) {
+  if (!eager::any_pending.load(std::memory_order_acquire) || device < 0 || device >= 128) return;
+  eager::PendingGroup& g = eager::pending_group(device);
+  std::vector<eager::PendingOp> ops;
+  c10::StreamId stream;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (g.ops.empty()) return;
+    ops.swap(g.ops);
+    stream = g.stream;
+  }
+  eager::run_group(std::move(ops), static_cast<c10::DeviceIndex>(device), stream);
+}
+
+namespace eager {
+namespace {
+
+// Composes the group into one module: external buffers become parameters, a buffer written by
+// an earlier op feeds later readers directly, and each buffer's final value is written once
+// (or not at all, when the group's own temporary died unread).
+void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id) {
+  const c10::StreamGuard stream_guard(
+      c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
+  if (ops.size() == 1) {
+    Launch l;
+    l.executable = ops[0].op->executable;
+    l.inputs = std::move(ops[0].inputs);
+    l.outputs = std::move(ops[0].outputs);
+    l.plan_outputs(ops[0].op->aliasing);
+    count_kernel(ops[0].op->modeled_seconds, 0);
+    enqueue_launch(device, ops[0].name, std::move(l));
+    return;
+  }
+  // Wiring: each input is an external buffer (index into |ext|) or the latest value written to
+  // a buffer by an earlier op of the group (index into |buffers|).
+  std::vector<BufferRef> ext;      // external inputs, parameter order
+  std::vector<BufferRef> buffers;  // buffers written in the group
+  WordKey key;                     // identity of the composition
+  struct Wire {
+    bool internal;
+    size_t index;
+  };
+  std::vector<std::vector<Wire>> wiring(ops.size());
+  std::vector<int> last_writer;  // per buffer: the op that wrote it last
+  for (size_t k = 0; k < ops.size(); ++k) {
+    key.push_back(reinterpret_cast<intptr_t>(ops[k].op.get()));
+    for (const BufferRef& in : ops[k].inputs) {
+      Wire w{false, 0};
+      bool found = false;
+      for (size_t b = 0; b < buffers.size() && !found; ++b) {
+        if (buffers[b].same_view(in)) {
+          w = {true, b};
+          found = true;
+        }
+      }
+      if (!found) {
+        for (size_t e = 0; e < ext.size() && !found; ++e) {
+          if (!in.is_scalar && ext[e].same_view(in)) {
+            w = {false, e};
+            found = true;
+          }
+        }
+      }
+      if (!found) {
+        w = {false, ext.size()};
+        ext.push_back(in);
+      }
+      wiring[k].push_back(w);
+      key.push_back(
+          static_cast<int64_t>(w.internal ? GroupWord::kInternalInput : GroupWord::kExternalInput));
+      key.push_back(static_cast<int64_t>(w.index));
+    }
+    for (const BufferRef& out : ops[k].outputs) {
+      size_t b = 0;
+      while (b < buffers.size() && !buffers[b].same_view(out)) ++b;
+      if (b == buffers.size()) {
+        buffers.push_back(out);
+        last_writer.push_back(static_cast<int>(k));
+      } else {
+        last_writer[b] = static_cast<int>(k);
+      }
+      key.push_back(static_cast<int64_t>(GroupWord::kOutput));
+      key.push_back(static_cast<int64_t>(b));
+    }
+  }
+  // A buffer a functional op of this group allocated, that nothing outside the group refers
+  // to any more (the tensor died before the group ran), is not written. Only such buffers are
+  // candidates: no queued work can hold them, so the answer depends on the program alone, not
+  // on timing. Any other buffer is written.
+  std::vector<bool> live(buffers.size(), true);
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    if (!buffers[b].fresh) continue;
+    const auto* impl = buffers[b].storage.unsafeGetStorageImpl();
+    size_t held = 0;
+    for (const PendingOp& op : ops) {
+      for (const BufferRef& r : op.inputs)
+        held += !r.is_scalar && r.storage.unsafeGetStorageImpl() == impl;
+      for (const BufferRef& r : op.outputs) held += r.storage.unsafeGetStorageImpl() == impl;
+    }
+    for (const BufferRef& r : buffers) held += r.storage.unsafeGetStorageImpl() == impl;
+    live[b] = static_cast<size_t>(buffers[b].storage.use_count()) > held;
+  }
+  std::vector<BufferRef> outputs;
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    key.push_back(static_cast<int64_t>(live[b] ? GroupWord::kWritten : GroupWord::kDropped));
+    if (live[b]) outputs.push_back(buffers[b]);
+  }
+  if (outputs.empty()) return;  // every result died unread
+
+  std::shared_ptr<const FusedExecutable> exe;
+  {
+    std::lock_guard<std::mutex> lock(fused_mutex());
+    auto it = fused_cache().find(key);
+    if (it != fused_cache().end()) exe = it->second;
+  }
+  if (exe) {
+    count_memory_hit();
+  } else {
+    hlo::Module m;
+    m.name = "aee_group";
+    hlo::Block& dst = m.main;
+    std::vector<int> ext_value;
+    for (const BufferRef& e : ext) {
+      (void)e;
+      ext_value.push_back(-1);
+    }
+    std::vector<int> buffer_value(buffers.size(), -1);
+    std::unordered_map<int, int> wide;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const hlo::Block& src = ops[k].op->module->main;
+      std::vector<int> map(src.types.size(), -1);
+      for (size_t p = 0; p < src.args.size(); ++p) {
+        const Wire& w = wiring[k][p];
+        if (w.internal) {
+          map[static_cast<size_t>(src.args[p])] = buffer_value[w.index];
+        } else {
+          if (ext_value[w.index] < 0) {
+            ext_value[w.index] = dst.add_value(src.type(src.args[p]));
+          }
+          map[static_cast<size_t>(src.args[p])] = ext_value[w.index];
+        }
+      }
+      inline_block(src, dst, map, wide);
+      size_t r = 0;
+      for (const BufferRef& out : ops[k].outputs) {
+        size_t b = 0;
+        while (!buffers[b].same_view(out)) ++b;
+        buffer_value[b] = map[static_cast<size_t>(src.results[r++])];
+      }
+    }
+    // Parameters are numbered first in a block: renumber so the externals come first.
+    hlo::Block ordered;
+    std::vector<int> renum(dst.types.size(), -1);
+    for (int v : ext_value) {
+      renum[static_cast<size_t>(v)] = ordered.add_value(dst.type(v));
+      ordered.args.push_back(renum[static_cast<size_t>(v)]);
+    }
+    for (hlo::Op op : dst.ops) {
+      for (int& v : op.operands) v = renum[static_cast<size_t>(v)];
+      for (int& r : op.results) {
+        const int nv = ordered.add_value(dst.type(r));
+        renum[static_cast<size_t>(r)] = nv;
+        r = nv;
+      }
+      ordered.ops.push_back(std::move(op));
+    }
+    for (size_t b = 0; b < buffers.size(); ++b)
+      if (live[b]) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
+    m.main = std::move(ordered);
+    runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(m);
+    count_cache_result(r.source);
+    auto fused = std::make_shared<FusedExecutable>();
+    fused->executable = r.executable;
+    fused->aliasing = analyze_aliasing(r.executable->executable());
+    exe = fused;
+    std::lock_guard<std::mutex> lock(fused_mutex());
+    fused_cache().emplace(key, exe);
+  }
+  Launch l;
+  l.executable = exe->executable;
+  l.inputs = std::move(ext);
+  l.outputs = std::move(outputs);
+  l.plan_outputs(exe->aliasing);
+  count_kernel(exe->executable->executable().modeled_time_s(), ops.size());
+  enqueue_launch(device, "aten::(fused group)", std::move(l));
+}
+
+}  // namespace
+
+/// Queues |launch| (AEE: holds it in the device's group when it can fuse).
+void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device,
+            const char* name) {
+  const bool fusable = op->entry->elementwise && op->output_types.size() == 1 &&
+                       concatenation_enabled() && !at::globalContext().deterministicAlgorithms();
+  if (fusable) {
+    PendingGroup& g = pending_group(device);
+    const c10::StreamId stream = current_stream(device).id();
+    bool conflict = false;
+    std::vector<PendingOp> full;
+    {
+      std::lock_guard<std::mutex> lock(g.mu);
+      // A partial overlap with a buffer of the group would need ordering the group can't
+      // express: end the group first.
+      for (const PendingOp& p : g.ops) {
+        for (const BufferRef& a : p.outputs) {
+          for (const BufferRef& b : launch.inputs)
+            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+          for (const BufferRef& b : launch.outputs)
+            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+        }
+      }
+      if (!g.ops.empty() && (conflict || g.stream != stream)) {
+        full.swap(g.ops);
+      }
+    }
+    if (!full.empty()) run_group(std::move(full), device, g.stream);
+    std::vector<PendingOp> ready;
+    {
+      std::lock_guard<std::mutex> lock(g.mu);
+      g.stream = stream;
+      g.ops.push_back(PendingOp{op, name, std::move(launch.inputs), std::move(launch.outputs)});
+      any_pending.store(true, std::memory_order_release);
+      if (g.ops.size() >= kMaxGroupOps) ready.swap(g.ops);
+    }
+    if (!ready.empty()) run_group(std::move(ready), device, stream);
+    return;
+  }
+  flush_pending(device);
+  launch.plan_outputs(op->aliasing);
+  count_kernel(op->modeled_seconds, 0);
+  enqueue_launch(device, name, std::move(launch));
+}
+
+}  // namespace eager
+
+}  // namespace vtrn::torch_adapter

@@ -1,0 +1,42 @@
+// Adaptive Eager Execution (AEE): with TORCH_NEURONX_ENABLE_CONCATENATION=1 (and deterministic
+// algorithms off), queued elementwise ops are held in a group per device and run as one fused
+// executable when the group ends.
+//
+// Promises:
+//  * A group ends, and runs in issue order, at a host read, a synchronize, a collective, a
+//    non-fusable op, a stream change, a partial overlap with a buffer of the group, or the
+//    group limit (64 ops). Anything that touches a stream calls flush_pending() first.
+//  * A group of one runs its op's own executable under the op's name; a larger group runs one
+//    composed executable, compiled once per composition and kept in memory.
+//  * A buffer the group allocated whose tensor died before the group ran is not written; every
+//    other buffer receives its final value.
+//  * Intermediates stay in float32 inside a group (a round to bfloat16/float16 and back is
+//    skipped), so fused results may differ in the last bits from op-by-op results.
+#pragma once
+
+#include <memory>
+
+#include <c10/core/Device.h>
+
+#include "vtrn/torch/eager/compiled_op.h"
+#include "vtrn/torch/eager/launch.h"
+
+namespace vtrn::torch_adapter {
+
+/// Runs the pending fused group of |device|'s current stream, if any. Called before anything
+/// that must see the results of queued work: host reads, synchronize, collectives.
+void flush_pending(int device);
+
+/// Whether Adaptive Eager Execution is on (TORCH_NEURONX_ENABLE_CONCATENATION=1, read once).
+bool concatenation_enabled();
+
+namespace eager {
+
+/// Queues |launch| of |op| on |device|'s current stream, holding it in the device's group when
+/// it can fuse. |name| must be a string literal.
+void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device,
+            const char* name);
+
+}  // namespace eager
+
+}  // namespace vtrn::torch_adapter
