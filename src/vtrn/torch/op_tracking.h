@@ -30,6 +30,14 @@ inline void record_executed(const char* name, std::atomic<uint64_t>& seen_epoch)
   }
 }
 
+/// Records the native kernel "aten::|name|" once per tracking epoch, with a cache per call site;
+/// |name| must be a string literal.
+#define VTRN_RECORD_OP(name)                                                \
+  do {                                                                      \
+    static std::atomic<uint64_t> vtrn_seen_epoch{0};                        \
+    ::vtrn::torch_adapter::record_executed("aten::" name, vtrn_seen_epoch); \
+  } while (false)
+
 /// Records that |name| ran through the CPU fallback and warns the first time.
 void record_fallback(const std::string& name);
 

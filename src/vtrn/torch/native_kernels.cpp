@@ -1,0 +1,255 @@
+// The native ATen kernels of `neuron` that move or fill bytes rather than compute: factories,
+// views and metadata, copies between devices, fills and host reads.
+//
+// Device memory is host memory, so each kernel runs PyTorch's CPU implementation on a CPU view
+// of the device bytes (no copy). Factories and views queue nothing; copies and fills are queued
+// on the current stream; host reads wait for it.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/fill_native.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/zero_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "vtrn/torch/device.h"
+#include "vtrn/torch/device_view.h"
+#include "vtrn/torch/op_tracking.h"
+#include "vtrn/torch/stream.h"
+
+namespace vtrn::torch_adapter {
+namespace {
+
+void check_dtype_supported(at::ScalarType dtype) {
+  if (c10::isFloat8Type(dtype)) {
+    const auto& config = device_config();
+    TORCH_CHECK(config.instance->chip->name == "Trainium3", "FP8 requires Trainium3: ", dtype,
+                " tensors cannot be created on ", config.describe(),
+                ". Set NEURON_RT_FAKE_INSTANCE_TYPE to a trn3 instance, or use bfloat16.");
+  }
+}
+
+void check_neuron_factory_args(c10::Device device, std::optional<c10::Layout> layout,
+                               std::optional<bool> pin_memory, at::ScalarType dtype) {
+  TORCH_CHECK(device.is_privateuseone(), "Expected neuron device, got ", device.str());
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "neuron tensors must be strided; got layout ", c10::layout_or_default(layout),
+              ". Create the tensor on cpu, or use torch.strided.");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
+              "pin_memory=True applies to cpu tensors only; a neuron tensor is device memory. "
+              "Pin the cpu tensor you copy from instead.");
+  check_dtype_supported(dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// Factories, views and metadata (no queued work)
+//===----------------------------------------------------------------------===//
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  VTRN_RECORD_OP("empty.memory_format");
+  const c10::Device target = c10::device_or_default(device);
+  check_neuron_factory_args(target, layout, pin_memory, c10::dtype_or_default(dtype));
+  const c10::DeviceGuard guard(target);
+  return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1),
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
+  VTRN_RECORD_OP("empty_strided");
+  const c10::Device target = c10::device_or_default(device);
+  check_neuron_factory_args(target, layout, pin_memory, c10::dtype_or_default(dtype));
+  const c10::DeviceGuard guard(target);
+  return at::detail::empty_strided_generic(size, stride, at::GetAllocator(at::kPrivateUse1),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      std::optional<c10::SymInt> storage_offset) {
+  VTRN_RECORD_OP("as_strided");
+  return at::cpu::as_strided_symint(self, size, stride, std::move(storage_offset));
+}
+
+at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  VTRN_RECORD_OP("view");
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
+                         c10::SymIntArrayRef stride) {
+  VTRN_RECORD_OP("_reshape_alias");
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
+                         std::optional<at::MemoryFormat> memory_format) {
+  VTRN_RECORD_OP("resize_");
+  const auto sizes = C10_AS_INTARRAYREF_SLOW(size);
+  const int64_t numel = c10::multiply_integers(sizes);
+  const uint64_t needed =
+      static_cast<uint64_t>(self.storage_offset() + numel) * self.element_size();
+  // Growing reallocates the storage: queued work on the old bytes must finish first.
+  if (self.storage().nbytes() < needed) synchronize(index_of(self));
+  const c10::DeviceGuard guard(self.device());
+  return at::native::resize_(self, sizes, memory_format);
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  VTRN_RECORD_OP("set_.source_Tensor");
+  return at::native::set_tensor_(self, source);
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) {
+  VTRN_RECORD_OP("set_.source_Storage");
+  return at::native::set_(self, std::move(source));
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage source, c10::SymInt offset,
+                                      c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  VTRN_RECORD_OP("set_.source_Storage_storage_offset");
+  return at::cpu::set__symint(self, std::move(source), std::move(offset), size, stride);
+}
+
+// Queued work holds its tensors' storage until it has run, so a tensor used on another
+// stream is never freed early; there is nothing to record.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  VTRN_RECORD_OP("record_stream");
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a neuron stream, got ", stream.device_type());
+}
+
+//===----------------------------------------------------------------------===//
+// Copies, fills and host reads
+//===----------------------------------------------------------------------===//
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  VTRN_RECORD_OP("_copy_from");
+  TORCH_CHECK(self.defined() && dst.defined(),
+              "_copy_from: source and destination must be defined");
+  if (self.numel() == 0) return dst;
+  if (!self.is_cpu() && !dst.is_cpu()) {
+    // neuron -> neuron: queued on the destination's stream, after the source's producer.
+    if (index_of(self) != index_of(dst)) sync_current_stream(index_of(self));
+    enqueue(index_of(dst), "aten::_copy_from", [src = DeviceView(self), out = DeviceView(dst)] {
+      at::Tensor out_cpu = out.cpu();
+      at::native::copy_(out_cpu, src.cpu(), false);
+    });
+  } else if (!dst.is_cpu()) {
+    // cpu -> neuron. A non-blocking copy from pinned memory is queued; otherwise the host
+    // buffer may be reused as soon as copy_ returns, so copy now, after queued work on dst.
+    if (non_blocking && self.is_pinned()) {
+      enqueue(index_of(dst), "aten::_copy_from", [src = self, out = DeviceView(dst)] {
+        at::Tensor out_cpu = out.cpu();
+        at::native::copy_(out_cpu, src, false);
+      });
+    } else {
+      sync_current_stream(index_of(dst));
+      at::Tensor dst_cpu = cpu_alias(dst);
+      at::native::copy_(dst_cpu, self, false);
+    }
+  } else {
+    // neuron -> cpu: a host read.
+    sync_current_stream(index_of(self));
+    at::Tensor dst_cpu = dst;
+    at::native::copy_(dst_cpu, cpu_alias(self), false);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  VTRN_RECORD_OP("_copy_from_and_resize");
+  at::native::resize_(dst, self.sizes(), std::nullopt);
+  return copy_from(self, dst, false);
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  VTRN_RECORD_OP("fill_.Scalar");
+  if (self.numel() == 0) return self;
+  enqueue(index_of(self), "aten::fill_.Scalar", [out = DeviceView(self), value] {
+    at::Tensor alias = out.cpu();
+    at::native::fill_(alias, value);
+  });
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  VTRN_RECORD_OP("fill_.Tensor");
+  TORCH_CHECK(value.dim() == 0,
+              "fill_ only supports a 0-dimension value tensor, but got a tensor with ", value.dim(),
+              " dimensions.");
+  if (self.numel() == 0) return self;
+  if (value.is_cpu()) return fill_scalar(self, value.item());
+  if (index_of(value) != index_of(self)) sync_current_stream(index_of(value));
+  enqueue(index_of(self), "aten::fill_.Tensor", [out = DeviceView(self), v = DeviceView(value)] {
+    at::Tensor alias = out.cpu();
+    at::native::fill_(alias, v.cpu());
+  });
+  return self;
+}
+
+at::Tensor& zero(at::Tensor& self) {
+  VTRN_RECORD_OP("zero_");
+  if (self.numel() == 0) return self;
+  enqueue(index_of(self), "aten::zero_", [out = DeviceView(self)] {
+    at::Tensor alias = out.cpu();
+    at::native::zero_(alias);
+  });
+  return self;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  VTRN_RECORD_OP("_local_scalar_dense");
+  sync_current_stream(index_of(self));
+  return at::native::_local_scalar_dense_cpu(cpu_alias(self));
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("resize_", resize);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("record_stream", record_stream);
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("fill_.Tensor", fill_tensor);
+  m.impl("zero_", zero);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+// The copies handle the conjugate and negative bits themselves (the aliases carry them).
+// Without this the Conjugate key's fallback would materialize the source through clone(),
+// which copies through _copy_from again, forever.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+}  // namespace
+}  // namespace vtrn::torch_adapter
