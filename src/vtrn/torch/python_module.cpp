@@ -1,5 +1,7 @@
-// vtrn._C: the Python face of the torch adapter. Only plain values cross this boundary (ints,
-// strings), so the module needs no torch_python.
+// vtrn._C: the Python face of the torch adapter. The device, stream, RNG, metrics and op
+// tracking functions exchange plain values (ints, strings, bytes, dicts). The module is built
+// with torch's own pybind11 and links torch_python, because the c10d backend it binds
+// (distributed.h) hands Python objects of types torch's bindings know.
 #include <chrono>
 #include <condition_variable>
 #include <cstring>

@@ -1,4 +1,4 @@
-// The eager execution counters torch.neuron's metrics report: compiles, cache hits, executed
+// The eager execution counters vtrn.metrics() reports: compiles, cache hits, executed
 // kernels, fused groups, CPU fallbacks and the modeled device time.
 //
 // Promises:

@@ -42,14 +42,16 @@ struct PendingGroup {
 
 constexpr size_t kMaxGroupOps = 64;
 
-// The words of a fused group's key after each op's identity: how each input is wired, which
-// buffer each output writes, and then, per buffer, whether the group writes it back.
-enum class GroupWord : int64_t {
+// A fused group's key: per op, its identity and then a wire word and an index for each input
+// and output; then, per buffer the group writes, whether it is written back.
+enum class WireWord : int64_t {
   kExternalInput = 0,  // then the index of the external buffer
   kInternalInput = 1,  // then the index of the group's buffer an earlier op wrote
   kOutput = 2,         // then the index of the group's buffer this output writes
-  kDropped = 0,        // a buffer the group computed whose tensor died unread
-  kWritten = 1,        // a buffer written back
+};
+enum class BufferWord : int64_t {
+  kDropped = 0,  // a buffer the group allocated whose tensor died unread
+  kWritten = 1,  // a buffer that receives its final value
 };
 
 PendingGroup& pending_group(int device) {
@@ -187,7 +189,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       }
       wiring[k].push_back(w);
       key.push_back(
-          static_cast<int64_t>(w.internal ? GroupWord::kInternalInput : GroupWord::kExternalInput));
+          static_cast<int64_t>(w.internal ? WireWord::kInternalInput : WireWord::kExternalInput));
       key.push_back(static_cast<int64_t>(w.index));
     }
     for (const BufferRef& out : ops[k].outputs) {
@@ -199,7 +201,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
       } else {
         last_writer[b] = static_cast<int>(k);
       }
-      key.push_back(static_cast<int64_t>(GroupWord::kOutput));
+      key.push_back(static_cast<int64_t>(WireWord::kOutput));
       key.push_back(static_cast<int64_t>(b));
     }
   }
@@ -222,7 +224,7 @@ void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamI
   }
   std::vector<BufferRef> outputs;
   for (size_t b = 0; b < buffers.size(); ++b) {
-    key.push_back(static_cast<int64_t>(live[b] ? GroupWord::kWritten : GroupWord::kDropped));
+    key.push_back(static_cast<int64_t>(live[b] ? BufferWord::kWritten : BufferWord::kDropped));
     if (live[b]) outputs.push_back(buffers[b]);
   }
   if (outputs.empty()) return;  // every result died unread
