@@ -1,0 +1,159 @@
+"""Which ``neuron`` devices this process sees, the current one, their properties, and
+waiting for their work."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from vtrn import _C
+
+_initialized = False
+_init_lock = threading.Lock()
+
+
+def is_available() -> bool:
+    """True when the environment names a valid instance and at least one visible core."""
+    return device_count() > 0
+
+
+def device_count() -> int:
+    """Logical NeuronCores this process sees (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES)."""
+    return _C.device_count()
+
+
+def _lazy_init():
+    global _initialized
+    with _init_lock:
+        if _initialized:
+            return
+        error = _C.config_error()
+        if error:
+            raise RuntimeError(f"The neuron device is unavailable: {error}")
+        _initialized = True
+
+
+init = _lazy_init
+
+
+def is_initialized() -> bool:
+    return _initialized
+
+
+def _is_in_bad_fork() -> bool:
+    # Device memory is host memory: a forked child inherits a usable device.
+    return False
+
+
+def _device_index(dev) -> int:
+    """The index named by an int, a ``neuron[:i]`` string or torch.device; None = current."""
+    if dev is None:
+        return current_device()
+    if isinstance(dev, str):
+        dev = torch.device(dev)
+    if isinstance(dev, torch.device):
+        if dev.type != "neuron":
+            raise ValueError(f"Expected neuron device, got {dev.type}")
+        return current_device() if dev.index is None else dev.index
+    if isinstance(dev, int):
+        return dev
+    raise TypeError(f"Expected an int, a str or a torch.device naming a neuron device, got {dev!r}")
+
+
+def current_device() -> int:
+    return _C.current_device()
+
+
+def set_device(dev) -> None:
+    """Makes ``dev`` the current device of the calling thread."""
+    _C.set_device(_device_index(dev))
+
+
+@contextlib.contextmanager
+def device(dev):
+    """Context manager that makes ``dev`` current and restores the previous device."""
+    previous = current_device()
+    set_device(dev)
+    try:
+        yield
+    finally:
+        _C.set_device(previous)
+
+
+def synchronize(dev=None) -> None:
+    """Waits for all work queued on every stream of ``dev`` (default: the current device).
+
+    An error raised by queued work surfaces here, naming the op that failed.
+    """
+    _C.synchronize(_device_index(dev))
+
+
+@dataclass(frozen=True)
+class _NeuronDeviceProperties:
+    name: str
+    total_memory: int
+    logical_cores_per_chip: int
+    lnc: int
+    instance: str
+    core: int
+
+    def __repr__(self):
+        return (
+            f"_NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB, "
+            f"logical_cores_per_chip={self.logical_cores_per_chip}, lnc={self.lnc}, "
+            f"instance='{self.instance}', core={self.core})"
+        )
+
+
+def get_device_properties(dev=None) -> _NeuronDeviceProperties:
+    """Name, HBM budget (``total_memory``), logical cores per chip and LNC of ``dev``."""
+    index = _device_index(dev)
+    _C.set_device(current_device())  # raises the configuration error, if any
+    if not 0 <= index < device_count():
+        _C.set_device(index)  # raises the same error set_device would
+    config = _C.config()
+    return _NeuronDeviceProperties(
+        name=_device_name(config),
+        total_memory=config["bank_bytes"],
+        logical_cores_per_chip=config["logical_cores_per_chip"],
+        lnc=config["lnc"],
+        instance=config["instance"],
+        core=config["visible_cores"][index],
+    )
+
+
+def _device_name(config) -> str:
+    suffix = f", LNC{config['lnc']}" if config["lnc"] else ""
+    return f"{config['chip']} {config['core']} ({config['instance']}{suffix})"
+
+
+def get_device_name(dev=None) -> str:
+    return get_device_properties(dev).name
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 is Trainium's training baseline."""
+    return True
+
+
+def get_amp_supported_dtype() -> list:
+    return [torch.bfloat16, torch.float16, torch.float32]
+
+
+def register_exit_sync() -> None:
+    """Waits for every device's queued work when the interpreter exits."""
+    # Queued work must not outlive the interpreter: wait for it at exit.
+    import atexit
+
+    def _sync_all():
+        for index in range(device_count()):
+            try:
+                _C.synchronize(index)
+            except Exception as err:  # noqa: BLE001 - report, never raise at exit
+                warnings.warn(f"neuron:{index}: {err}", RuntimeWarning, stacklevel=2)
+
+    atexit.register(_sync_all)

@@ -1,0 +1,93 @@
+"""Streams and events: thin subclasses of torch.Stream / torch.Event, which reach the device
+through its DeviceGuard."""
+
+from __future__ import annotations
+
+import torch
+
+from vtrn import _C
+from vtrn.neuron.devices import _device_index, current_device
+
+_PRIVATEUSE1_TYPE = 20  # c10::DeviceType::PrivateUse1, as torch.Stream.device_type reports it
+
+
+class Stream(torch.Stream):
+    """An in-order queue of work on a neuron device. Work on two streams is ordered only by
+    events (``wait_stream``, ``wait_event``)."""
+
+    def __new__(cls, device=None, priority: int = 0, **kwargs):
+        if "stream_id" in kwargs:  # rebuilt from (stream_id, device_index, device_type)
+            return super().__new__(cls, **kwargs)
+        index = _device_index(device)
+        return super().__new__(cls, device=torch.device("neuron", index), priority=priority)
+
+    def __repr__(self):
+        return f"<torch.neuron.Stream device=neuron:{self.device_index} id={self.stream_id}>"
+
+
+def _as_neuron_stream(s: torch.Stream) -> Stream:
+    return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+
+
+class _NeuronEventMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
+
+
+class Event(metaclass=_NeuronEventMeta):
+    """Marks a point in a stream's work; ``elapsed_time`` measures between two of them.
+
+    ``torch.neuron.Event(...)`` builds a ``torch.Event`` on the neuron device: torch.Event's
+    methods accept only torch.Event itself, not subclasses, so this is a factory whose
+    isinstance check matches every neuron torch.Event."""
+
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
+        return torch.Event(
+            device=torch.device("neuron", current_device()),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
+
+
+def current_stream(dev=None) -> Stream:
+    return _as_neuron_stream(torch.accelerator.current_stream(_device_index(dev)))
+
+
+def default_stream(dev=None) -> Stream:
+    index = _device_index(dev)
+    return Stream(stream_id=0, device_index=index, device_type=_PRIVATEUSE1_TYPE)
+
+
+def set_stream(s: torch.Stream) -> None:
+    torch.accelerator.set_stream(s)
+
+
+class StreamContext:
+    """Makes ``s`` the current stream of its device inside a ``with`` block."""
+
+    def __init__(self, s):
+        self.stream = s
+        self.previous = None
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.previous = torch.accelerator.current_stream(self.stream.device_index)
+            torch.accelerator.set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            torch.accelerator.set_stream(self.previous)
+        return False
+
+
+def stream(s) -> StreamContext:
+    return StreamContext(s)
+
+
+def _sleep(seconds: float, dev=None) -> None:
+    """Queues work that takes ``seconds`` on the current stream (a test hook, as torch.cuda._sleep)."""
+    _C._sleep(_device_index(dev), float(seconds))
