@@ -1,9 +1,10 @@
 """The planner's full search for llama3-70b on 64 trn2.48xlarge nodes (4,096 ranks at LNC2), and
-layouts evaluated per second. Target (issue 8): under 1 s on this machine.
+layouts evaluated per second. Target: under 1 s on this machine.
 
 Run: python bench/bench_plan.py
-Figures are medians of several runs: the search inside vtrn._plan (C++), and `vtrn plan` end to
-end as a fresh process (interpreter start included), like a user typing it.
+Figures are medians of several runs: the search inside the native planner (C++, reached through
+vtrn._native), and `vtrn plan` end to end as a fresh process (interpreter start included), like
+a user typing it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ CASES = [
 
 
 def main() -> int:
-    from vtrn import _plan
+    from vtrn import _native
 
     print(
         f"{'case':<36} {'search s':>9} {'layouts':>8} {'layouts/s':>10} {'placement searches':>19}  best"
@@ -41,7 +42,7 @@ def main() -> int:
         times, result = [], None
         for _ in range(REPEAT):
             start = time.perf_counter()
-            result = _plan.plan(**kw, top=1)
+            result = _native.plan.plan(**kw, top=1)
             times.append(time.perf_counter() - start)
         t = statistics.median(times)
         best = result["layouts"][0] if result["layouts"] else None

@@ -1,5 +1,5 @@
 """Times of `vtrn mesh` on a 4,096-rank mesh (64 trn2.48xlarge nodes) and of the placement
-search for one node. Targets (issue 3): under 1 s and under 2 s.
+search for one node. Targets: under 1 s and under 2 s.
 
 Run: python bench/bench_topology.py
 Each figure is the median of several runs; the command is timed end to end as a fresh process
@@ -38,12 +38,12 @@ def run_cli(argv):
 
 
 def main() -> int:
-    from vtrn import _model
+    from vtrn.topology import Cluster
 
     print("vtrn topology bench (median of %d runs)" % REPEAT)
     t_text = median_time(lambda: run_cli(MESH_4096))
     t_json = median_time(lambda: run_cli(MESH_4096 + ["--json"]))
-    cluster = _model.Cluster("trn2.48xlarge", 2, 64)
+    cluster = Cluster("trn2.48xlarge", 2, 64)
     t_model = median_time(lambda: cluster.analyze_mesh([64, 16, 4], ["replicate", "shard", "tp"]))
     print(
         f"vtrn mesh, 4,096 ranks on 64 nodes, text : {t_text:.3f} s  ({t_text / 1.0:.2f} of the 1 s target)"
@@ -51,17 +51,18 @@ def main() -> int:
     print(
         f"vtrn mesh, 4,096 ranks on 64 nodes, --json: {t_json:.3f} s  ({t_json / 1.0:.2f} of the 1 s target)"
     )
-    print(f"  of which the model (analyze_mesh)       : {t_model:.4f} s")
+    print(f"  of which the model (Cluster.analyze_mesh): {t_model:.4f} s")
     worst = 0.0
     for label, lnc, shape in SEARCHES:
-        c = _model.Cluster("trn2.48xlarge", lnc, 1)
-        result = {}
-        t = median_time(lambda: result.update(c.search_placement(shape, ["dp", "tp"])))
+        c = Cluster("trn2.48xlarge", lnc, 1)
+        results = []
+        t = median_time(lambda: results.append(c.search_placement(shape, ["dp", "tp"])))
         worst = max(worst, t)
-        status = "found" if result["found"] else "NOT FOUND"
+        result = results[-1]
+        status = "found" if result.found else "NOT FOUND"
         print(
             f"placement search {label}: {t:.3f} s  ({t / 2.0:.2f} of the 2 s target), {status}, "
-            f"{result['solutions']} placements compared, {result['steps']} steps"
+            f"{result.solutions} placements compared, {result.steps} steps"
         )
     t_auto = median_time(
         lambda: run_cli(["mesh", "--shape", "8,8", "--names", "dp,tp", "--placement", "auto"])

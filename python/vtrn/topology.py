@@ -1,539 +1,422 @@
-"""``vtrn topo`` and ``vtrn mesh``: where ranks land on Trainium hardware, which collective
-groups the runtime can build, and what they cost. The model itself is C++ (``vtrn._model``,
-layers hw / topo / coll); this module parses arguments, formats reports and draws pictures.
+"""Trainium topology: where ranks run, which collective groups the runtime can build, and what
+each collective costs.
 
-Exit status of ``vtrn mesh``: 0 when every group is routable, 3 when some group is not (the
-runtime's error is printed), 2 for bad input.
+The model itself is C++ (layers hw / topo / coll, reached through ``vtrn._native``); this
+module gives it a typed Python face. Nothing here imports torch.
+
+    from vtrn.topology import Cluster
+
+    cluster = Cluster("trn2.48xlarge", lnc=2)
+    analysis = cluster.analyze_mesh([8, 8], ["dp", "tp"])
+    analysis.axes[0].routable            # False: the default TP8 x FSDP8 mesh is not routable
+    found = cluster.search_placement([8, 8], ["dp", "tp"])
+    cluster.analyze_mesh([8, 8], ["dp", "tp"], found.placement).routable   # True
+
+Bad input (an unknown instance, an LNC the instance does not have, a mesh that does not fill
+the world) raises ValueError with the model's message, which names the value and what to use.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import sys
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_UNROUTABLE = 3
+from vtrn import _native
 
-_SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kib": 1 << 10,
-    "kb": 1000,
-    "m": 1 << 20,
-    "mib": 1 << 20,
-    "mb": 1000**2,
-    "g": 1 << 30,
-    "gib": 1 << 30,
-    "gb": 1000**3,
-}
-
-
-def load_model():
-    """The native model module; a clear message when it is not built."""
-    try:
-        from vtrn import _model
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise SystemExit(
-            f"vtrn: the native model vtrn._model is not available ({err}); build it with `make install`"
-        ) from err
-    return _model
+__all__ = [
+    "AxisEstimate",
+    "AxisReport",
+    "ChipSpec",
+    "Cluster",
+    "Estimate",
+    "InstanceSpec",
+    "MeshAnalysis",
+    "MeshReport",
+    "PlacementSearch",
+    "RankLocation",
+    "Route",
+    "instance",
+    "instance_names",
+    "max_nodes",
+    "max_world",
+    "nest",
+]
 
 
-# --------------------------------------------------------------------------------------------
-# Parsing
+def _build(cls, data: dict, **overrides):
+    """``cls`` from the fields of ``data`` it declares; keys it does not declare are ignored."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    values.update(overrides)
+    return cls(**values)
 
 
 def max_world() -> int:
-    """The largest world vtrn models (topo::Cluster::kMaxWorld, 2^20 ranks). No mesh axis or rank
-    can exceed it; checking that here makes a value too wide for a C++ int bad input (exit 2)
-    rather than a TypeError from the bindings."""
-    return load_model().MAX_WORLD
+    """The largest world vtrn models (2^20 ranks): no rank or mesh axis can exceed it."""
+    return _native.model.MAX_WORLD
 
 
-# Largest message size modeled: 1 TiB, above the whole HBM of a trn2 node (16 x 96 GiB).
-MAX_MESSAGE_BYTES = 1 << 40
+def max_nodes() -> int:
+    """The most instances a cluster can have (4096)."""
+    return _native.model.MAX_NODES
 
 
-def parse_ints(text: str, what: str) -> list[int]:
-    parts = [p.strip() for p in re.split(r"[,x]", text)]
-    if not all(re.fullmatch(r"\d+", p) for p in parts):
-        raise ValueError(f"{what} must be comma-separated integers such as 16,4; got {text!r}")
-    values = [int(p) for p in parts]
-    limit = max_world()
-    for v in values:
-        if not 1 <= v <= limit:
-            raise ValueError(
-                f"{what} {text}: axis size {v} is outside 1..{limit}; vtrn models worlds of at "
-                f"most {limit} ranks, so every axis must be between 1 and that"
-            )
-    return values
-
-
-def parse_names(text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    if not names:
-        raise ValueError("--names is empty; give one name per axis, e.g. shard,tp")
-    return names
-
-
-def parse_size(text: str) -> int:
-    """``64KiB``, ``16MiB``, ``1048576`` -> bytes (K/M/G are binary; KB/MB/GB decimal)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _SIZE_UNITS:
-        raise ValueError(
-            f"message size {text!r} is not understood; write e.g. 65536, 64KiB, 16MiB or 1GiB"
-        )
-    number = match.group(1)
-    if len(number) > 20:  # float() of a longer one can be inf
-        size = MAX_MESSAGE_BYTES + 1
-    else:
-        size = int(float(number) * _SIZE_UNITS[unit])
-    if not 1 <= size <= MAX_MESSAGE_BYTES:
-        raise ValueError(
-            f"message size {text.strip()!r} is outside 1 B..1 TiB; give a size such as 64KiB or 16MiB"
-        )
-    return size
-
-
-def parse_sizes(text: str | None) -> list[int] | None:
-    """``--sizes``: None keeps the default sizes; an empty list is bad input."""
-    if text is None:
-        return None
-    if not text.strip():
-        raise ValueError(
-            "--sizes is empty; give message sizes such as 64KiB,16MiB,256MiB, or omit --sizes "
-            "for those defaults"
-        )
-    return [parse_size(s) for s in text.split(",")]
-
-
-def make_cluster(model, args):
-    """The model's Cluster for --instance/--lnc/--nodes. --lnc is 1 or 2 when given; without it
-    the instance's default applies. Out-of-range --lnc and --nodes are ValueErrors (exit 2)."""
-    if args.lnc is not None and args.lnc < 1:
-        raise ValueError(
-            f"--lnc {args.lnc} is not a Logical NeuronCore setting; use --lnc 1 or --lnc 2, or omit "
-            "--lnc for the instance default (LNC2 on trn2 and trn3)"
-        )
-    return model.Cluster(args.instance, args.lnc or 0, args.nodes)
-
-
-def load_placement_file(path: str, shape: list[int]) -> list[int]:
-    """A rank matrix from JSON: a nested list of the mesh's shape, or an object with
-    ``placement`` (such as the output of ``vtrn mesh --placement auto --json``)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as err:
-        raise ValueError(f"cannot read placement file {path!r}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"placement file {path!r} is not valid JSON: {err}") from None
-    if isinstance(data, dict):
-        if "placement" not in data:
-            raise ValueError(
-                f"placement file {path!r} is an object without a 'placement' key; "
-                "give a nested list of ranks or an object with 'placement'"
-            )
-        data = data["placement"]
-
-    def flatten(value, dims, where):
-        if not isinstance(value, list) or len(value) != dims[0]:
-            got = f"{len(value)} entries" if isinstance(value, list) else type(value).__name__
-            raise ValueError(
-                f"placement file {path!r}: {where or 'the top level'} should be a list of "
-                f"{dims[0]} entries for mesh shape {tuple(shape)}, got {got}"
-            )
-        if len(dims) == 1:
-            for item in value:
-                if isinstance(item, bool) or not isinstance(item, int):
-                    raise ValueError(
-                        f"placement file {path!r}: {where or 'the top level'} holds {item!r}, "
-                        "not an integer rank"
-                    )
-                if not 0 <= item < max_world():
-                    raise ValueError(
-                        f"placement file {path!r}: {where or 'the top level'} holds rank {item}, "
-                        f"outside 0..{max_world() - 1} (no world vtrn models has it)"
-                    )
-            return list(value)
-        out = []
-        for i, item in enumerate(value):
-            out += flatten(item, dims[1:], f"{where}[{i}]")
-        return out
-
-    return flatten(data, shape, "")
+def instance_names() -> list[str]:
+    """Names of the known instance types, in listing order."""
+    return list(_native.model.instance_names())
 
 
 # --------------------------------------------------------------------------------------------
-# Formatting
+# Hardware
 
 
-def format_seconds(seconds: float) -> str:
-    if seconds == 0:
-        return "0 s"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+@dataclass(frozen=True)
+class ChipSpec:
+    """One Trainium chip. Bandwidths in bytes per second, latencies in seconds, sizes in bytes."""
+
+    name: str
+    core_name: str
+    physical_cores: int
+    hbm_bytes: int
+    hbm_Bps: float
+    dma_Bps: float
+    dma_core_Bps: float
+    dma_latency_s: float
+    dense_fp8_flops: float
+    dense_bf16_flops: float
+    dense_fp32_flops: float
+    core_tensor_flops: dict[str, float]  # per physical core, by dtype name
+    core_vector_fp32_flops: float
+    core_scalar_fp32_flops: float
+    neuronlink: str  # the link generation, e.g. "NeuronLink-v3"
+    neuronlink_intra_Bps: float
+    neuronlink_inter_Bps: float
 
 
-def format_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One instance type: its chips and how they are linked."""
+
+    name: str
+    summary: str
+    chip: ChipSpec
+    chips: int
+    topology: str  # "torus-2d", "switch" or "single-chip"
+    grid_rows: int
+    grid_cols: int
+    link_Bps: float
+    hop_latency_s: float
+    lnc_allowed: list[int]
+    lnc_default: int | None  # None: the chip has no Logical NeuronCore setting (trn1)
+    ultraserver_nodes: int
+    ultraserver_fabric: str
+    ultraserver_chip_Bps: float
+    efa_Bps: float
+    efa_latency_s: float
+
+    @classmethod
+    def from_native(cls, data: dict) -> InstanceSpec:
+        return _build(cls, data, chip=_build(ChipSpec, data["chip"]))
 
 
-def abbreviate(group: list[int], limit: int = 8) -> str:
-    """``[0, 4, 8, ..., 60]`` for long groups, like the seed writes them."""
-    if len(group) <= limit:
-        return "[" + ", ".join(map(str, group)) + "]"
-    return "[" + ", ".join(map(str, group[:3])) + ", ..., " + str(group[-1]) + "]"
-
-
-def _range_text(ranks: list[int]) -> str:
-    return f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else str(ranks[0])
-
-
-# --------------------------------------------------------------------------------------------
-# vtrn topo
-
-
-def topo_lines(cluster) -> list[str]:
-    spec = cluster.spec
-    chip = spec["chip"]
-    rpc, cols = cluster.ranks_per_chip, spec["grid_cols"]
-    lnc = cluster.lnc
-    hbm_rank = chip["hbm_bytes"] // rpc
-    lines = [f"{spec['name']}: {spec['summary']}"]
-    lnc_text = f"LNC{lnc}" if lnc else "no LNC"
-    lines.append(
-        f"{lnc_text}: {rpc} ranks per chip ({format_bytes(hbm_rank)} HBM each), "
-        f"{cluster.ranks_per_node} per node; {cluster.nodes} node{'s' if cluster.nodes > 1 else ''}, "
-        f"world {cluster.world}"
-    )
-    formula = (
-        f"{rpc} * chip + core"
-        if cluster.nodes == 1
-        else f"{cluster.ranks_per_node} * node + {rpc} * chip + core"
-    )
-    lines.append(f"rank = {formula}")
-    topology = spec["topology"]
-    if topology == "torus-2d":
-        lines.append(
-            f"links: {spec['grid_rows']}x{cols} torus, each chip to its row and column neighbours "
-            f"with wraparound, {spec['link_Bps'] / 1e9:g} GB/s per link"
-        )
-    elif topology == "switch":
-        lines.append(
-            f"links: every chip to every chip through the switch, {spec['link_Bps'] / 1e9:g} GB/s per chip"
-        )
-    else:
-        lines.append("links: one chip, no NeuronLink peers")
-    if spec["ultraserver_nodes"] > 1:
-        lines.append(
-            f"UltraServer: {spec['ultraserver_nodes']} nodes joined by NeuronLink ({spec['ultraserver_fabric']}), "
-            f"{spec['ultraserver_chip_Bps'] / 1e9:g} GB/s per chip; EFA between UltraServers"
-        )
-    if spec["efa_Bps"]:
-        lines.append(f"EFA: {spec['efa_Bps'] * 8 / 1e9:g} Gbps per node")
-    shown = min(cluster.nodes, 4)
-    width = (
-        max(
-            len(f"c{spec['chips'] - 1} {_range_text([cluster.world - rpc, cluster.world - 1])}"), 10
-        )
-        + 2
-    )
-    for node in range(shown):
-        lines.append("")
-        lines.append(f"node {node}")
-        lines.append((" " * 9 + "".join(f"col {c}".ljust(width) for c in range(cols))).rstrip())
-        for row in range(spec["grid_rows"]):
-            cells = []
-            for col in range(cols):
-                c = row * cols + col
-                first = cluster.rank_of(node, c, 0)
-                cells.append(f"c{c} {_range_text([first, first + rpc - 1])}".ljust(width))
-            lines.append(f"  row {row}  " + "".join(cells).rstrip())
-    for node in range(shown, cluster.nodes):
-        first = node * cluster.ranks_per_node
-        lines.append(f"node {node}: ranks {first}-{first + cluster.ranks_per_node - 1}")
-    return lines
-
-
-def check_out(path: str | None) -> None:
-    """Rejects a picture name before any work, so bad input exits 2 without a report."""
-    if path and not path.lower().endswith((".svg", ".png")):
-        raise ValueError(
-            f"--out {path!r}: the picture is written as SVG or PNG; name the file FILE.svg or FILE.png"
-        )
-
-
-def cmd_topo(args) -> int:
-    check_out(args.out)
-    model = load_model()
-    cluster = make_cluster(model, args)
-    print("\n".join(topo_lines(cluster)))
-    if args.out:
-        from vtrn import draw
-
-        draw.save(draw.topo_picture(cluster), args.out)
-        print(f"\nwrote {args.out}")
-    return EXIT_OK
+def instance(name: str) -> InstanceSpec:
+    """The spec of instance type ``name`` (ValueError naming the known ones if unknown)."""
+    return InstanceSpec.from_native(_native.model.instance(name))
 
 
 # --------------------------------------------------------------------------------------------
-# vtrn mesh
+# Collectives
 
 
-def mesh_report(model, args) -> dict:
-    """Everything ``vtrn mesh`` prints, as the ``--json`` object."""
-    cluster = make_cluster(model, args)
-    shape = parse_ints(args.shape, "--shape")
-    names = parse_names(args.names)
-    sizes = parse_sizes(args.sizes)
-    placement = None
-    search = None
-    source = args.placement
-    if source == "auto":
-        search = cluster.search_placement(shape, names)
-        if search["found"]:
-            placement = search["placement"]
-    elif source != "default":
-        placement = load_placement_file(source, shape)
-    analysis = cluster.analyze_mesh(shape, names, placement, sizes)
-    out = {
-        "world": cluster.world,
-        "instance": cluster.instance,
-        "lnc": cluster.lnc,
-        "nodes": cluster.nodes,
-        "shape": shape,
-        "names": names,
-        "placement_source": "default"
-        if source == "default"
-        else ("auto" if source == "auto" else "file"),
-        "routable": analysis["routable"],
-        "axes": [
-            {
-                k: axis[k]
-                for k in (
-                    "name",
-                    "size",
-                    "collective",
-                    "groups",
-                    "group_routable",
-                    "routable",
-                    "error",
-                    "disconnected",
-                    "bad_node",
-                    "algorithms",
-                )
+class RankLocation(NamedTuple):
+    node: int
+    chip: int  # within the node
+    core: int  # logical core within the chip
+
+
+@dataclass(frozen=True)
+class Route:
+    """Whether the runtime can build a collective for a group of ranks, and over what."""
+
+    routable: bool
+    kind: str
+    error: str | None  # the runtime's error when not routable
+    bad_node: int | None  # the node whose chips are not connected
+    disconnected: list[list[int]]  # the disconnected sets of chips on bad_node
+    ranks: int
+    nodes: int
+    chips_per_node: int
+    ranks_per_chip: int
+    whole_chips: bool
+    node_chip_Bps: float
+    mean_hops: float
+    nodes_joined: bool  # the nodes are joined by NeuronLink (one UltraServer), not EFA only
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The algorithm the runtime picks for one collective and its modeled time."""
+
+    algorithm: str  # "Mesh", "RDH", "KangaRing", "Ring", "Hierarchical", "P2P", ...
+    node: str | None  # Hierarchical: the algorithm inside a node (None: one rank per node)
+    net: str | None  # Hierarchical: the algorithm between nodes
+    seconds: float
+
+    def label(self) -> str:
+        """``RDH``, or ``Hierarchical(RDH/Ring)`` with the node and network parts."""
+        if self.algorithm != "Hierarchical":
+            return self.algorithm
+        return f"{self.algorithm}({self.node or '-'}/{self.net})"
+
+
+@dataclass(frozen=True)
+class AxisEstimate(Estimate):
+    """An axis's collective at one message size, and every collective's time at that size."""
+
+    collective: str
+    seconds_by_collective: dict[str, float]
+
+
+@dataclass(frozen=True)
+class AxisReport:
+    """One mesh axis: its groups, whether each is routable, and its collective's cost."""
+
+    name: str
+    size: int
+    role: str  # "pipeline", "replicate", "shard" or "tensor"
+    collective: str  # the collective this axis runs: all_reduce, all_gather, send_recv, ...
+    groups: list[list[int]]  # in mesh order
+    group_routable: list[bool]
+    routable: bool
+    error: str | None  # the runtime's error for the first group it cannot build
+    first_bad_group: int | None
+    bad_node: int | None
+    disconnected: list[list[int]]  # chips of bad_node that no link joins
+    estimates: dict[int, AxisEstimate]  # by message size in bytes (only when routable)
+
+    def shown_group(self) -> int:
+        """The group worth drawing: the first unroutable one, else the first."""
+        return next((i for i, ok in enumerate(self.group_routable) if not ok), 0)
+
+
+@dataclass(frozen=True)
+class MeshAnalysis:
+    """Every axis of a mesh on a cluster."""
+
+    routable: bool
+    placement: list[int]  # the rank at each mesh position, row-major
+    axes: list[AxisReport]
+
+    @classmethod
+    def from_native(cls, data: dict) -> MeshAnalysis:
+        axes = []
+        for axis in data["axes"]:
+            estimates = {
+                int(size): _build(AxisEstimate, est) for size, est in axis["algorithms"].items()
             }
-            for axis in analysis["axes"]
-        ],
-    }
-    if source != "default":
-        from vtrn.mesh_code import nest
-
-        out["placement"] = nest(analysis["placement"], shape) if (placement is not None) else None
-    if search is not None:
-        out["search"] = {
-            k: search[k]
-            for k in (
-                "found",
-                "default_routable",
-                "is_default",
-                "chip_order",
-                "fill_order",
-                "tp_groups_off_chip",
-                "cost_seconds",
-                "steps",
-                "solutions",
-                "message",
-            )
-        }
-    out["_flat_placement"] = analysis["placement"]
-    out["_description"] = cluster.describe()
-    return out
+            axes.append(_build(AxisReport, axis, estimates=estimates))
+        return cls(routable=data["routable"], placement=list(data["placement"]), axes=axes)
 
 
-def mesh_lines(report: dict, max_groups: int = 4) -> list[str]:
-    shape, names = report["shape"], report["names"]
-    lines = [
-        f"mesh {tuple(shape)} {tuple(names)} on {report['_description']}; "
-        f"placement {report['placement_source']}"
-    ]
-    search = report.get("search")
-    if search:
-        if search["found"]:
-            what = (
-                "the row-major placement (already routable)"
-                if search["is_default"]
-                else f"chip order {search['chip_order']}, axes filled in order "
-                f"{[names[a] for a in search['fill_order']]}"
-            )
-            lines.append(
-                f"auto placement: {what}; {search['solutions']} routable placements compared"
-            )
-        else:
-            lines.append(f"auto placement: none found. {search['message']}")
-    first_error = None
-    for axis in report["axes"]:
-        groups = axis["groups"]
-        status = "routable" if axis["routable"] else "NOT ROUTABLE"
-        lines.append("")
-        lines.append(
-            f"axis {axis['name']}: size {axis['size']}, {len(groups)} group{'s' if len(groups) != 1 else ''}, "
-            f"{axis['collective']}: {status}"
-        )
-        if not axis["routable"] and first_error is None:
-            first_error = (axis["name"], axis["error"])
-        # Show the first groups, and the first failing one when it is further down.
-        shown = list(range(min(len(groups), max_groups)))
-        bad = [i for i, ok in enumerate(axis["group_routable"]) if not ok]
-        if bad and bad[0] not in shown:
-            shown[-1] = bad[0]
-        for i in shown:
-            mark = "ok" if axis["group_routable"][i] else "no"
-            lines.append(f"  {abbreviate(groups[i]):<34} {mark}")
-        if len(groups) > max_groups:
-            lines.append(f"  ... {len(groups) - max_groups} more")
-        if axis["routable"]:
-            cells = []
-            for size, est in sorted(axis["algorithms"].items(), key=lambda kv: int(kv[0])):
-                cells.append(
-                    f"{format_bytes(int(size))}: {est['algorithm']}"
-                    + (
-                        f"({est['node'] or '-'}/{est['net']})"
-                        if est["algorithm"] == "Hierarchical"
-                        else ""
-                    )
-                    + f" {format_seconds(est['seconds'])}"
-                )
-            lines.append(f"  {axis['collective']}  " + "   ".join(cells))
-        else:
-            sets = " | ".join("{" + ", ".join(map(str, s)) + "}" for s in axis["disconnected"])
-            if sets:
-                lines.append(f"  disconnected chips on node {axis['bad_node']}: {sets}")
-    if first_error:
-        lines.append("")
-        lines.append(f"error (axis {first_error[0]}):")
-        lines.append(first_error[1])
-    return lines
+@dataclass(frozen=True)
+class PlacementSearch:
+    """The result of searching for a placement where every group of a mesh is routable."""
+
+    found: bool
+    placement: list[int] | None  # row-major, when found
+    chip_order: list[int]
+    fill_order: list[int]  # axis indices, in the order they are filled
+    default_routable: bool
+    is_default: bool  # the row-major placement was already routable
+    tp_groups_off_chip: int
+    cost_seconds: float
+    steps: int
+    solutions: int  # routable placements compared
+    message: str | None  # why nothing was found
 
 
-def cmd_mesh(args) -> int:
-    check_out(args.out)
-    model = load_model()
-    report = mesh_report(model, args)
-    search = report.get("search")
-    unroutable = not report["routable"] or (search is not None and not search["found"])
-    if args.code:
-        if unroutable:
-            print("\n".join(mesh_lines(report)), file=sys.stderr)
-        else:
-            from vtrn.mesh_code import render
+@dataclass(frozen=True)
+class MeshReport:
+    """Everything ``vtrn mesh`` shows: the analysis of a mesh under a placement, and the
+    placement search when one was asked for."""
 
-            groups = [axis["groups"] for axis in report["axes"]]
-            print(
-                render(
-                    report["shape"],
-                    report["names"],
-                    report["_flat_placement"],
-                    groups,
-                    report["_description"],
-                ),
-                end="",
-            )
-    elif args.json:
-        public = {k: v for k, v in report.items() if not k.startswith("_")}
-        json.dump(public, sys.stdout)
-        print()
-    else:
-        print("\n".join(mesh_lines(report)))
-    if args.out:
-        from vtrn import draw
+    cluster: Cluster
+    shape: list[int]
+    names: list[str]
+    placement_source: str  # "default" (row-major), "auto" (searched) or "custom" (given)
+    placement: list[int] | None  # the placement asked for (None: row-major, or none found)
+    analysis: MeshAnalysis
+    search: PlacementSearch | None
 
-        draw.save(draw.mesh_picture(make_cluster(model, args), report), args.out)
-        if not args.json and not args.code:
-            print(f"\nwrote {args.out}")
-    return EXIT_UNROUTABLE if unroutable else EXIT_OK
+    @property
+    def routable(self) -> bool:
+        """Every group of every axis is routable (under the placement analyzed)."""
+        return self.analysis.routable
+
+    @property
+    def ok(self) -> bool:
+        """Routable, and the placement search (if any) found a placement."""
+        return self.analysis.routable and (self.search is None or self.search.found)
 
 
 # --------------------------------------------------------------------------------------------
-# Registration
+# The cluster
 
 
-def _add_cluster_args(parser) -> None:
-    parser.add_argument(
-        "--instance",
-        default="trn2.48xlarge",
-        help="instance type (trn1.32xlarge, trn2.48xlarge, trn2u.48xlarge, trn2.3xlarge, "
-        "trn3.gen1-server); default trn2.48xlarge",
-    )
-    parser.add_argument(
-        "--lnc",
-        type=int,
-        default=None,
-        help="Logical NeuronCore setting, 1 or 2 (default: the instance's, LNC2 on trn2/trn3; "
-        "trn1 has none)",
-    )
-    parser.add_argument(
-        "--nodes",
-        type=int,
-        default=1,
-        help="number of instances, 1 to 4096 (default 1); the world is capped at 2^20 ranks",
-    )
+class Cluster:
+    """``nodes`` instances of one type at one Logical NeuronCore setting, with their links.
+
+    ``lnc`` is 1 or 2 where the instance has the setting; None takes the instance's default
+    (LNC2 on trn2 and trn3; trn1 has none). Ranks are numbered node, then chip, then core.
+    """
+
+    def __init__(self, instance: str = "trn2.48xlarge", lnc: int | None = None, nodes: int = 1):
+        self._native = _native.model.Cluster(instance, 0 if lnc is None else lnc, nodes)
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.instance!r}, lnc={self.lnc}, nodes={self.nodes})"
+
+    @property
+    def instance(self) -> str:
+        return self._native.instance
+
+    @cached_property
+    def spec(self) -> InstanceSpec:
+        return InstanceSpec.from_native(self._native.spec)
+
+    @property
+    def lnc(self) -> int | None:
+        return self._native.lnc
+
+    @property
+    def nodes(self) -> int:
+        return self._native.nodes
+
+    @property
+    def chips_per_node(self) -> int:
+        return self._native.chips_per_node
+
+    @property
+    def ranks_per_chip(self) -> int:
+        return self._native.ranks_per_chip
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self._native.ranks_per_node
+
+    @property
+    def world(self) -> int:
+        return self._native.world
+
+    def describe(self) -> str:
+        """The cluster in words: instance, LNC, nodes and world."""
+        return self._native.describe()
+
+    def locate(self, rank: int) -> RankLocation:
+        return RankLocation(*self._native.locate(rank))
+
+    def rank_of(self, node: int, chip: int, core: int) -> int:
+        return self._native.rank_of(node, chip, core)
+
+    def chip_coord(self, node: int, chip: int) -> tuple[int, int, int]:
+        """(row, column, z) of a chip."""
+        return tuple(self._native.chip_coord(node, chip))
+
+    def neighbors(self, chip: int) -> list[int]:
+        """The node-local NeuronLink neighbours of ``chip``."""
+        return list(self._native.neighbors(chip))
+
+    def links(self) -> list[tuple[int, int, str]]:
+        """Every link: (global chip a, global chip b, kind)."""
+        return [tuple(link) for link in self._native.links()]
+
+    def components(self, chips: Sequence[int]) -> list[list[int]]:
+        """Connected components of node-local ``chips``, using only links between them."""
+        return self._native.components(list(chips))
+
+    def route(self, ranks: Sequence[int]) -> Route:
+        return _build(Route, self._native.route(list(ranks)))
+
+    def estimate(self, ranks: Sequence[int], collective: str, nbytes: int) -> Estimate:
+        """Algorithm and modeled time of ``collective`` over ``ranks`` on an ``nbytes`` buffer."""
+        return _build(Estimate, self._native.estimate(list(ranks), collective, nbytes))
+
+    def mesh_groups(
+        self, shape: Sequence[int], names: Sequence[str], placement: Sequence[int] | None = None
+    ) -> list[list[list[int]]]:
+        """The groups of every axis of a mesh, each in mesh order."""
+        return self._native.mesh_groups(list(shape), list(names), _list_or_none(placement))
+
+    def analyze_mesh(
+        self,
+        shape: Sequence[int],
+        names: Sequence[str],
+        placement: Sequence[int] | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> MeshAnalysis:
+        """Groups, routability, algorithms and modeled times of every axis. ``placement`` is
+        the rank at each mesh position, row-major (default: rank = position); ``sizes`` are
+        the message sizes in bytes to model (default 64 KiB, 16 MiB, 256 MiB)."""
+        return MeshAnalysis.from_native(
+            self._native.analyze_mesh(
+                list(shape), list(names), _list_or_none(placement), _list_or_none(sizes)
+            )
+        )
+
+    def search_placement(
+        self,
+        shape: Sequence[int],
+        names: Sequence[str],
+        cost_bytes: int = 64 << 20,
+        max_steps: int = 2_000_000,
+        max_solutions: int = 1024,
+        structured_orders: bool = True,
+    ) -> PlacementSearch:
+        """A placement where every group is routable, the cheapest of those compared."""
+        return _build(
+            PlacementSearch,
+            self._native.search_placement(
+                list(shape), list(names), cost_bytes, max_steps, max_solutions, structured_orders
+            ),
+        )
+
+    def report_mesh(
+        self,
+        shape: Sequence[int],
+        names: Sequence[str],
+        placement: str | Sequence[int] = "default",
+        sizes: Sequence[int] | None = None,
+    ) -> MeshReport:
+        """The mesh under ``placement``: "default" (row-major), "auto" (searched; when none is
+        found the row-major placement is analyzed) or the ranks themselves, row-major."""
+        shape, names = list(shape), list(names)
+        search = None
+        if placement == "default":
+            source, chosen = "default", None
+        elif placement == "auto":
+            search = self.search_placement(shape, names)
+            source, chosen = "auto", search.placement if search.found else None
+        elif isinstance(placement, str):
+            raise ValueError(
+                f"placement {placement!r} is not understood; give 'default', 'auto' or the "
+                "ranks of the mesh, row-major"
+            )
+        else:
+            source, chosen = "custom", list(placement)
+        analysis = self.analyze_mesh(shape, names, chosen, sizes)
+        return MeshReport(self, shape, names, source, chosen, analysis, search)
 
 
-def register(subparsers) -> None:
-    topo = subparsers.add_parser(
-        "topo",
-        help="print the chip grid with each chip's ranks, and draw it",
-        description="Prints each node's chip grid with the ranks of every chip.",
-    )
-    _add_cluster_args(topo)
-    topo.add_argument(
-        "--out", metavar="FILE.svg|FILE.png", help="also draw the grid into an SVG or PNG file"
-    )
-    topo.set_defaults(func=cmd_topo)
+def _list_or_none(values) -> list | None:
+    return None if values is None else list(values)
 
-    mesh = subparsers.add_parser(
-        "mesh",
-        help="groups of a DeviceMesh, whether the runtime can route them, and their cost",
-        description="Prints each axis's groups, whether the collective library can route them, and the "
-        "algorithm and modeled time at a few message sizes. Exit status 0: every group "
-        "routable; 3: some group is not; 2: bad input.",
-    )
-    mesh.add_argument("--shape", required=True, help="mesh shape, e.g. 16,4")
-    mesh.add_argument(
-        "--names",
-        required=True,
-        help="axis names, e.g. shard,tp (pp, replicate, shard, tp, dp, fsdp)",
-    )
-    _add_cluster_args(mesh)
-    mesh.add_argument(
-        "--placement",
-        default="default",
-        metavar="default|auto|FILE.json",
-        help="row-major (default), searched (auto), or a rank matrix from a JSON file",
-    )
-    mesh.add_argument(
-        "--sizes",
-        help="message sizes to model, 1 B to 1 TiB each, e.g. 64KiB,16MiB,256MiB (the default)",
-    )
-    out = mesh.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print one JSON object")
-    out.add_argument(
-        "--code",
-        action="store_true",
-        help="print Python that builds this mesh with dist.new_group and DeviceMesh.from_group",
-    )
-    mesh.add_argument(
-        "--out", metavar="FILE.svg|FILE.png", help="draw one group per axis on the torus"
-    )
-    mesh.set_defaults(func=cmd_mesh)
+
+def nest(flat: Sequence[Any], shape: Sequence[int]) -> list:
+    """The row-major nested list of ``flat`` with ``shape``."""
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0]
+    return [nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]

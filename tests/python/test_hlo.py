@@ -1,4 +1,4 @@
-"""vtrn._hlo and `vtrn hlo` (python -m vtrn.hlo_cli): parse, compile through the cache, run.
+"""The native compiler (vtrn._native.hlo) and `vtrn hlo`: parse, compile through the cache, run.
 
 References are numpy computations in float64; no torch is involved.
 """
@@ -9,8 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-
-from vtrn import _hlo
+from vtrn._native import hlo
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +42,7 @@ module @jit_f {
 
 def cli(*args, env=None, preexec_fn=None):
     return subprocess.run(
-        [sys.executable, "-m", "vtrn.hlo_cli", *args],
+        [sys.executable, "-m", "vtrn.cli", "hlo", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -53,16 +52,16 @@ def cli(*args, env=None, preexec_fn=None):
 
 
 def test_parse_round_trip_and_errors():
-    text = _hlo.parse(CHAIN)
-    assert _hlo.parse(text) == text
+    text = hlo.parse(CHAIN)
+    assert hlo.parse(text) == text
     with pytest.raises(ValueError, match="op 'stablehlo.while' is not supported"):
-        _hlo.parse(CHAIN.replace("stablehlo.tanh", "stablehlo.while"))
+        hlo.parse(CHAIN.replace("stablehlo.tanh", "stablehlo.while"))
     with pytest.raises(ValueError, match="line 4, column 26: use of undefined value %zz"):
-        _hlo.parse(CHAIN.replace("%0, %x", "%0, %zz"))
+        hlo.parse(CHAIN.replace("%0, %x", "%0, %zz"))
 
 
 def test_five_op_chain_is_one_fused_kernel_and_matches_numpy():
-    info = _hlo.compile(CHAIN)
+    info = hlo.compile(CHAIN)
     kernels = [k for k in info["kernels"]]
     assert len(kernels) == 1 and kernels[0]["kind"] == "fused"
     assert kernels[0]["ops"] == ["multiply", "add", "subtract", "tanh", "negate"]
@@ -75,10 +74,10 @@ def test_five_op_chain_is_one_fused_kernel_and_matches_numpy():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 32)).astype(np.float32)
     y = rng.standard_normal((64, 32)).astype(np.float32)
-    (out,), _ = _hlo.run(CHAIN, [x, y])
+    (out,), _ = hlo.run(CHAIN, [x, y])
     ref = -np.tanh(x.astype(np.float64) * y + x - 0.5)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
-    (unfused,), info2 = _hlo.run(CHAIN, [x, y], fusion=False)
+    (unfused,), info2 = hlo.run(CHAIN, [x, y], fusion=False)
     assert len(info2["kernels"]) == 5
     np.testing.assert_array_equal(out, unfused)
 
@@ -86,9 +85,9 @@ def test_five_op_chain_is_one_fused_kernel_and_matches_numpy():
 def test_matmul_and_second_compile_hits_memory():
     a = np.arange(128, dtype=np.float32).reshape(8, 16) / 100
     b = np.arange(64, dtype=np.float32).reshape(16, 4) / 10
-    (out,), info = _hlo.run(MATMUL, [a, b])
+    (out,), info = hlo.run(MATMUL, [a, b])
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-6)
-    assert _hlo.compile(MATMUL)["source"] == "memory"
+    assert hlo.compile(MATMUL)["source"] == "memory"
     # Modeled by hand: 2*8*4*16 = 1024 FLOPs at the FP32 peak of 20 TFLOPS, filling
     # (16/128) x (8/128) of the 128x128 array: 6.5536 ns, longer than DMA moving
     # (128 + 64 + 32) x 4 bytes at 362.5 GB/s (2.5 ns); plus the 1,300 ns DMA start cost.
@@ -101,7 +100,7 @@ def test_matmul_and_second_compile_hits_memory():
 
 def test_bad_input_shape_is_a_value_error():
     with pytest.raises(ValueError, match="input 1 has shape"):
-        _hlo.run(MATMUL, [np.zeros((8, 16), np.float32), np.zeros((4, 16), np.float32)])
+        hlo.run(MATMUL, [np.zeros((8, 16), np.float32), np.zeros((4, 16), np.float32)])
 
 
 def test_cli_compiles_runs_and_hits_the_disk_cache(tmp_path):
@@ -141,13 +140,15 @@ def test_cli_exit_status_2_for_bad_files(tmp_path):
 
 
 def test_cli_does_not_import_torch():
-    code = "import sys, vtrn.hlo_cli, vtrn._hlo; sys.exit('torch' in sys.modules)"
+    code = (
+        "import sys, vtrn.cli.hlo, vtrn._native; vtrn._native.hlo; sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 
 
 def test_run_rejects_a_dtype_it_would_have_to_convert():
     with pytest.raises(ValueError, match="input 1 has dtype float64, expected f32"):
-        _hlo.run(MATMUL, [np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float64)])
+        hlo.run(MATMUL, [np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float64)])
 
 
 def test_cli_rejects_input_dtypes_instead_of_converting(tmp_path):

@@ -10,9 +10,10 @@ import subprocess
 import sys
 
 import torch
+from vtrn.render.ops import REGENERATE
 
 import vtrn
-from vtrn import ops_cli
+from vtrn import ops
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 
@@ -33,7 +34,7 @@ def vtrn_cli(*args):
 
 
 def rows_by_name():
-    return {r.name: r for r in ops_cli.ops_table()}
+    return {r.name: r for r in ops.ops_table()}
 
 
 def test_docs_ops_md_is_up_to_date():
@@ -53,12 +54,12 @@ def test_docs_ops_md_is_up_to_date():
         )
         raise AssertionError(
             f"docs/ops.md is out of date; regenerate it from the repository root with "
-            f"`{ops_cli.REGENERATE}`. Differences:\n" + "\n".join(diff[:40])
+            f"`{REGENERATE}`. Differences:\n" + "\n".join(diff[:40])
         )
 
 
 def test_native_rows_are_real_aten_ops_with_known_dtypes():
-    native = [r for r in ops_cli.ops_table() if r.status == "native"]
+    native = [r for r in ops.ops_table() if r.status == "native"]
     assert native
     unknown, bad = [], []
     for r in native:
@@ -78,7 +79,7 @@ def test_native_rows_are_real_aten_ops_with_known_dtypes():
 
 
 def test_every_neuron_kernel_is_listed_by_native_ops():
-    unlisted = [r.name for r in ops_cli.ops_table() if ops_cli.NOT_LISTED in r.dtypes]
+    unlisted = [r.name for r in ops.ops_table() if ops.NOT_LISTED in r.dtypes]
     assert not unlisted, (
         f"ops with a neuron (PrivateUse1) kernel missing from vtrn._C._native_ops(): {unlisted}"
     )
@@ -87,7 +88,7 @@ def test_every_neuron_kernel_is_listed_by_native_ops():
 def test_fallback_and_composite_match_the_dispatcher():
     # Independent of ops_table's rule: the dispatch table PyTorch computed for the neuron key.
     wrong = []
-    for r in ops_cli.ops_table():
+    for r in ops.ops_table():
         if r.status == "native":
             continue
         entry = next(
@@ -139,7 +140,7 @@ def test_native_lists_only_native_rows():
     assert result.returncode == 0, result.stderr
     header, *lines = result.stdout.splitlines()
     assert header.split() == ["op", "status", "dtypes"]
-    expected = sorted(r.name for r in ops_cli.ops_table() if r.status == "native")
+    expected = sorted(r.name for r in ops.ops_table() if r.status == "native")
     assert [line.split()[0] for line in lines] == expected
     assert all(line.split()[1] == "native" for line in lines)
 
@@ -148,7 +149,7 @@ def test_default_table_lists_every_op_aligned():
     result = vtrn_cli("ops")
     assert result.returncode == 0, result.stderr
     header, *lines = result.stdout.splitlines()
-    rows = ops_cli.ops_table()
+    rows = ops.ops_table()
     assert len(lines) == len(rows)
     column = header.index("status")
     assert all(line[column - 2 : column] == "  " and line[column] != " " for line in lines)

@@ -1,13 +1,15 @@
-"""The trn2 best-practices seed's starting-layout table, reproduced by the planner.
+"""The starting-layout table of "Best practices for training on AWS Neuron", reproduced by the
+planner (vtrn.plan).
 
-Run: python examples/plan_seed_table.py
+Run: python examples/plan_starting_layouts.py
 Assumptions (docs/planner.md): trn2.48xlarge at LNC2, sequence length 2048, global batch 512 on
 one node and 1024 on four, bf16 compute with fp32 master weights and AdamW state; the planner
 chooses checkpointing and micro-batch. No torch needed.
 """
 
-from vtrn import _plan
+from vtrn import plan
 
+# (workload, the document's starting layout, the planner's question)
 ROWS = [
     (
         "dense model below ~14B, one node",
@@ -27,11 +29,10 @@ ROWS = [
     ),
 ]
 
-for workload, seed, kw in ROWS:
-    result = _plan.plan(seq=2048, top=1, **kw)
-    best = result["layouts"][0]
-    mesh = f"{tuple(best['mesh_shape'])} {tuple(best['mesh_axes'])}"
+for workload, documented, question in ROWS:
+    best = plan.plan(seq=2048, top=1, **question).layouts[0]
+    mesh = f"{tuple(best.mesh_shape)} {tuple(best.mesh_axes)}"
     print(
-        f"{workload:<38} seed: {seed:<13} planner ({kw['model']}): {mesh:<40} "
-        f"{best['tokens_per_second']:>9.0f} tokens/s, {best['memory_bytes']['total'] / 2**30:.1f} GiB per rank"
+        f"{workload:<38} document: {documented:<13} planner ({question['model']}): {mesh:<40} "
+        f"{best.tokens_per_second:>9.0f} tokens/s, {best.memory.total / 2**30:.1f} GiB per rank"
     )

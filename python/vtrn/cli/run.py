@@ -9,13 +9,22 @@ so ``torch.neuron.current_device()`` is 0 and the core is the rank's own.
     vtrn run --nnodes 2 --node-rank 0 --rdzv-endpoint host:29500 --nproc-per-node 64 train.py
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import runpy
 import sys
 
+from vtrn import _native
+from vtrn.cli import CommandError
 
-def register(subparsers):
+DEFAULT_INSTANCE = "trn2.48xlarge"
+# What each process torchrun starts runs: this module, as `python -m vtrn.cli.run SCRIPT`.
+WORKER_MODULE = "vtrn.cli.run"
+
+
+def register(subparsers) -> None:
     p = subparsers.add_parser(
         "run",
         help="launch a script on emulated Trainium nodes (torchrun, one core per process)",
@@ -41,23 +50,22 @@ def register(subparsers):
     p.add_argument("--master-port", type=int, default=None)
     p.add_argument("script")
     p.add_argument("script_args", nargs=argparse.REMAINDER)
-    p.set_defaults(func=run)
+    p.set_defaults(handler=run)
 
 
 def _cores_per_node(env) -> int:
     """Logical cores of one node of the configured instance (from the hw model; no torch)."""
-    from vtrn import _model
-
-    instance = env.get("NEURON_RT_FAKE_INSTANCE_TYPE", "trn2.48xlarge")
+    instance = env.get("NEURON_RT_FAKE_INSTANCE_TYPE", DEFAULT_INSTANCE)
     lnc_text = env.get("NEURON_LOGICAL_NC_CONFIG", "") or "0"
     if not lnc_text.isdigit():
         raise ValueError(
             f"NEURON_LOGICAL_NC_CONFIG='{lnc_text}' is not a logical NeuronCore setting; use 1 or 2"
         )
-    return _model.Cluster(instance, int(lnc_text), 1).world
+    return _native.model.Cluster(instance, int(lnc_text), 1).world
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Replaces this process with torchrun, whose workers run ``python -m vtrn.cli.run``."""
     env = dict(os.environ)
     if args.instance:
         env["NEURON_RT_FAKE_INSTANCE_TYPE"] = args.instance
@@ -66,16 +74,13 @@ def run(args) -> int:
     try:
         cores = _cores_per_node(env)
     except ValueError as err:
-        print(f"vtrn run: {err}", file=sys.stderr)
-        return 2
+        raise CommandError(str(err)) from None
     nproc = args.nproc_per_node if args.nproc_per_node is not None else cores
     if not 1 <= nproc <= cores:
-        print(
-            f"vtrn run: --nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', 'trn2.48xlarge')}"
-            f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes.",
-            file=sys.stderr,
+        raise CommandError(
+            f"--nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', DEFAULT_INSTANCE)}"
+            f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes."
         )
-        return 2
     env.pop("NEURON_RT_VISIBLE_CORES", None)
     env.pop("NEURON_RT_NUM_CORES", None)
     torchrun = [
@@ -100,15 +105,18 @@ def run(args) -> int:
         "torch.distributed.run",
         *torchrun,
         "-m",
-        "vtrn.launch",
+        WORKER_MODULE,
         args.script,
         *args.script_args,
     ]
     os.execvpe(sys.executable, command, env)
 
 
-def _worker_main():
-    """Runs in each process torchrun starts: pin to the local rank's core, then run the script."""
+def _worker_main() -> None:
+    """Runs in each process torchrun starts: pin to the local rank's core, then run the script.
+
+    The core is chosen before torch is imported: importing torch loads vtrn, which reads
+    NEURON_RT_VISIBLE_CORES once."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     os.environ["NEURON_RT_VISIBLE_CORES"] = str(local_rank)
     import torch
