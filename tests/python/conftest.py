@@ -3,8 +3,21 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
 import vtrn
+
+# A broken build must fail the suite, not turn into skips: autoload only warns when the device
+# cannot be registered (so that `import torch` keeps working), and a test module that finds a
+# piece missing could skip itself. register() raises the real error instead, and every native
+# extension must load.
+vtrn.register()
+assert torch._C._get_privateuse1_backend_name() == "neuron", "vtrn did not register 'neuron'"
+from vtrn import _C, _native  # noqa: E402
+
+assert hasattr(_C, "_native_ops"), "vtrn._C has no _native_ops(): rebuild with `make install`"
+for _extension in ("model", "hlo", "plan"):
+    getattr(_native, _extension)  # raises NativeModuleMissing, naming the extension
 
 
 @pytest.fixture
