@@ -38,7 +38,7 @@ TESTED_DTYPES = (
 _DTYPE_BY_NAME = {str(d).removeprefix("torch."): d for d in TESTED_DTYPES}
 
 # Samples per (OpInfo, dtype): the first MAX_SAMPLES reference samples the OpInfo yields
-# (deterministic under the seed), then up to EXTRA_SAMPLES later ones whose argument kinds
+# (deterministic under a fixed random seed), then up to EXTRA_SAMPLES later ones whose argument kinds
 # (tensor, 0-d tensor, Python scalar, None, kwargs) none of those had.
 MAX_SAMPLES = int(os.environ.get("VTRN_PARITY_SAMPLES", "6"))
 EXTRA_SAMPLES = int(os.environ.get("VTRN_PARITY_EXTRA_SAMPLES", "2"))

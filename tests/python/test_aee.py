@@ -91,7 +91,7 @@ def test_on_fuses_and_keeps_intermediates_in_float32(results):
 
 def test_on_differs_from_per_op_only_within_bf16_rounding(results):
     r = results["on"]
-    # The seed: results may differ from unfused ones only by keeping intermediates in float32.
+    # "What is TorchNeuron?": results may differ from unfused ones only by keeping intermediates in float32.
     assert r["max_diff_vs_per_op"] <= r["bound"], r
 
 

@@ -8,7 +8,7 @@ import torch
 
 def test_device_module_basics():
     assert torch.neuron.is_available()
-    # trn2.48xlarge at LNC2: 16 chips x 4 logical cores (training best-practices seed).
+    # trn2.48xlarge at LNC2: 16 chips x 4 logical cores ("Best practices for training on AWS Neuron").
     assert torch.neuron.device_count() == 64
     assert torch.neuron.current_device() == 0
     torch.neuron.synchronize()

@@ -1,4 +1,4 @@
-"""Dtype rules from the TorchNeuron seed: float64 runs as float32; FP8 requires Trainium 3."""
+"""Dtype rules from "What is TorchNeuron?": float64 runs as float32; FP8 requires Trainium 3."""
 
 import os
 import warnings

@@ -1,6 +1,7 @@
 """One process plays rank R of a 64-rank trn2.48xlarge LNC2 world (PyTorch's fake process
-group) and runs the TP all-reduce and FSDP all-gather of the seed's meshes. Prints one line
-per mesh: the layout, then 'ok' or the error of the collective that failed."""
+group) and runs the TP all-reduce and FSDP all-gather of the meshes of "Best practices for
+training on AWS Neuron". Prints one line per mesh: the layout, then 'ok' or the error of the
+collective that failed."""
 
 import sys
 import warnings
@@ -31,7 +32,7 @@ def check(name, build):
 
 
 def chip_pair_mesh():
-    # The seed's non-default TP8 x FSDP8 mesh, built as the seed shows.
+    # The document's non-default TP8 x FSDP8 mesh, built as the document shows.
     chip_pairs = [(0, 12), (1, 13), (2, 14), (3, 15), (4, 8), (5, 9), (6, 10), (7, 11)]
     ranks = torch.tensor(
         [[4 * chip + core for chip in pair for core in range(4)] for pair in chip_pairs]
