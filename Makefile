@@ -5,6 +5,10 @@ JOBS ?= 2
 STAMPS := build/.stamps
 # Everything the compiled extension modules are built from.
 NATIVE_SOURCES := CMakeLists.txt pyproject.toml $(shell find src -type f \( -name '*.cc' -o -name '*.cpp' -o -name '*.h' -o -name 'CMakeLists.txt' \) 2>/dev/null)
+# The editable install records which Python modules exist; a module added or removed needs a
+# new install. This stamp changes only when that list does.
+PYTHON_FILES_STAMP := $(STAMPS)/python-files
+$(shell mkdir -p $(STAMPS); find python -name '*.py' | sort > $(PYTHON_FILES_STAMP).new; cmp -s $(PYTHON_FILES_STAMP).new $(PYTHON_FILES_STAMP) || mv $(PYTHON_FILES_STAMP).new $(PYTHON_FILES_STAMP); rm -f $(PYTHON_FILES_STAMP).new)
 
 # The editable install points at one checkout; when another checkout (a CI clone, say) took it
 # over, this one must install again whatever its stamp says.
@@ -27,7 +31,7 @@ setup: $(STAMPS)/setup
 # The Python package, installed editable: Python sources are used in place, the extension
 # modules are rebuilt in build/py when a native source changes. flock serialises concurrent
 # runs that share the build directory.
-$(STAMPS)/install: $(STAMPS)/setup $(NATIVE_SOURCES)
+$(STAMPS)/install: $(STAMPS)/setup $(NATIVE_SOURCES) $(PYTHON_FILES_STAMP)
 	@mkdir -p $(STAMPS)
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 flock build/.install.lock $(PYTHON) -m pip install --quiet --no-build-isolation --no-deps -e .
 	@touch $@

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from vtrn._native import hlo
 
 

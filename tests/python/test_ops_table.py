@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import torch
-from vtrn.render.ops import REGENERATE
 
 import vtrn
 from vtrn import ops
+from vtrn.render.ops import REGENERATE
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 

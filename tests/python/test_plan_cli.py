@@ -10,9 +10,9 @@ import json
 
 import PIL.Image
 import pytest
-from vtrn.cli import main
 
 from vtrn import plan
+from vtrn.cli import main
 
 REQUIRED = {
     "mesh_shape",

@@ -6,9 +6,9 @@ adjacency used to check searched placements are rebuilt here independently of th
 """
 
 import pytest
-from vtrn.topology import Cluster
 
 from vtrn import topology
+from vtrn.topology import Cluster
 
 NO_ALGORITHM = "failed (2) to init a collective algorithm. reason: no_hier no_mesh"
 

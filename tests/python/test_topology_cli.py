@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 import PIL.Image
 import pytest
+
 from vtrn.cli import main
 
 NO_ALGORITHM = "failed (2) to init a collective algorithm. reason: no_hier no_mesh"

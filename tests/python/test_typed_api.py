@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from vtrn.render.units import format_bytes, format_seconds
-from vtrn.topology import Cluster
 
 from vtrn import _native, plan, topology
+from vtrn.render.units import format_bytes, format_seconds
+from vtrn.topology import Cluster
 
 
 def test_instance_spec_of_trn2():

@@ -3,6 +3,7 @@ against values computed by hand from the ranks."""
 
 import torch
 import torch.distributed as dist
+
 import vtrn.distributed
 
 dist.init_process_group("cpu:gloo,neuron:neuron")
