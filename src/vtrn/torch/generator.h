@@ -4,8 +4,8 @@
 //
 // Promises:
 //  * Element i of a random op draws from counter (offset + i), so the numbers depend only on
-//    the seed and the order of ops, and a shard that starts at offset + k draws what the whole
-//    tensor would have drawn at k.
+//    the generator's seed and the order of ops, and a shard that starts at offset + k draws
+//    what the whole tensor would have drawn at k.
 //  * Each device has one default generator, seeded with PyTorch's default seed until set.
 //  * The offset is always a multiple of 4; a state with any other offset is refused.
 #pragma once
