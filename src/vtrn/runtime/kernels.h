@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "vtrn/hlo/ir.h"
+#include "vtrn/runtime/kernels_reduce.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -50,7 +51,7 @@ class FusedProgram {
 
  private:
   void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
-                 std::int64_t hi, void* acc) const;
+                 std::int64_t hi, Reducer* reducer) const;
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;
@@ -63,12 +64,9 @@ class FusedProgram {
   hlo::DType out_dtype_ = hlo::DType::kF32;
   // Reduce root.
   bool reduce_ = false;
-  hlo::ReduceKind reduce_kind_ = hlo::ReduceKind::kAdd;
+  ReduceLayout reduce_layout_;
   std::int64_t out_n_ = 0;
-  std::int64_t inner_ =
-      0;  ///< >0: the reduced dims are the trailing ones, inner_ elements per output
-  std::vector<std::int64_t> out_strides_;  ///< per domain dim, 0 for reduced dims
-  int init_value_ = -1;                    ///< block value of the init (when not a constant)
+  int init_value_ = -1;  ///< block value of the init (when not a constant)
   double init_const_ = 0;
   std::int64_t init_const_i_ = 0;
   bool init_is_const_ = false;

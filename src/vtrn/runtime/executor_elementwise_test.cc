@@ -1,0 +1,302 @@
+// Elementwise ops against plain double-precision loops written here, in each dtype they support.
+// Ops that are exact in float32 (add, subtract, multiply, divide, sqrt, ...) must match the
+// reference bit for bit: the float32 result is the double result rounded once, and bf16/f16
+// results are that float32 rounded to nearest even (computed here by a nearest-value search).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "vtrn/runtime/executor_test_util.h"
+
+namespace vtrn::runtime {
+namespace {
+
+using namespace test;
+
+struct UnaryCase {
+  OpKind kind;
+  bool exact;
+  double lo, hi;
+  std::function<double(double)> f;
+};
+
+const UnaryCase kUnary[] = {
+    {OpKind::kAbs, true, -4, 4, [](double x) { return std::fabs(x); }},
+    {OpKind::kNegate, true, -4, 4, [](double x) { return -x; }},
+    {OpKind::kSign, true, -4, 4, [](double x) { return x > 0   ? 1.0
+                                                       : x < 0 ? -1.0
+                                                               : 0.0; }},
+    {OpKind::kFloor, true, -4, 4, [](double x) { return std::floor(x); }},
+    {OpKind::kCeil, true, -4, 4, [](double x) { return std::ceil(x); }},
+    {OpKind::kRoundEven, true, -4, 4,
+     [](double x) { return x - std::floor(x) == 0.5 ? 2 * std::round(x / 2) : std::round(x); }},
+    {OpKind::kSqrt, true, 0.01, 9, [](double x) { return std::sqrt(x); }},
+    {OpKind::kRsqrt, false, 0.01, 9, [](double x) { return 1 / std::sqrt(x); }},
+    {OpKind::kExp, false, -4, 4, [](double x) { return std::exp(x); }},
+    {OpKind::kExpm1, false, -2, 2, [](double x) { return std::expm1(x); }},
+    {OpKind::kLog, false, 0.01, 9, [](double x) { return std::log(x); }},
+    {OpKind::kLog1p, false, -0.5, 9, [](double x) { return std::log1p(x); }},
+    {OpKind::kLogistic, false, -6, 6, [](double x) { return 1 / (1 + std::exp(-x)); }},
+    {OpKind::kTanh, false, -3, 3, [](double x) { return std::tanh(x); }},
+    {OpKind::kSine, false, -3, 3, [](double x) { return std::sin(x); }},
+    {OpKind::kCosine, false, -3, 3, [](double x) { return std::cos(x); }},
+};
+
+struct BinaryCase {
+  OpKind kind;
+  bool exact;
+  std::function<double(double, double)> f;
+  bool integer_exponent = false;  ///< power: y in -3..3 (a negative base needs an integer exponent)
+};
+
+TEST(ExecutorTest, UnaryOpsEveryFloatDtype) {
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) {
+    for (const UnaryCase& c : kUnary) {
+      Builder b;
+      TensorType t(d, {3, 50});
+      Value x = b.param(t);
+      hlo::Module m = b.finish({b.unary(c.kind, x)});
+      const auto xs = random_values(150, c.lo, c.hi, 1, d);
+      auto out = run(m, {HostTensor::from_doubles(t, xs)});
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        expect_close(d, c.exact, out[0].get(static_cast<std::int64_t>(i)), c.f(xs[i]),
+                     std::string(hlo::op_name(c.kind)) + " " + std::string(hlo::dtype_name(d)) +
+                         " x=" + std::to_string(xs[i]));
+    }
+  }
+}
+
+TEST(ExecutorTest, BinaryOpsEveryFloatDtype) {
+  const BinaryCase cases[] = {
+      {OpKind::kAdd, true, [](double a, double b) { return a + b; }},
+      {OpKind::kSubtract, true, [](double a, double b) { return a - b; }},
+      {OpKind::kMultiply, true, [](double a, double b) { return a * b; }},
+      {OpKind::kDivide, true, [](double a, double b) { return a / b; }},
+      {OpKind::kMaximum, true, [](double a, double b) { return a > b ? a : b; }},
+      {OpKind::kMinimum, true, [](double a, double b) { return a < b ? a : b; }},
+      {OpKind::kRemainder, true, [](double a, double b) { return std::fmod(a, b); }},
+      {OpKind::kPower, false, [](double a, double b) { return std::pow(a, b); }},
+      {OpKind::kPower, false, [](double a, double b) { return std::pow(a, b); }, true},
+  };
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64}) {
+    for (const BinaryCase& c : cases) {
+      Builder b;
+      TensorType t(d, {7, 9});
+      Value x = b.param(t), y = b.param(t);
+      hlo::Module m = b.finish({b.binary(c.kind, x, y)});
+      // Both signs: x in +-[0.1, 4] with signs -+-+, y in +-[0.5, 3] with signs --++, so all
+      // four sign pairs of divide and remainder occur. pow with a non-integer exponent takes
+      // x > 0; with an integer exponent (-3..3), x of both signs.
+      const bool pow_real = c.kind == OpKind::kPower && !c.integer_exponent;
+      const auto xs = pow_real ? random_values(63, 0.1, 4, 2, d) : signed_values(63, 0.1, 4, 2, d);
+      const auto ys = c.integer_exponent ? random_values(63, -3, 3, 3, DType::kI32)
+                                         : signed_values(63, 0.5, 3, 3, d, 2);
+      auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        expect_close(d, c.exact, out[0].get(static_cast<std::int64_t>(i)), c.f(xs[i], ys[i]),
+                     std::string(hlo::op_name(c.kind)) + " " + std::string(hlo::dtype_name(d)));
+    }
+  }
+}
+
+TEST(ExecutorTest, IntegerOps) {
+  const std::pair<OpKind, std::function<std::int64_t(std::int64_t, std::int64_t)>> cases[] = {
+      {OpKind::kAdd, [](std::int64_t a, std::int64_t b) { return a + b; }},
+      {OpKind::kSubtract, [](std::int64_t a, std::int64_t b) { return a - b; }},
+      {OpKind::kMultiply, [](std::int64_t a, std::int64_t b) { return a * b; }},
+      {OpKind::kDivide, [](std::int64_t a, std::int64_t b) { return a / b; }},
+      {OpKind::kRemainder, [](std::int64_t a, std::int64_t b) { return a % b; }},
+      {OpKind::kMaximum, [](std::int64_t a, std::int64_t b) { return std::max(a, b); }},
+      {OpKind::kMinimum, [](std::int64_t a, std::int64_t b) { return std::min(a, b); }},
+      {OpKind::kAnd, [](std::int64_t a, std::int64_t b) { return a & b; }},
+      {OpKind::kOr, [](std::int64_t a, std::int64_t b) { return a | b; }},
+      {OpKind::kXor, [](std::int64_t a, std::int64_t b) { return a ^ b; }},
+  };
+  for (DType d : {DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8}) {
+    const bool u = d == DType::kU8;
+    for (const auto& [k, f] : cases) {
+      Builder b;
+      TensorType t(d, {40});
+      Value x = b.param(t), y = b.param(t);
+      hlo::Module m = b.finish({b.binary(k, x, y)});
+      // Divisors of both signs for signed types: 1..9 and -9..-1.
+      const auto xs = random_values(40, u ? 0 : -100, 100, 4, d),
+                 ys = u ? random_values(40, 1, 9, 5, d) : signed_values(40, 1, 9, 5, d, 2);
+      auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        std::int64_t want = f(static_cast<std::int64_t>(xs[i]), static_cast<std::int64_t>(ys[i]));
+        // Wrap to the dtype's width.
+        const int bits = 8 * hlo::dtype_size(d);
+        if (bits < 64) {
+          want &= (std::int64_t{1} << bits) - 1;
+          if (!u && want >= (std::int64_t{1} << (bits - 1))) want -= std::int64_t{1} << bits;
+        }
+        ASSERT_EQ(static_cast<std::int64_t>(out[0].get(static_cast<std::int64_t>(i))), want)
+            << hlo::op_name(k) << " " << hlo::dtype_name(d);
+      }
+    }
+  }
+  // Division by zero (XLA's definition): x / 0 is all ones (-1, or the maximum for unsigned
+  // types), x % 0 is x. INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0. i8 overflow wraps.
+  Builder b;
+  TensorType t(DType::kI8, {4});
+  Value x = b.param(t), y = b.param(t);
+  hlo::Module m = b.finish({b.div(x, y), b.add(x, x), b.binary(OpKind::kRemainder, x, y)});
+  auto out = run(m, {HostTensor::from_doubles(t, {7, 100, -7, -128}),
+                     HostTensor::from_doubles(t, {0, 3, 0, -1})});
+  EXPECT_EQ(out[0].get(0), -1);
+  EXPECT_EQ(out[0].get(1), 33);
+  EXPECT_EQ(out[0].get(2), -1);
+  EXPECT_EQ(out[0].get(3), -128);
+  EXPECT_EQ(out[1].get(1), -56);  // 200 - 256
+  EXPECT_EQ(out[2].get(0), 7);
+  EXPECT_EQ(out[2].get(1), 1);
+  EXPECT_EQ(out[2].get(2), -7);
+  EXPECT_EQ(out[2].get(3), 0);
+  for (DType d : {DType::kU8, DType::kU32, DType::kI32}) {
+    Builder bu;
+    TensorType tu(d, {2});
+    Value xu = bu.param(tu), yu = bu.param(tu);
+    hlo::Module mu = bu.finish({bu.div(xu, yu), bu.binary(OpKind::kRemainder, xu, yu)});
+    auto o =
+        run(mu, {HostTensor::from_doubles(tu, {9, 200}), HostTensor::from_doubles(tu, {0, 0})});
+    const double all_ones = d == DType::kU8 ? 255 : d == DType::kU32 ? 4294967295.0 : -1;
+    EXPECT_EQ(o[0].get(0), all_ones) << hlo::dtype_name(d);
+    EXPECT_EQ(o[0].get(1), all_ones) << hlo::dtype_name(d);
+    EXPECT_EQ(o[1].get(0), 9) << hlo::dtype_name(d);
+    EXPECT_EQ(o[1].get(1), 200) << hlo::dtype_name(d);
+  }
+}
+
+TEST(ExecutorTest, CompareSelectClampNot) {
+  Builder b;
+  TensorType t(DType::kF32, {6});
+  Value x = b.param(t), y = b.param(t);
+  Value p = b.compare(hlo::Comparison::kGE, x, y);
+  Value s = b.select(p, x, y);
+  Value c = b.clamp(b.scalar(DType::kF32, -1), x, b.scalar(DType::kF32, 1.5));
+  Value n = b.unary(OpKind::kNot, p);
+  hlo::Module m = b.finish({p, s, c, n});
+  const std::vector<double> xs = {-3, -1, 0, 1, 2, 5}, ys = {0, -1, 1, 0, 3, 5};
+  auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(out[0].get(i), xs[i] >= ys[i] ? 1 : 0);
+    EXPECT_EQ(out[1].get(i), std::max(xs[i], ys[i]));
+    EXPECT_EQ(out[2].get(i), std::min(std::max(xs[i], -1.0), 1.5));
+    EXPECT_EQ(out[3].get(i), xs[i] >= ys[i] ? 0 : 1);
+  }
+}
+
+// Every comparison direction in float (with NaN), signed and unsigned integer dtypes, against
+// the comparison done here in double or in the unsigned type itself.
+TEST(ExecutorTest, CompareEveryDirectionAndDtype) {
+  const std::pair<hlo::Comparison, std::function<bool(double, double)>> dirs[] = {
+      {hlo::Comparison::kEQ, [](double a, double b) { return a == b; }},
+      {hlo::Comparison::kNE, [](double a, double b) { return a != b; }},
+      {hlo::Comparison::kLT, [](double a, double b) { return a < b; }},
+      {hlo::Comparison::kLE, [](double a, double b) { return a <= b; }},
+      {hlo::Comparison::kGT, [](double a, double b) { return a > b; }},
+      {hlo::Comparison::kGE, [](double a, double b) { return a >= b; }},
+  };
+  struct Input {
+    DType d;
+    std::vector<double> xs, ys;
+  };
+  const double nan = std::nan("");
+  const std::vector<Input> inputs = {
+      // IEEE: NaN compares unequal to everything, itself included; -0 == +0.
+      {DType::kF32,
+       {-3, -1, 0, -0.0, 2, nan, 1, nan, INFINITY},
+       {0, -1, 1, 0, 3, 1, nan, nan, 1e30}},
+      {DType::kBF16,
+       {-3, -1, 0, -0.0, 2, nan, 1, nan, -INFINITY},
+       {0, -1, 1, 0, 3, 1, nan, nan, -1}},
+      {DType::kF16, {-3, -1, 0, 2, nan, 65504}, {0, -1, 1, 3, nan, 65504}},
+      {DType::kF64, {-3, -1, 0, 2, nan, 1e300}, {0, -1, 1, 3, 1, 1e300}},
+      {DType::kI8, {-128, -1, 0, 127, 5}, {127, -1, -128, 127, -5}},
+      {DType::kI32, {-2147483648.0, -1, 0, 2147483647.0}, {2147483647.0, 1, 0, -2147483648.0}},
+      {DType::kI64, {-9e15, -1, 3, 9e15}, {9e15, -1, -3, 9e15}},
+      // Unsigned: 0x80000000 and 0xFFFFFFFF are large, not negative.
+      {DType::kU8, {0, 1, 128, 255, 200}, {255, 1, 127, 0, 200}},
+      {DType::kU32, {0, 1, 2147483648.0, 4294967295.0}, {4294967295.0, 1, 1, 2147483648.0}},
+  };
+  for (const Input& in : inputs) {
+    for (const auto& [dir, f] : dirs) {
+      Builder b;
+      TensorType t(in.d, {static_cast<std::int64_t>(in.xs.size())});
+      Value x = b.param(t), y = b.param(t);
+      hlo::Module m = b.finish({b.compare(dir, x, y)});
+      auto out = run(m, {HostTensor::from_doubles(t, in.xs), HostTensor::from_doubles(t, in.ys)});
+      EXPECT_EQ(out[0].type.dtype, DType::kPred);
+      for (std::size_t i = 0; i < in.xs.size(); ++i)
+        ASSERT_EQ(out[0].get(static_cast<std::int64_t>(i)), f(in.xs[i], in.ys[i]) ? 1 : 0)
+            << hlo::dtype_name(in.d) << " " << hlo::comparison_name(dir) << " " << in.xs[i]
+            << " vs " << in.ys[i];
+    }
+  }
+  // u64 above 2^63, set bit for bit (a double cannot hold 2^64 - 1).
+  Builder b;
+  TensorType t(DType::kU64, {3});
+  Value x = b.param(t), y = b.param(t);
+  hlo::Module m =
+      b.finish({b.compare(hlo::Comparison::kLT, x, y), b.compare(hlo::Comparison::kGT, x, y)});
+  HostTensor hx(t), hy(t);
+  const std::uint64_t xv[3] = {1, 0x8000000000000000ull, 0xFFFFFFFFFFFFFFFFull},
+                      yv[3] = {0xFFFFFFFFFFFFFFFFull, 5, 0xFFFFFFFFFFFFFFFEull};
+  for (int i = 0; i < 3; ++i) {
+    hx.as<std::uint64_t>()[i] = xv[i];
+    hy.as<std::uint64_t>()[i] = yv[i];
+  }
+  auto out = run(m, {hx, hy});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[0].get(i), xv[i] < yv[i] ? 1 : 0) << i;
+    EXPECT_EQ(out[1].get(i), xv[i] > yv[i] ? 1 : 0) << i;
+  }
+}
+
+TEST(ExecutorTest, SelectAndClampEveryDtype) {
+  for (DType d : {DType::kBF16, DType::kF16, DType::kF64, DType::kI8, DType::kI32, DType::kI64,
+                  DType::kU8, DType::kU32, DType::kPred}) {
+    const bool pred = d == DType::kPred, uns = d == DType::kU8 || d == DType::kU32;
+    Builder b;
+    TensorType t(d, {8});
+    Value x = b.param(t), y = b.param(t);
+    Value p = b.param(TensorType(DType::kPred, {8}));
+    const double lo = pred ? 0 : uns ? 2 : -1, hi = pred ? 1 : 5;
+    hlo::Module m = b.finish({b.select(p, x, y), b.clamp(b.scalar(d, lo), x, b.scalar(d, hi))});
+    const auto xs = pred ? std::vector<double>{0, 1, 1, 0, 1, 0, 0, 1}
+                         : random_values(8, uns ? 0 : -8, 8, 41, d);
+    const auto ys = pred ? std::vector<double>{1, 1, 0, 0, 0, 1, 0, 1}
+                         : random_values(8, uns ? 0 : -8, 8, 42, d);
+    const std::vector<double> ps = {1, 0, 0, 1, 1, 0, 1, 0};
+    auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys),
+                       HostTensor::from_doubles(TensorType(DType::kPred, {8}), ps)});
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(out[0].get(i), ps[i] ? xs[i] : ys[i]) << hlo::dtype_name(d) << " " << i;
+      EXPECT_EQ(out[1].get(i), std::min(std::max(xs[i], lo), hi)) << hlo::dtype_name(d) << " " << i;
+    }
+  }
+}
+
+TEST(ExecutorTest, Convert) {
+  Builder b;
+  TensorType t(DType::kF32, {8});
+  Value x = b.param(t);
+  hlo::Module m =
+      b.finish({b.convert(x, DType::kBF16), b.convert(x, DType::kI32), b.convert(x, DType::kF16),
+                b.convert(x, DType::kPred), b.convert(x, DType::kU8)});
+  const auto xs = random_values(8, -300, 300, 9, DType::kF32);
+  auto out = run(m, {HostTensor::from_doubles(t, xs)});
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(out[0].get(i), ref_round(DType::kBF16, xs[i]));
+    EXPECT_EQ(out[1].get(i), std::trunc(xs[i]));
+    EXPECT_EQ(out[2].get(i), ref_round(DType::kF16, xs[i]));
+    EXPECT_EQ(out[3].get(i), xs[i] != 0 ? 1 : 0);
+    EXPECT_EQ(out[4].get(i), std::clamp(std::trunc(xs[i]), 0.0, 255.0));
+  }
+}
+
+}  // namespace
+}  // namespace vtrn::runtime

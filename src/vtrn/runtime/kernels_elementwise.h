@@ -1,0 +1,129 @@
+// Internal to the executor: the loops a fused kernel runs over one chunk of values, one tight
+// loop per op so the C++ compiler vectorizes it. A chunk holds float32 (float32, bfloat16 and
+// float16 values), float64 or int64 (every integer and pred type) elements: the loop's class.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "vtrn/hlo/ir.h"
+#include "vtrn/runtime/kernels.h"
+
+namespace vtrn::runtime::kernels::elementwise {
+
+using hlo::DType;
+using hlo::OpKind;
+using Cls = FusedProgram::Cls;
+
+/// The class a value of dtype |d| is computed in. Throws ExecError for complex64.
+Cls cls_of(DType d);
+
+/// Rounds float32 results to |d| (bfloat16, float16; nearest even); a no-op for float32.
+void round_f32(DType d, float* x, std::int64_t n);
+/// Wraps int64 results to the integer type |d|.
+void wrap_i64(DType d, std::int64_t* x, std::int64_t n);
+
+// Reads element |i| of storage |dtype| into the chunk's class.
+template <typename T>
+T load_elem(DType d, const std::uint8_t* p, std::int64_t i);
+
+template <>
+inline float load_elem<float>(DType d, const std::uint8_t* p, std::int64_t i) {
+  switch (d) {
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+    case DType::kBF16: {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return hlo::bf16_to_f32(h);
+    }
+    default: {
+      std::uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return hlo::f16_to_f32(h);
+    }
+  }
+}
+template <>
+inline double load_elem<double>(DType, const std::uint8_t* p, std::int64_t i) {
+  double f;
+  std::memcpy(&f, p + 8 * i, 8);
+  return f;
+}
+template <>
+inline std::int64_t load_elem<std::int64_t>(DType d, const std::uint8_t* p, std::int64_t i) {
+  switch (d) {
+    case DType::kPred:
+      return p[i] != 0;
+    case DType::kI8:
+      return static_cast<std::int8_t>(p[i]);
+    case DType::kU8:
+      return p[i];
+    case DType::kI16: {
+      std::int16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case DType::kU16: {
+      std::uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      return v;
+    }
+    case DType::kI32: {
+      std::int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case DType::kU32: {
+      std::uint32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    default: {
+      std::int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
+  }
+}
+
+template <typename T>
+inline T fmax_nan(T a, T b) {
+  return (a > b || a != a) ? a : b;
+}
+template <typename T>
+inline T fmin_nan(T a, T b) {
+  return (a < b || a != a) ? a : b;
+}
+
+/// |n| elements of storage |d| from element |start| of |p| into a chunk of the class of |d|.
+void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::int64_t n, void* dst);
+/// The inverse of load_contiguous: rounds or wraps to |d|.
+void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
+                      std::int64_t start);
+
+/// The ops below throw ExecError for an op kind they do not implement. T is float or double.
+template <typename T>
+void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n);
+template <typename T>
+void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o,
+                  std::int64_t n);
+/// Integer ops in int64 with the semantics of |d| (unsigned division, pred `not`, ...).
+void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::int64_t n);
+void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,
+                const std::int64_t* __restrict b, std::int64_t* __restrict o, std::int64_t n);
+/// T is float, double, int64 or uint64; the result is a pred chunk (int64 0/1).
+template <typename T>
+void compare(hlo::Comparison c, const T* a, const T* b, std::int64_t* o, std::int64_t n);
+template <typename T>
+void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n);
+template <typename T>
+void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n);
+/// Converts a chunk of dtype |from| to dtype |to| (XLA semantics: float to int saturates, NaN
+/// gives 0).
+void convert(DType from, DType to, const void* a, void* o, std::int64_t n);
+
+}  // namespace vtrn::runtime::kernels::elementwise

@@ -1,0 +1,401 @@
+// The reduce at the root of a fused loop (see kernels_reduce.h for the summation trees).
+#include "vtrn/runtime/kernels_reduce.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "vtrn/runtime/kernels_elementwise.h"
+
+namespace vtrn::runtime::kernels {
+
+using hlo::ReduceKind;
+
+ReduceLayout::ReduceLayout(ReduceKind k, const std::vector<std::int64_t>& dims,
+                           const std::vector<std::int64_t>& reduced_dims)
+    : kind(k), domain(dims) {
+  const int rank = static_cast<int>(domain.size());
+  std::vector<bool> reduced(domain.size(), false);
+  for (std::int64_t d : reduced_dims) reduced[static_cast<std::size_t>(d)] = true;
+  out_strides.assign(domain.size(), 0);
+  out_n = 1;
+  red_n = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (reduced[d]) {
+      red_n *= domain[d];
+    } else {
+      out_strides[d] = out_n;
+      out_n *= domain[d];
+    }
+  }
+  // Merged dims, outermost first; -1 marks "no group yet".
+  std::vector<bool> merged_reduced;
+  for (int d = 0; d < rank; ++d) {
+    if (domain[d] == 1) continue;
+    if (!merged.empty() && merged_reduced.back() == reduced[d]) {
+      merged.back() *= domain[d];
+    } else {
+      merged.push_back(domain[d]);
+      merged_reduced.push_back(reduced[d]);
+    }
+  }
+  const std::size_t m = merged.size();
+  merged_out_strides.assign(m, 0);
+  merged_red_strides.assign(m, 0);
+  std::int64_t os = 1, rs = 1;
+  for (std::size_t i = m; i-- > 0;) {
+    if (merged_reduced[i]) {
+      merged_red_strides[i] = rs;
+      rs *= merged[i];
+    } else {
+      merged_out_strides[i] = os;
+      os *= merged[i];
+    }
+  }
+  // Trailing: at most one kept group followed by at most one reduced group.
+  trailing = m == 0 || (m == 1) || (m == 2 && !merged_reduced[0] && merged_reduced[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PairwiseSum
+
+namespace {
+
+// Pairwise sum of l[0..w) (w a power of two), in place: l[j] += l[j + w/2], then halves.
+template <typename T>
+T lane_tree(T* l, int w) {
+  for (int h = w / 2; h >= 1; h /= 2)
+    for (int j = 0; j < h; ++j) l[j] = l[j] + l[j + h];
+  return l[0];
+}
+
+// One whole block, as the lanes would sum it element by element.
+template <typename T>
+T block_sum(const T* __restrict x) {
+  constexpr int kLanes = PairwiseSum<T>::kLanes;
+  T l[kLanes] = {};
+  for (int i = 0; i < PairwiseSum<T>::kBlock; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) l[j] = l[j] + x[i + j];
+  return lane_tree(l, kLanes);
+}
+
+}  // namespace
+
+template <typename T>
+void PairwiseSum<T>::reset() {
+  std::fill_n(lanes_, kLanes, T(0));
+  fill_ = 0;
+  blocks_ = 0;
+}
+
+template <typename T>
+void PairwiseSum<T>::push(T s) {
+  std::uint64_t b = blocks_++;
+  int j = 0;
+  for (; b & 1; b >>= 1, ++j) s = levels_[j] + s;
+  levels_[j] = s;
+}
+
+template <typename T>
+void PairwiseSum<T>::add(const T* x, std::int64_t n) {
+  while (n > 0) {
+    if (fill_ == 0) {
+      for (; n >= kBlock; x += kBlock, n -= kBlock) push(block_sum(x));
+      if (n == 0) return;
+    }
+    // Part of a block: element p of the block goes to lane p % kLanes, as in block_sum.
+    const int m = static_cast<int>(std::min<std::int64_t>(n, kBlock - fill_));
+    T l[kLanes];
+    std::copy_n(lanes_, kLanes, l);
+    int p = fill_, i = 0;
+    for (; i < m && p % kLanes != 0; ++i, ++p) l[p % kLanes] = l[p % kLanes] + x[i];
+    for (; i + kLanes <= m; i += kLanes, p += kLanes)
+      for (int j = 0; j < kLanes; ++j) l[j] = l[j] + x[i + j];
+    for (; i < m; ++i, ++p) l[p % kLanes] = l[p % kLanes] + x[i];
+    x += m;
+    n -= m;
+    if (p == kBlock) {
+      push(lane_tree(l, kLanes));
+      std::fill_n(lanes_, kLanes, T(0));
+      fill_ = 0;
+    } else {
+      std::copy_n(l, kLanes, lanes_);
+      fill_ = p;
+    }
+  }
+}
+
+template <typename T>
+T PairwiseSum<T>::sum() const {
+  // Lanes never hold -0 (they start at +0, and x + y is -0 only when both are), so the lanes a
+  // part block did not reach are exact zeros and the tree can skip them, and starting the fold
+  // from +0 changes nothing.
+  T s = T(0);
+  if (fill_ > 0) {
+    T l[kLanes];
+    std::copy_n(lanes_, kLanes, l);
+    s = lane_tree(l,
+                  static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::min(fill_, kLanes)))));
+  }
+  std::uint64_t b = blocks_;
+  for (int j = 0; b != 0; b >>= 1, ++j)
+    if (b & 1) s = levels_[j] + s;
+  return s;
+}
+
+template <typename T>
+T PairwiseSum<T>::of(const T* x, std::int64_t n) {
+  if (n <= kLanes) {
+    // One part block: lane j holds +0 + x[j].
+    T l[kLanes];
+    for (int j = 0; j < n; ++j) l[j] = T(0) + x[j];
+    if (n == 0) return T(0);
+    const int w = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n)));
+    for (int j = static_cast<int>(n); j < w; ++j) l[j] = T(0);
+    return lane_tree(l, w);
+  }
+  PairwiseSum<T> s;
+  s.add(x, n);
+  return s.sum();
+}
+
+template class PairwiseSum<float>;
+template class PairwiseSum<double>;
+
+// ---------------------------------------------------------------------------------------------
+// Reducers
+
+namespace {
+
+using elementwise::fmax_nan;
+using elementwise::fmin_nan;
+
+template <typename T>
+void combine(ReduceKind k, T& acc, T v) {
+  switch (k) {
+    case ReduceKind::kAdd:
+      acc = acc + v;
+      break;
+    case ReduceKind::kMul:
+      acc = acc * v;
+      break;
+    case ReduceKind::kMax:
+      acc = fmax_nan(acc, v);
+      break;
+    case ReduceKind::kMin:
+      acc = fmin_nan(acc, v);
+      break;
+    default:
+      break;
+  }
+}
+
+template <>
+void combine<std::int64_t>(ReduceKind k, std::int64_t& acc, std::int64_t v) {
+  using U = std::uint64_t;
+  switch (k) {
+    case ReduceKind::kAdd:
+      acc = static_cast<std::int64_t>(static_cast<U>(acc) + static_cast<U>(v));
+      break;
+    case ReduceKind::kMul:
+      acc = static_cast<std::int64_t>(static_cast<U>(acc) * static_cast<U>(v));
+      break;
+    case ReduceKind::kMax:
+      acc = std::max(acc, v);
+      break;
+    case ReduceKind::kMin:
+      acc = std::min(acc, v);
+      break;
+    case ReduceKind::kAnd:
+      acc = acc & v;
+      break;
+    case ReduceKind::kOr:
+      acc = acc | v;
+      break;
+    default:
+      break;
+  }
+}
+
+// Calls f(o, r, v, m, along_outputs) for each run of |m| values |v| along the last merged dim,
+// starting at output |o| and reduced index |r|: consecutive outputs at one reduced index when
+// |along_outputs|, else consecutive reduced indices of one output.
+template <typename T, typename F>
+void for_each_run(const ReduceLayout& l, const T* v, std::int64_t n, std::int64_t start, F&& f) {
+  const int rank = static_cast<int>(l.merged.size());
+  if (rank == 0) {
+    for (std::int64_t i = 0; i < n; ++i) f(std::int64_t{0}, start + i, v + i, 1, false);
+    return;
+  }
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(rank));
+  std::int64_t rem = start, o = 0, r = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    idx[d] = rem % l.merged[d];
+    rem /= l.merged[d];
+    o += idx[d] * l.merged_out_strides[d];
+    r += idx[d] * l.merged_red_strides[d];
+  }
+  const int last = rank - 1;
+  const bool along_outputs = l.merged_out_strides[last] != 0;
+  std::int64_t i = 0;
+  while (i < n) {
+    const std::int64_t m = std::min(n - i, l.merged[last] - idx[last]);
+    f(o, r, v + i, m, along_outputs);
+    i += m;
+    idx[last] += m;
+    o += m * l.merged_out_strides[last];
+    r += m * l.merged_red_strides[last];
+    for (int d = last; d > 0 && idx[d] == l.merged[d]; --d) {
+      o -= l.merged[d] * l.merged_out_strides[d];
+      r -= l.merged[d] * l.merged_red_strides[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+      o += l.merged_out_strides[d - 1];
+      r += l.merged_red_strides[d - 1];
+    }
+  }
+}
+
+// Products, max, min, and/or, integer sums: each value combined into its output in order.
+template <typename T>
+class InOrderReducer final : public Reducer {
+ public:
+  InOrderReducer(const ReduceLayout& l, T* acc) : l_(l), acc_(acc) {}
+  void add(const void* values, std::int64_t n, std::int64_t start) override {
+    const T* v = static_cast<const T*>(values);
+    for_each_run(l_, v, n, start,
+                 [&](std::int64_t o, std::int64_t, const T* x, std::int64_t m, bool along) {
+                   if (along) {
+                     for (std::int64_t j = 0; j < m; ++j) combine(l_.kind, acc_[o + j], x[j]);
+                   } else {
+                     T a = acc_[o];
+                     for (std::int64_t j = 0; j < m; ++j) combine(l_.kind, a, x[j]);
+                     acc_[o] = a;
+                   }
+                 });
+  }
+  void finish() override {}
+
+ private:
+  const ReduceLayout& l_;
+  T* acc_;
+};
+
+// Float sums over trailing reduced dims: one PairwiseSum for the output in progress.
+template <typename T>
+class TrailingSumReducer final : public Reducer {
+ public:
+  TrailingSumReducer(const ReduceLayout& l, T* acc) : n_(l.red_n), acc_(acc) {}
+  void add(const void* values, std::int64_t n, std::int64_t start) override {
+    const T* v = static_cast<const T*>(values);
+    std::int64_t i = 0;
+    while (i < n) {
+      const std::int64_t g = start + i, o = g / n_, pos = g - o * n_;
+      const std::int64_t m = std::min(n - i, n_ - pos);
+      if (pos == 0 && m == n_) {
+        acc_[o] = acc_[o] + PairwiseSum<T>::of(v + i, m);
+      } else {
+        if (pos == 0) open_.reset();
+        open_.add(v + i, m);
+        if (pos + m == n_) acc_[o] = acc_[o] + open_.sum();
+      }
+      i += m;
+    }
+  }
+  void finish() override {}
+
+ private:
+  std::int64_t n_;
+  T* acc_;
+  PairwiseSum<T> open_;
+};
+
+// Float sums over any other layout: per output, a part block and the binary counter's levels,
+// each an array over the outputs so that a run along the outputs is one vector loop.
+template <typename T>
+class StridedSumReducer final : public Reducer {
+ public:
+  static constexpr std::int64_t kBlock = 8;
+
+  StridedSumReducer(const ReduceLayout& l, T* acc)
+      : l_(l),
+        acc_(acc),
+        blocks_(l.red_n / kBlock),
+        levels_(std::bit_width(static_cast<std::uint64_t>(blocks_))),
+        part_(static_cast<std::size_t>(l.out_n * (1 + levels_)), T(0)) {}
+
+  void add(const void* values, std::int64_t n, std::int64_t start) override {
+    const T* v = static_cast<const T*>(values);
+    for_each_run(l_, v, n, start,
+                 [&](std::int64_t o, std::int64_t r, const T* x, std::int64_t m, bool along) {
+                   if (along) {
+                     T* __restrict c = part_.data() + o;
+                     for (std::int64_t j = 0; j < m; ++j) c[j] = c[j] + x[j];
+                     if ((r + 1) % kBlock == 0) carry(o, m, (r + 1) / kBlock - 1);
+                     return;
+                   }
+                   T s = part_[static_cast<std::size_t>(o)];
+                   for (std::int64_t j = 0; j < m; ++j) {
+                     s = s + x[j];
+                     if ((r + j + 1) % kBlock == 0) {
+                       part_[static_cast<std::size_t>(o)] = s;
+                       carry(o, 1, (r + j + 1) / kBlock - 1);
+                       s = T(0);
+                     }
+                   }
+                   part_[static_cast<std::size_t>(o)] = s;
+                 });
+  }
+
+  void finish() override {
+    T* c = part_.data();
+    for (int j = 0; j < levels_; ++j) {
+      if (((blocks_ >> j) & 1) == 0) continue;
+      const T* lv = level(j);
+      for (std::int64_t o = 0; o < l_.out_n; ++o) c[o] = lv[o] + c[o];
+    }
+    for (std::int64_t o = 0; o < l_.out_n; ++o) acc_[o] = acc_[o] + c[o];
+  }
+
+ private:
+  T* level(int j) { return part_.data() + (1 + j) * l_.out_n; }
+
+  // Block |b| (0-based) of outputs [o, o + m) is complete: push it into the binary counter.
+  void carry(std::int64_t o, std::int64_t m, std::int64_t b) {
+    const int ones = std::countr_one(static_cast<std::uint64_t>(b));
+    T* __restrict c = part_.data() + o;
+    for (int j = 0; j < ones; ++j) {
+      const T* __restrict lv = level(j) + o;
+      for (std::int64_t k = 0; k < m; ++k) c[k] = lv[k] + c[k];
+    }
+    T* __restrict d = level(ones) + o;
+    for (std::int64_t k = 0; k < m; ++k) {
+      d[k] = c[k];
+      c[k] = T(0);
+    }
+  }
+
+  const ReduceLayout& l_;
+  T* acc_;
+  std::int64_t blocks_;
+  int levels_;
+  std::vector<T> part_;  ///< the part blocks, then each level, |out_n| values apiece
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Reducer> make_reducer(const ReduceLayout& l, T* acc) {
+  if constexpr (!std::is_same_v<T, std::int64_t>) {
+    if (l.kind == ReduceKind::kAdd) {
+      if (l.trailing) return std::make_unique<TrailingSumReducer<T>>(l, acc);
+      return std::make_unique<StridedSumReducer<T>>(l, acc);
+    }
+  }
+  return std::make_unique<InOrderReducer<T>>(l, acc);
+}
+
+template std::unique_ptr<Reducer> make_reducer<float>(const ReduceLayout&, float*);
+template std::unique_ptr<Reducer> make_reducer<double>(const ReduceLayout&, double*);
+template std::unique_ptr<Reducer> make_reducer<std::int64_t>(const ReduceLayout&, std::int64_t*);
+
+}  // namespace vtrn::runtime::kernels
