@@ -4,7 +4,8 @@
 // over the chunk (vectorized by the C++ compiler), so intermediates stay in cache. float16 and
 // bfloat16 are computed in float32 and rounded to nearest even on every store (each op's result
 // is rounded to its dtype, so fusion does not change results); reductions accumulate in
-// float32 (float64 for f64, int64 for integers). dot_general runs through OpenBLAS sgemm/dgemm.
+// float32 (float64 for f64, int64 for integers), float sums in a fixed pairwise tree
+// (kernels_reduce.h). dot_general runs through OpenBLAS sgemm/dgemm.
 // Large kernels use two threads (VTRN_NUM_THREADS overrides the count).
 #pragma once
 

@@ -27,7 +27,7 @@ ReduceLayout::ReduceLayout(ReduceKind k, const std::vector<std::int64_t>& dims,
       out_n *= domain[d];
     }
   }
-  // Merged dims, outermost first; -1 marks "no group yet".
+  // Merged dims, outermost first.
   std::vector<bool> merged_reduced;
   for (int d = 0; d < rank; ++d) {
     if (domain[d] == 1) continue;

@@ -1,5 +1,7 @@
 // Reductions: sum, mean, amax/amin, all/any, linalg_vector_norm. Floats accumulate in float32
-// (PyTorch's CPU kernels do too, in a different order, so results agree within tolerance).
+// as PyTorch's CPU kernels do; the executor sums in a pairwise tree at least as accurate as
+// their cascade sum (runtime/kernels_reduce.h), in a different order, so results agree within
+// rounding.
 #include <cmath>
 #include <numeric>
 
