@@ -91,13 +91,15 @@ WORKER = textwrap.dedent(
         ("sum dims (0,2) keepdim [400,100,100]", lambda x: x.sum(dim=(0, 2), keepdim=True), x_3d),
         ("sum of a transpose [2000,2000]", lambda x: x.t().sum(dim=1), x_wide.abs()),
         ("sum dim=1 of a slice", lambda x: x[:, ::2].sum(dim=1), x_wide.abs()),
+        ("sum of squares 2e7 (AEE fuses)", lambda x: (x * x).sum(), x_big),
+        ("mean of squares dim=-1 (AEE fuses)", lambda x: (x * x).mean(-1), x_big.reshape(4, -1)),
         ("mean 0.1 x 1e6", lambda x: x.mean(), x_tenth),
         ("mean 2e7", lambda x: x.mean(), x_big),
         ("mean dim=0 [1e6,4]", lambda x: x.mean(dim=0), x_cols.abs()),
         ("var 4e6", lambda x: x.var(), x_mid),
         ("std dim=1 [4,1e6]", lambda x: x.std(dim=1), x_rows),
         ("vector_norm 4e6", lambda x: torch.linalg.vector_norm(x), x_mid),
-        ("vector_norm ord=1 dim=0 [1e6,4]", lambda x: torch.linalg.vector_norm(x, 1, dim=0), x_cols),
+        ("vector_norm ord=1 dim=0 [1e6,4]", lambda x: torch.linalg.vector_norm(x, 1, 0), x_cols),
         ("vector_norm ord=3 4e6", lambda x: torch.linalg.vector_norm(x, 3), x_mid),
         ("_foreach_norm", lambda xs: torch._foreach_norm(xs), [x_mid, x_rows, x_cols[:1000]]),
         ("softmax dim=1 [4,1e6]", lambda x: torch.softmax(x, dim=1), x_rows),
@@ -160,6 +162,7 @@ def run_worker(aee, cache):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    # One after the other: each process peaks near 2 GB.
     cache = tmp_path_factory.mktemp("neff")
     return {"off": run_worker(False, cache), "on": run_worker(True, cache)}
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 
 #include "vtrn/runtime/kernels_elementwise.h"
 
@@ -169,50 +170,41 @@ namespace {
 using elementwise::fmax_nan;
 using elementwise::fmin_nan;
 
-template <typename T>
-void combine(ReduceKind k, T& acc, T v) {
-  switch (k) {
-    case ReduceKind::kAdd:
-      acc = acc + v;
-      break;
-    case ReduceKind::kMul:
-      acc = acc * v;
-      break;
-    case ReduceKind::kMax:
-      acc = fmax_nan(acc, v);
-      break;
-    case ReduceKind::kMin:
-      acc = fmin_nan(acc, v);
-      break;
-    default:
-      break;
-  }
-}
-
-template <>
-void combine<std::int64_t>(ReduceKind k, std::int64_t& acc, std::int64_t v) {
-  using U = std::uint64_t;
-  switch (k) {
-    case ReduceKind::kAdd:
-      acc = static_cast<std::int64_t>(static_cast<U>(acc) + static_cast<U>(v));
-      break;
-    case ReduceKind::kMul:
-      acc = static_cast<std::int64_t>(static_cast<U>(acc) * static_cast<U>(v));
-      break;
-    case ReduceKind::kMax:
-      acc = std::max(acc, v);
-      break;
-    case ReduceKind::kMin:
-      acc = std::min(acc, v);
-      break;
-    case ReduceKind::kAnd:
-      acc = acc & v;
-      break;
-    case ReduceKind::kOr:
-      acc = acc | v;
-      break;
-    default:
-      break;
+// Calls f(op) with the combining function of |k| (a + b, a * b, ...), so that the loops f runs
+// are compiled once per kind. Kinds a type does not support (and/or on floats) combine nothing.
+template <typename T, typename F>
+void with_combine(ReduceKind k, F&& f) {
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    using U = std::uint64_t;  // wrapping arithmetic
+    switch (k) {
+      case ReduceKind::kAdd:
+        return f([](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
+      case ReduceKind::kMul:
+        return f([](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+      case ReduceKind::kMax:
+        return f([](T a, T b) { return std::max(a, b); });
+      case ReduceKind::kMin:
+        return f([](T a, T b) { return std::min(a, b); });
+      case ReduceKind::kAnd:
+        return f([](T a, T b) { return a & b; });
+      case ReduceKind::kOr:
+        return f([](T a, T b) { return a | b; });
+      default:
+        return f([](T a, T) { return a; });
+    }
+  } else {
+    switch (k) {
+      case ReduceKind::kAdd:
+        return f([](T a, T b) { return a + b; });
+      case ReduceKind::kMul:
+        return f([](T a, T b) { return a * b; });
+      case ReduceKind::kMax:
+        return f([](T a, T b) { return fmax_nan(a, b); });
+      case ReduceKind::kMin:
+        return f([](T a, T b) { return fmin_nan(a, b); });
+      default:
+        return f([](T a, T) { return a; });
+    }
   }
 }
 
@@ -262,16 +254,19 @@ class InOrderReducer final : public Reducer {
   InOrderReducer(const ReduceLayout& l, T* acc) : l_(l), acc_(acc) {}
   void add(const void* values, std::int64_t n, std::int64_t start) override {
     const T* v = static_cast<const T*>(values);
-    for_each_run(l_, v, n, start,
-                 [&](std::int64_t o, std::int64_t, const T* x, std::int64_t m, bool along) {
-                   if (along) {
-                     for (std::int64_t j = 0; j < m; ++j) combine(l_.kind, acc_[o + j], x[j]);
-                   } else {
-                     T a = acc_[o];
-                     for (std::int64_t j = 0; j < m; ++j) combine(l_.kind, a, x[j]);
-                     acc_[o] = a;
-                   }
-                 });
+    with_combine<T>(l_.kind, [&](auto op) {
+      for_each_run(l_, v, n, start,
+                   [&](std::int64_t o, std::int64_t, const T* x, std::int64_t m, bool along) {
+                     if (along) {
+                       T* __restrict a = acc_ + o;
+                       for (std::int64_t j = 0; j < m; ++j) a[j] = op(a[j], x[j]);
+                     } else {
+                       T a = acc_[o];
+                       for (std::int64_t j = 0; j < m; ++j) a = op(a, x[j]);
+                       acc_[o] = a;
+                     }
+                   });
+    });
   }
   void finish() override {}
 
