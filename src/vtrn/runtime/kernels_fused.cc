@@ -16,7 +16,20 @@ namespace vtrn::runtime::kernels {
 using hlo::DType;
 using hlo::OpKind;
 using Cls = FusedProgram::Cls;
-using namespace elementwise;
+using elementwise::binary_float;
+using elementwise::binary_int;
+using elementwise::clamp;
+using elementwise::cls_of;
+using elementwise::compare;
+using elementwise::convert;
+using elementwise::load_contiguous;
+using elementwise::load_elem;
+using elementwise::round_f32;
+using elementwise::select;
+using elementwise::store_contiguous;
+using elementwise::unary_float;
+using elementwise::unary_int;
+using elementwise::wrap_i64;
 
 namespace {
 constexpr std::int64_t kChunk = 1024;
