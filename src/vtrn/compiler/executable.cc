@@ -356,10 +356,17 @@ Executable deserialize(std::span<const std::uint8_t> bytes) {
   }
   const auto nk = r.pod<std::uint32_t>();
   const std::size_t nops = exe.module.main.ops.size();
+  // Every op belongs to exactly one kernel.
+  if (nk > nops)
+    throw FormatError("executable has " + std::to_string(nk) + " kernels for " +
+                      std::to_string(nops) + " ops");
   for (std::uint32_t i = 0; i < nk; ++i) {
     Kernel k;
     k.name = r.str();
-    k.kind = static_cast<KernelKind>(r.pod<std::uint8_t>());
+    const auto kind = r.pod<std::uint8_t>();
+    if (kind > static_cast<std::uint8_t>(KernelKind::kConstant))
+      throw FormatError("kernel " + k.name + " has an unknown kind " + std::to_string(kind));
+    k.kind = static_cast<KernelKind>(kind);
     const auto n = r.pod<std::uint32_t>();
     if (n == 0 || n > nops) throw FormatError("kernel " + k.name + " has a bad op count");
     for (std::uint32_t j = 0; j < n; ++j) {
@@ -370,13 +377,31 @@ Executable deserialize(std::span<const std::uint8_t> bytes) {
       k.ops.push_back(op);
     }
     cost::KernelCost& c = k.cost;
-    c.engine = static_cast<cost::Engine>(r.pod<std::uint8_t>());
+    const auto engine = r.pod<std::uint8_t>();
+    if (engine > static_cast<std::uint8_t>(cost::Engine::kDma))
+      throw FormatError("kernel " + k.name + " has an unknown engine " + std::to_string(engine));
+    c.engine = static_cast<cost::Engine>(engine);
     for (double* d : {&c.flops, &c.tile_efficiency, &c.tensor_s, &c.vector_s, &c.scalar_s, &c.dma_s,
-                      &c.fixed_s, &c.time_s})
+                      &c.fixed_s, &c.time_s}) {
       *d = r.pod<double>();
+      if (!std::isfinite(*d) || *d < 0)
+        throw FormatError("kernel " + k.name + " has a bad modeled cost " + std::to_string(*d));
+    }
     exe.kernels.push_back(std::move(k));
   }
   if (r.p != payload.size()) throw FormatError("executable payload has trailing bytes");
+  // The executor trusts the kernel table (a fused kernel holds only fusible ops, each op runs
+  // once, in order), so it must be the one the compiler forms for this module.
+  const std::vector<Kernel> expected = form_kernels(exe.module.main, exe.options.fusion);
+  if (expected.size() != exe.kernels.size())
+    throw FormatError("executable has " + std::to_string(exe.kernels.size()) +
+                      " kernels, its module forms " + std::to_string(expected.size()));
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Kernel& got = exe.kernels[i];
+    if (got.name != expected[i].name || got.kind != expected[i].kind || got.ops != expected[i].ops)
+      throw FormatError("kernel " + std::to_string(i) + " (" + got.name +
+                        ") is not the kernel its module forms (" + expected[i].name + ")");
+  }
   return exe;
 }
 

@@ -6,7 +6,10 @@
 //   u64 FNV-1a-64 checksum of the payload | payload
 // The payload holds the compiler version, the options, the printed optimized module and the
 // kernel table (ops, engine, modeled time). Loading parses the printed module (already
-// optimized and fused) and takes the kernel table as written: nothing is recompiled.
+// optimized) and checks that the kernel table is the one the compiler forms for it (a cheap
+// grouping pass; nothing is recompiled) with known engines and finite, non-negative modeled
+// costs. Every length read from the bytes is checked against the bytes left, so no field can
+// make the loader allocate more than the input's size.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +69,8 @@ Executable compile(const hlo::Module& module, const CompileOptions& options = {}
                    const cost::CostModel& model = cost::CostModel::trn2());
 
 std::vector<std::uint8_t> serialize(const Executable& exe);
-/// Throws FormatError (bad magic, version, size, checksum, or payload).
+/// Throws FormatError (bad magic, version, size, checksum, payload, or a kernel table that is not
+/// the module's).
 Executable deserialize(std::span<const std::uint8_t> bytes);
 
 /// FNV-1a 64-bit hash (the format's checksum).

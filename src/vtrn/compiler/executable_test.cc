@@ -1,7 +1,13 @@
-// Kernel formation, cost annotation and the binary format (round trip, corruption, version).
+// Kernel formation, cost annotation and the binary format (round trip, corruption, version,
+// forged kernel tables and length fields).
 #include "vtrn/compiler/executable.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
 
 #include "vtrn/hlo/builder.h"
 #include "vtrn/hlo/printer.h"
@@ -92,6 +98,85 @@ TEST(ExecutableTest, CorruptionIsDetected) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos);
   }
+}
+
+// A payload wrapped in a valid header (magic, version, size, checksum), as a forger would.
+std::vector<std::uint8_t> sealed(const std::vector<std::uint8_t>& payload) {
+  std::vector<std::uint8_t> out = {'V', 'T', 'R', 'N', 'N', 'E', 'F', 'F'};
+  auto put = [&](auto v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+  };
+  put(kFormatVersion);
+  put(std::uint32_t{32});
+  put(std::uint64_t{payload.size()});
+  put(fnv1a64(payload.data(), payload.size()));
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+std::string load_error(const std::vector<std::uint8_t>& bytes) {
+  try {
+    deserialize(bytes);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+TEST(ExecutableTest, KernelTableMustBeTheModules) {
+  const Executable good = compile(mlp());
+  ASSERT_EQ(load_error(serialize(good)), "(loaded)");
+  int dot = -1;
+  for (std::size_t i = 0; i < good.kernels.size(); ++i)
+    if (good.kernels[i].name == "dot_general.0") dot = static_cast<int>(i);
+  ASSERT_GE(dot, 0);
+  // Each forged table has a valid checksum; the loader must still refuse it, naming why.
+  const std::vector<std::pair<std::string, std::function<void(Executable&)>>> forgeries = {
+      {"unknown kind", [](Executable& e) { e.kernels[0].kind = static_cast<KernelKind>(9); }},
+      {"unknown engine",
+       [](Executable& e) { e.kernels[0].cost.engine = static_cast<cost::Engine>(7); }},
+      {"bad modeled cost", [](Executable& e) { e.kernels[0].cost.time_s = std::nan(""); }},
+      {"bad modeled cost", [](Executable& e) { e.kernels[0].cost.dma_s = -1; }},
+      {"bad modeled cost",
+       [](Executable& e) { e.kernels[0].cost.flops = std::numeric_limits<double>::infinity(); }},
+      // A dot_general marked as a fused loop would run through the fused-loop interpreter.
+      {"not the kernel its module forms",
+       [dot](Executable& e) { e.kernels[dot].kind = KernelKind::kFused; }},
+      {"not the kernel its module forms",
+       [dot](Executable& e) { e.kernels[dot].ops = {e.kernels[dot].ops[0] + 1}; }},
+      {"not the kernel its module forms",
+       [](Executable& e) { std::swap(e.kernels[0], e.kernels[1]); }},
+      {"kernels, its module forms", [](Executable& e) { e.kernels.pop_back(); }},
+      {"kernels, its module forms", [](Executable& e) { e.kernels.push_back(e.kernels[0]); }},
+      {"kernels for",
+       [](Executable& e) {
+         const Kernel k = e.kernels[0];
+         e.kernels.assign(e.module.main.ops.size() + 1, k);
+       }},
+  };
+  for (const auto& [want, forge] : forgeries) {
+    Executable bad = good;
+    forge(bad);
+    const std::string err = load_error(serialize(bad));
+    EXPECT_NE(err.find(want), std::string::npos) << want << ": " << err;
+  }
+}
+
+TEST(ExecutableTest, LengthFieldsNeverDriveAllocation) {
+  // A payload whose first string claims 2^64-1 bytes, and one whose module text claims 2^40:
+  // both fail as truncated instead of allocating what the field says.
+  for (std::uint64_t claimed : {~std::uint64_t{0}, std::uint64_t{1} << 40}) {
+    std::vector<std::uint8_t> payload(8);
+    std::memcpy(payload.data(), &claimed, 8);
+    payload.resize(64, 'x');
+    EXPECT_NE(load_error(sealed(payload)).find("truncated"), std::string::npos) << claimed;
+  }
+  // The header's payload size must match the bytes that are there.
+  std::vector<std::uint8_t> bytes = serialize(compile(mlp()));
+  const std::uint64_t huge = std::uint64_t{1} << 62;
+  std::memcpy(bytes.data() + 16, &huge, 8);
+  EXPECT_NE(load_error(bytes).find("the header says"), std::string::npos);
 }
 
 TEST(ExecutableTest, Fnv1aKnownValues) {
