@@ -15,6 +15,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "vtrn/runtime/compile_cache.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
 #include "vtrn/torch/eager/metrics.h"
@@ -39,6 +40,10 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
     }
   });
+  // Compile-cache warnings (a rejected entry, an unsafe cache directory) happen inside an op;
+  // TORCH_WARN hands them to Python as UserWarning when the op was called from Python.
+  vtrn::runtime::CompileCache::set_process_warning_handler(
+      [](const std::string& msg) { TORCH_WARN(msg); });
   m.def("device_count", [] { return adapter::device_count(); });
   m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
   m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });
