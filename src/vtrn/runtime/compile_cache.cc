@@ -250,7 +250,11 @@ bool make_private_dirs(const std::string& dir, std::string* error) {
     pos = next + 1;
     if (prefix.empty() || prefix.back() == '/') continue;  // the root, or a doubled slash
     if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      *error = "cannot create " + prefix + ": " + std::strerror(errno);
+      // Some filesystems report EACCES or EROFS for a directory that already exists.
+      const int e = errno;
+      struct stat st {};
+      if (::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+      *error = "cannot create " + prefix + ": " + std::strerror(e);
       return false;
     }
   }
@@ -403,6 +407,10 @@ std::string CompileCache::key_for(std::string_view printed,
   s += options.key();
   s += '\0';
   s += compiler::kCompilerVersion;
+  // The entry format too: an entry written in another format (by an older vtrn) is then a plain
+  // miss under another name, not a fault to warn about at every op after an upgrade.
+  s += '\0';
+  s += "entry format " + std::to_string(kEntryVersion);
   return sha256_hex(s);
 }
 

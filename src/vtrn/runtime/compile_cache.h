@@ -1,7 +1,8 @@
 // The compile cache: an in-memory map in front of a content-addressed store on disk, as
 // TorchNeuron keeps NEFFs ("What is TorchNeuron?", "Caching and recompilation").
 //
-// Key: SHA-256 of (printed HLO, compiler options, compiler version), as 64 hex digits.
+// Key: SHA-256 of (printed HLO, compiler options, compiler version, entry format), as 64 hex
+// digits.
 // Executables go to $TORCH_NEURONX_NEFF_CACHE_DIR/<key>.neff (default /tmp/neff_cache); when
 // $TORCH_NEURONX_HLO_CACHE_DIR is set, the printed HLO goes to <dir>/<key>.mlir.
 //

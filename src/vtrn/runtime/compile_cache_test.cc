@@ -223,6 +223,11 @@ TEST(CompileCacheTest, KeyDependsOnOptionsAndText) {
   EXPECT_NE(CompileCache::key_for("x", a), CompileCache::key_for("x", b));
   EXPECT_NE(CompileCache::key_for("x", a), CompileCache::key_for("y", a));
   EXPECT_EQ(CompileCache::key_for("x", a).size(), 64u);
+  // Builds that wrote bare executables keyed on (text, options, compiler version) alone: their
+  // files are never read as entries, so an upgrade does not warn about each of them.
+  const std::string before_entries =
+      std::string("x") + '\0' + a.key() + '\0' + compiler::kCompilerVersion;
+  EXPECT_NE(CompileCache::key_for("x", a), sha256_hex(before_entries));
 }
 
 TEST(CompileCacheTest, MemoryThenDiskHits) {
