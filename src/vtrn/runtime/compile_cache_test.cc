@@ -481,9 +481,11 @@ TEST(CompileCacheTest, OversizedOrForeignEntriesAreRefused) {
 
 TEST(CompileCacheTest, UnreadableEntryAndReadOnlyDirectory) {
   // In a child process that is not root (root ignores permissions).
-  const pid_t pid = spawn_child("unprivileged", fresh_dir("unused"));
+  const fs::path unused = fresh_dir("unused");  // the child makes a directory of its own
+  const pid_t pid = spawn_child("unprivileged", unused);
   ASSERT_GT(pid, 0);
   EXPECT_EQ(wait_child(pid), 0) << "see CHILD_CHECK: the status is the failing line % 200 + 10";
+  fs::remove_all(unused);
 }
 
 TEST(CompileCacheTest, UnsafeDirectoriesAreNotUsed) {
