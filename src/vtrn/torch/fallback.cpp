@@ -14,6 +14,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
 
 #include "vtrn/torch/eager/metrics.h"
@@ -73,7 +74,9 @@ void fallback_as_float32(const c10::OperatorHandle& op, torch::jit::Stack* stack
     value = stand_in;
   }
   at::native::cpu_fallback(op, stack);
-  for (auto& [original, stand_in] : written) original.copy_(stand_in);
+  // An out= argument takes the shape the op gave its stand-in (arange, linspace and eye
+  // resize theirs), as cpu_fallback resizes the outputs it copies back.
+  for (auto& [original, stand_in] : written) at::_copy_from_and_resize(stand_in, original);
   const size_t returns = op.schema().returns().size();
   for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
     c10::IValue& value = (*stack)[i];

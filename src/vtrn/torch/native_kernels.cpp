@@ -5,7 +5,11 @@
 // of the device bytes (no copy). Factories and views queue nothing; copies and fills are queued
 // on the current stream; host reads wait for it.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <cstddef>
+
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -17,6 +21,9 @@
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/zero_native.h>
 #include <c10/core/DeviceGuard.h>
@@ -91,6 +98,24 @@ at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
+// The view ops whose only kernels are per backend. PyTorch's CPU kernels build the view from
+// the tensor's own storage and key set, so on device memory they return a `neuron` view of the
+// same bytes; the CPU fallback would return a copy, and writes through it would be lost.
+at::Tensor view_as_real(const at::Tensor& self) {
+  VTRN_RECORD_OP("view_as_real");
+  return at::native::view_as_real(self);
+}
+
+at::Tensor view_as_complex(const at::Tensor& self) {
+  VTRN_RECORD_OP("view_as_complex");
+  return at::native::view_as_complex(self);
+}
+
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  VTRN_RECORD_OP("unfold");
+  return at::native::unfold(self, dimension, size, step);
+}
+
 at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
                          c10::SymIntArrayRef stride) {
   VTRN_RECORD_OP("_reshape_alias");
@@ -109,6 +134,15 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size,
   if (self.storage().nbytes() < needed) synchronize(index_of(self));
   const c10::DeviceGuard guard(self.device());
   return at::native::resize_(self, sizes, memory_format);
+}
+
+// set_() with no source: an empty storage of this device, as the CPU gives an empty CPU one.
+at::Tensor& set_empty(at::Tensor& self) {
+  VTRN_RECORD_OP("set_");
+  const c10::DeviceGuard guard(self.device());
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, at::GetAllocator(at::kPrivateUse1),
+                     /*resizable=*/true);
+  return self.set_(std::move(empty), 0, {0}, {});
 }
 
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
@@ -135,14 +169,46 @@ void record_stream(at::Tensor& self, c10::Stream stream) {
               "record_stream: expected a neuron stream, got ", stream.device_type());
 }
 
+// Whether `param.data = other` may swap |from|'s storage into |self| in place. c10 answers yes
+// for two dense tensors of the built-in devices only, so without this a neuron tensor and a
+// cpu one would be incompatible, and nn.Module._apply (`.to("neuron")`, `.cpu()`) would make a
+// new Parameter per use of a shared one, untying tied weights. A neuron tensor is a dense
+// strided tensor like a CUDA one: it is compatible with every tensor c10 calls dense.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto is_dense = [](c10::DispatchKeySet keys) {
+    constexpr auto dense_backends = c10::DispatchKeySet(
+        {c10::BackendComponent::CPUBit, c10::BackendComponent::CUDABit,
+         c10::BackendComponent::MPSBit, c10::BackendComponent::HIPBit,
+         c10::BackendComponent::XPUBit, c10::BackendComponent::HPUBit,
+         c10::BackendComponent::MTIABit, c10::BackendComponent::PrivateUse1Bit});
+    return keys.has_any(c10::DispatchKeySet(c10::DispatchKey::Dense)) &&
+           keys.has_any(dense_backends);
+  };
+  return (is_dense(self.key_set()) && is_dense(from.key_set())) ||
+         self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 //===----------------------------------------------------------------------===//
 // Copies, fills and host reads
 //===----------------------------------------------------------------------===//
+
+// copy_'s checks on the CPU (shapes broadcast to the destination's, a destination without
+// self-overlapping elements, no partial overlap of source and destination), made here because
+// the copy itself may be queued: an error in queued work surfaces only at a later, unrelated
+// synchronize.
+void check_copy(const at::Tensor& src, const at::Tensor& dst) {
+  const auto shape = at::infer_size_dimvector(dst.sizes(), src.sizes());
+  TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, src);
+}
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   VTRN_RECORD_OP("_copy_from");
   TORCH_CHECK(self.defined() && dst.defined(),
               "_copy_from: source and destination must be defined");
+  check_copy(self, dst);
   if (self.numel() == 0) return dst;
   if (!self.is_cpu() && !dst.is_cpu()) {
     // neuron -> neuron: queued on the destination's stream, after the source's producer.
@@ -175,12 +241,24 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   VTRN_RECORD_OP("_copy_from_and_resize");
-  at::native::resize_(dst, self.sizes(), std::nullopt);
+  resize(dst, c10::fromIntArrayRefSlow(self.sizes()), std::nullopt);
   return copy_from(self, dst, false);
+}
+
+// fill_'s conversion check on the CPU (a value the dtype cannot hold is an error), made on a
+// scratch tensor here because the fill itself is queued. The CPU stores into a one-element
+// tensor directly and fills any other size through TensorIterator, and the two check
+// differently (a one-element float16 takes 1e6 as inf); the scratch tensor takes the same path.
+void check_fill_value(const at::Tensor& self, const at::Scalar& value) {
+  alignas(16) std::byte scratch[16];
+  const int64_t numel = self.numel() == 1 ? 1 : 0;
+  at::Tensor probe = at::from_blob(scratch, {numel}, at::TensorOptions().dtype(self.scalar_type()));
+  at::native::fill_(probe, value);
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   VTRN_RECORD_OP("fill_.Scalar");
+  check_fill_value(self, value);
   if (self.numel() == 0) return self;
   enqueue(index_of(self), "aten::fill_.Scalar", [out = DeviceView(self), value] {
     at::Tensor alias = out.cpu();
@@ -226,9 +304,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
+  m.impl("view_as_real", view_as_real);
+  m.impl("view_as_complex", view_as_complex);
+  m.impl("unfold", unfold);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("resize_", resize);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("set_", set_empty);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
@@ -237,6 +320,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Tensor", fill_tensor);
   m.impl("zero_", zero);
   m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+// The dispatcher picks the Autograd key of the highest backend in the arguments, which for a
+// cpu tensor and a neuron one is AutogradPrivateUse1: the op is CompositeImplicitAutograd, so
+// that key must have the kernel too, or c10's answer would win there.
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
 // The copies handle the conjugate and negative bits themselves (the aliases carry them).
