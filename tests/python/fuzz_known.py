@@ -1,0 +1,245 @@
+"""Known bugs the differential fuzzer keeps out of its programs until they are fixed.
+
+Each entry names a feature class (regexes on the generator's statement tags, see
+fuzz_ops.py), says what is wrong, and gives a minimal reproducer: the body of a `run(DEV)`
+whose result (or exception type) on `neuron` differs from the CPU's. test_fuzz_differential.py
+checks that every reproducer still fails: whoever fixes one of these bugs removes its entry,
+and the fuzzer generates that feature again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Known:
+    id: str
+    what: str
+    features: tuple[str, ...]  # regexes on statement tags
+    reproducer: str  # the body of run(DEV); its value is compared with the CPU's
+    # For a bug that only shows with several threads: a regex on the mismatch's description
+    # that attributes a finding that does not reproduce in one thread to this entry.
+    threads_only: str | None = None
+
+
+# Documented, deliberate differences from the CPU: never generated, and not bugs.
+POLICIES: tuple[Known, ...] = (
+    Known(
+        "half-alpha-and-rsqrt-rounding",
+        "add/sub with alpha and rsqrt in float16/bfloat16: the CPU rounds differently in its "
+        "scalar tail loop than in its vector body; vtrn computes the correctly rounded value "
+        "(docs/eager.md, Numerics).",
+        (r"^binary\.(add|sub)_alpha:(float16|bfloat16),", r"^unary\.rsqrt:(float16|bfloat16)"),
+        "",
+    ),
+)
+
+KNOWN_FAILURES: tuple[Known, ...] = (
+    Known(
+        "views-are-copies",
+        "unfold, .real/.imag, view_as_real and view_as_complex return copies: a write to the "
+        "base does not show in the view, nor a write to the view in the base.",
+        (r"^view\.(unfold|real|imag|view_as_real|view_as_complex):",),
+        """
+v0 = torch.zeros(3).to(DEV)
+v1 = v0.unfold(0, 2, 1)
+v0.fill_(1.0)
+return v1
+""",
+    ),
+    Known(
+        "overlapping-inplace",
+        "An in-place op whose output partly overlaps an input (x[1:].add_(x[:-1]), "
+        "x.unsqueeze(0).copy_(x)) runs instead of raising the CPU's 'unsupported operation: "
+        "some elements of the input tensor and the written-to tensor refer to a single memory "
+        "location'; the result is then computed from partly updated values.",
+        (r"^inplace\.[a-z_]+:[^|]*\|.*\balias\b",),
+        """
+v0 = torch.arange(4.0).to(DEV)
+v0[1:].add_(v0[:-1])
+return v0
+""",
+    ),
+    Known(
+        "sub-with-bool",
+        "Subtraction with a bool tensor (or a Python bool) succeeds; the CPU raises "
+        "'Subtraction, the `-` operator, with a bool tensor is not supported'.",
+        (
+            r"^binary\.sub(_alpha)?:(bool,|[^,|]+,(bool|pybool)\b)",
+            r"^inplace\.sub_:[^,|]+,(bool|pybool)\b",
+            r"\bboolsub\b",
+        ),
+        """
+return torch.ones(2, dtype=torch.int8).to(DEV) - torch.tensor(True).to(DEV)
+""",
+    ),
+    Known(
+        "float64-arange-eye-empty",
+        "arange and eye with dtype=torch.float64 return an empty tensor, and the next "
+        "synchronization (possibly another thread's) raises a queued '_copy_from' size error.",
+        (r"^factory\.(arange|eye):float64",),
+        """
+return torch.arange(0, 3, dtype=torch.float64, device=DEV)
+""",
+    ),
+    Known(
+        "reduction-dtype-float64",
+        "cumsum/prod (and other reductions) with dtype=torch.float64 raise 'Expected out tensor "
+        "to have dtype double, but got float instead'.",
+        (r"^reduce\.[a-z_]+:[^|]*\|.*\bto_float64\b", r"^reduce\.[a-z_]+:float64[^|]*\|.*\bto_"),
+        """
+return torch.cumsum(torch.ones(3, dtype=torch.int32).to(DEV), 0, dtype=torch.float64)
+""",
+    ),
+    Known(
+        "logsumexp-float64",
+        "logsumexp on a float64 tensor raises a queued '_copy_from' size error.",
+        (r"^reduce\.logsumexp:float64",),
+        """
+return torch.logsumexp(torch.ones(2, 3, dtype=torch.float64).to(DEV), 1)
+""",
+    ),
+    Known(
+        "duplicate-reduction-dims",
+        "A reduction over a dim list that names a dim twice ((1, -1) on a 2-d tensor) runs "
+        "instead of raising 'dim 1 appears multiple times in the list of dims'.",
+        (r"\bdupdims\b",),
+        """
+return torch.amax(torch.ones(2, 2).to(DEV), (1, -1))
+""",
+    ),
+    Known(
+        "mixed-dtype-matmul-lerp",
+        "dot (1-d matmul) and addmm with float32 and float64 operands, and lerp/lerp_ with a float16 "
+        "self and a bfloat16 end, run instead of raising the CPU's dtype error.",
+        (
+            r"^matmul\.(matmul|addmm):(\w+),(?!\2\b)",
+            r"^(inplace|binary)\.lerp_?:(\w+),(?!\2\b)",
+        ),
+        """
+return torch.matmul(torch.ones(2).to(DEV), torch.ones(2, dtype=torch.float64).to(DEV))
+""",
+    ),
+    Known(
+        "scalar-first-on-cpu",
+        "torch.mul(2, t) (a Python number first) returns a CPU tensor when the op runs through "
+        "the CPU fallback (float64, complex64, zero-size t).",
+        (
+            r"^binary\.[a-z_]+:(float64|complex64),py[a-z]+\|.*\brscalar\b",
+            r"^binary\.[^|]*\|.*\bempty\b.*\brscalar\b",
+        ),
+        """
+return torch.mul(2, torch.ones(2, dtype=torch.float64).to(DEV))
+""",
+    ),
+    Known(
+        "empty-with-0d-promotion",
+        "A zero-size float32 tensor combined with a 0-d float64 tensor gives float64 (the CPU "
+        "keeps float32: a 0-d tensor does not promote a dimensioned one of the same category).",
+        (r"\bempty\b.*\b0dpartner\b", r"\b0dpartner\b.*\bempty\b"),
+        """
+return torch.ones(0, 3).to(DEV) + torch.tensor(0.5, dtype=torch.float64).to(DEV)
+""",
+    ),
+    Known(
+        "half-op-with-0d-float32",
+        "A bfloat16/float16 op with a 0-d float32 tensor operand computes with the operand's "
+        "float32 value; the CPU first casts it to the result type (8 + (-3.3311) in bfloat16: "
+        "CPU 4.6875, neuron 4.65625). One bfloat16 ulp, within tolerance, until a later op "
+        "magnifies it.",
+        (
+            r"^binary\.[a-z_]+:(bfloat16|float16),float(32|64)\|0dpartner",
+            r"^binary\.[a-z_]+:float(32|64),(bfloat16|float16)[^|]*\|0d\b",
+            r"\bmixedhalf\b",
+        ),
+        """
+v0 = torch.tensor([8.0], dtype=torch.bfloat16).to(DEV) + torch.tensor(-3.3311).to(DEV)
+return (v0 - 4.65625) * 1000
+""",
+    ),
+    Known(
+        "nan-to-num-float64-max",
+        "nan_to_num on float64 replaces +inf with float32's largest value, not float64's.",
+        (r"^unary\.nan_to_num:float64",),
+        """
+return torch.nan_to_num(torch.tensor([float("inf")], dtype=torch.float64).to(DEV))
+""",
+    ),
+    Known(
+        "copy-from-empty",
+        "x.copy_(src) with a zero-size src and a non-empty x succeeds; the CPU raises "
+        "'output with shape [...] doesn't match the broadcast shape [...]'.",
+        (r"^inplace\.copy_:[^|]*\|.*\bemptypartner\b",),
+        """
+v0 = torch.ones(2, 1).to(DEV)
+v0.copy_(torch.zeros(0, 4).to(DEV))
+return v0
+""",
+    ),
+    Known(
+        "complex64-with-float64-promotion",
+        "complex64 combined with float64 gives complex64; the CPU gives complex128.",
+        (
+            r"(complex64,float64|float64,complex64)",
+            r"^chain\.elementwise:float64\|.*\bwith_complex64\b",
+        ),
+        """
+v0 = torch.tensor([1 + 1j], dtype=torch.complex64).to(DEV)
+return torch.where(v0 != 0, v0, torch.tensor([2.0], dtype=torch.float64).to(DEV))
+""",
+    ),
+    Known(
+        "pow-half-as-sqrt",
+        "pow(x, 0.5) in float16/bfloat16 behaves as sqrt: pow(-inf, 0.5) gives nan (CPU inf) "
+        "and pow(-0.0, 0.5) gives -0.0 (CPU 0.0).",
+        (r"^inplace\.pow_:(float16|bfloat16),exp0\.5", r"^binary\.pow:(float16|bfloat16),pyfloat"),
+        """
+v0 = torch.tensor([-inf, -0.0, 4.0], dtype=torch.float16).to(DEV)
+v0.pow_(0.5)
+return 1 / v0
+""",
+    ),
+    Known(
+        "index-fill-internal-overlap",
+        "index_fill_ on an expanded tensor (elements sharing memory) raises 'unsupported "
+        "operation: more than one element of the written-to tensor refers to a single memory "
+        "location'; the CPU writes.",
+        (r"^inplace\.index_fill_:[^|]*\|.*\binternaloverlap\b",),
+        """
+v0 = torch.zeros(1, 2).to(DEV).expand(3, 2)
+v0.index_fill_(0, torch.tensor([0], device=DEV), 1.0)
+return v0
+""",
+    ),
+    Known(
+        "float-sum-accuracy",
+        "float32 (and half) sums of 10^5 and more elements lose accuracy against the CPU's "
+        "cascade summation: 10^6 randn values differ by 1e-5 relative (ATen's tolerance is "
+        "1.3e-6), more on a transposed view.",
+        (
+            r"^reduce\.(sum|mean|nansum|norm|std|var|logsumexp|cumsum):(float32|bfloat16|float16)[^|]*\|large",
+        ),
+        """
+v0 = torch.randn(10**6, generator=torch.Generator().manual_seed(1)).to(DEV)
+return v0.sum()
+""",
+    ),
+    Known(
+        "deferred-validation-errors",
+        "Some errors the CPU raises at the call (an in-place op on an expanded tensor: 'more "
+        "than one element of the written-to tensor refers to a single memory location') are "
+        "raised by the queued op, at the next synchronization: with several threads on one "
+        "device, in whichever thread synchronizes first.",
+        (),
+        """
+v0 = torch.zeros(1).to(DEV).expand(3)
+try:
+    v0.relu_()
+except RuntimeError:
+    return "raised at the call"
+return "not raised at the call"
+""",
+        threads_only=r"queued op|cpu raised",
+    ),
+)
