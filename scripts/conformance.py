@@ -41,6 +41,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 TESTS_DIR = BUILD / "pytorch-tests"
@@ -184,6 +186,23 @@ def pytest_collection_modifyitems(session, config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = keep
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own teardown
+def pytest_runtest_teardown(item, nextitem):
+    """On the device, waits for the test's queued work: an error a queued op reports then
+    fails this test (at teardown) instead of whichever test synchronizes next."""
+    if os.environ.get("PYTORCH_TESTING_DEVICE_ONLY_FOR") != "privateuse1":
+        return
+    import torch
+
+    backend = torch._C._get_privateuse1_backend_name()
+    module = getattr(torch, backend, None)
+    if module is not None and module.is_initialized():
+        try:
+            module.synchronize()
+        except Exception as e:  # a test's deferred error
+            raise RuntimeError(f"deferred error surfaced after the test: {e}") from None
 
 
 def pytest_runtest_logstart(nodeid, location):

@@ -147,6 +147,8 @@ def compare_value(expected, actual, tainted: bool, ref=None) -> tuple[str, str] 
         except AssertionError as e:
             if ref is not None and _close_to_f32(got, expected, ref):
                 return None
+            if tainted and _close_to_policy(got, ref):
+                return None
             return "value", _first_line(e, got, expected)
         return None
     if isinstance(expected, (list, tuple)):
@@ -177,6 +179,19 @@ def compare_value(expected, actual, tainted: bool, ref=None) -> tuple[str, str] 
     return None
 
 
+def _close_to_policy(got: torch.Tensor, ref) -> bool:
+    """float64 work computed as float32: |got| matches the program run in float32."""
+    if not isinstance(ref, torch.Tensor) or ref.shape != got.shape:
+        return False
+    try:
+        torch.testing.assert_close(
+            got, ref.to(got.dtype), equal_nan=True, check_dtype=False, **F32_TOL
+        )
+        return True
+    except AssertionError:
+        return False
+
+
 def _close_to_f32(got: torch.Tensor, expected: torch.Tensor, ref) -> bool:
     """Under AEE: |got - cpu| stays within twice what computing the half-precision parts in
     float32 moves the result (|ref - cpu|), plus the default tolerance."""
@@ -200,16 +215,20 @@ def _first_line(e: AssertionError, got, expected) -> str:
     return text
 
 
-def f32_program(stmts: list[Stmt]) -> list[Stmt]:
-    """The program with bfloat16/float16 arithmetic in float32 (AEE's fused numerics)."""
+def f32_program(stmts: list[Stmt], half: bool, wide: bool) -> list[Stmt]:
+    """The program with bfloat16/float16 arithmetic in float32 (AEE's fused numerics) and/or
+    float64/complex128 in float32/complex64 (the device's float64 policy)."""
     out = []
     for s in stmts:
-        if s.kind == "input":
-            code = s.code
+        code = s.code
+        if wide:
+            code = code.replace("torch.float64", "torch.float32")
+            code = code.replace("torch.complex128", "torch.complex64")
+        if half and s.kind == "input":
             if "torch.bfloat16" in code or "torch.float16" in code:
                 code = code.removesuffix(".to(DEV)") + ".float().to(DEV)"
-        else:
-            code = re.sub(r"torch\.(bfloat16|float16)\b", "torch.float32", s.code)
+        elif half:
+            code = re.sub(r"torch\.(bfloat16|float16)\b", "torch.float32", code)
         out.append(Stmt(code, s.kind, s.feature))
     return out
 
@@ -219,7 +238,10 @@ def check(stmts: list[Stmt]) -> Mismatch | None:
     if cpu.error is not None and cpu.error[1] in ("NameError", "UnboundLocalError"):
         return Mismatch("invalid", "", "a statement the program needs was removed")
     dev = run_program(stmts, DEVICE)
-    ref = run_program(f32_program(stmts), "cpu") if AEE else None
+    ref = None
+    wide = any(isinstance(v, torch.Tensor) and v.dtype in WIDE for v in cpu.env.values())
+    if AEE or wide:
+        ref = run_program(f32_program(stmts, half=AEE, wide=wide), "cpu")
     return compare(stmts, cpu, dev, ref if ref is not None and ref.error is None else None)
 
 
@@ -343,7 +365,9 @@ def fuzz(seeds, threads=1, seconds=None, large=False, include_known=False, max_s
             known = [
                 k.id
                 for k in KNOWN_FAILURES
-                if k.threads_only and re.search(k.threads_only, m.detail)
+                if k.threads_only
+                and re.search(k.threads_only, m.detail)
+                and (AEE or not k.aee_only)
             ]
             if known and not include_known:
                 known_in_threads[known[0]] = known_in_threads.get(known[0], 0) + 1

@@ -343,7 +343,10 @@ def make_chain(gen: ProgramGenerator) -> Stmt | None:
     flags = [_flags(t)]
     for _ in range(r.randint(2, 6)):
         if r.random() < 0.4:
-            expr = f"{expr}.{r.choice(CHAIN_UNARY)}()"
+            unary = r.choice(CHAIN_UNARY)
+            expr = f"{expr}.{unary}()"
+            if unary == "relu":
+                flags.append("relu")
         else:
             other = (
                 r.choice(partners)

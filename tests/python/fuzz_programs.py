@@ -174,11 +174,12 @@ class ProgramGenerator:
                 self.scalar_value(torch.float32, special), self.scalar_value(torch.float32, special)
             )
         if r.random() < special:
-            # float64 stays within float32's range: the device computes it as float32.
+            # Large, but not so close to the type's limit that the order of an op's internal
+            # steps decides between a finite result and inf (float64 is computed as float32).
             big = {
                 torch.float16: 6e4,
-                torch.bfloat16: 3e38,
-                torch.float32: 3e38,
+                torch.bfloat16: 1e30,
+                torch.float32: 1e30,
                 torch.float64: 1e30,
             }[dtype]
             return r.choice((math.nan, math.inf, -math.inf, 0.0, -0.0, big, -big, 1e-30, 0.5))
