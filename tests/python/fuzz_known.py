@@ -135,10 +135,16 @@ return torch.mul(2, torch.ones(2, dtype=torch.float64).to(DEV))
 """,
     ),
     Known(
-        "empty-with-0d-promotion",
-        "A zero-size float32 tensor combined with a 0-d float64 tensor gives float64 (the CPU "
-        "keeps float32: a 0-d tensor does not promote a dimensioned one of the same category).",
-        (r"\bempty\b.*\b0dpartner\b", r"\b0dpartner\b.*\bempty\b"),
+        "fallback-0d-float64-promotion",
+        "An op that runs through the CPU fallback (any op on a zero-size tensor, floor_divide) "
+        "with a float32 tensor and a 0-d float64 tensor gives float64; the CPU keeps float32 (a "
+        "0-d tensor does not promote a dimensioned one of the same category).",
+        (
+            r"\bempty\b.*\b0dpartner\b",
+            r"\b0dpartner\b.*\bempty\b",
+            r"^binary\.floor_divide:[^|]*\|0dpartner",
+            r"^chain\.[^|]*\|.*\bempty\b.*\bwith_float64\b",
+        ),
         """
 return torch.ones(0, 3).to(DEV) + torch.tensor(0.5, dtype=torch.float64).to(DEV)
 """,
@@ -197,10 +203,10 @@ return 1 / v0
     ),
     Known(
         "index-fill-internal-overlap",
-        "index_fill_/index_put_ on an expanded tensor (elements sharing memory) raises 'unsupported "
+        "index_fill_/index_put_/masked_fill_ on an expanded tensor (elements sharing memory) raises 'unsupported "
         "operation: more than one element of the written-to tensor refers to a single memory "
         "location'; the CPU writes.",
-        (r"^inplace\.index_(fill|put)_:[^|]*\|.*\binternaloverlap\b",),
+        (r"^inplace\.(index_fill|index_put|masked_fill)_:[^|]*\|.*\binternaloverlap\b",),
         """
 v0 = torch.zeros(1, 2).to(DEV).expand(3, 2)
 v0.index_fill_(0, torch.tensor([0], device=DEV), 1.0)
