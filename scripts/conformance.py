@@ -341,7 +341,7 @@ def _run_suite(suite: str, config: str, args: argparse.Namespace) -> None:
                 _append(log, {"id": test_id, "outcome": "crashed", "message": "suite timeout"})
             _append(log, {"id": f"test/{suite}.py::<suite>", "outcome": "timeout"})
             break
-        if rc in (0, 1, 5):
+        if not dead and rc in (0, 1, 5):
             break  # pytest finished, whether tests failed or not
         if not dead:
             # pytest itself failed (a collection error, a bad option): no test ran
