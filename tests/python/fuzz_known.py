@@ -115,7 +115,7 @@ return torch.amax(torch.ones(2, 2).to(DEV), (1, -1))
         "dot (1-d matmul) and addmm with float32 and float64 operands, and lerp/lerp_ with a float16 "
         "self and a bfloat16 end, run instead of raising the CPU's dtype error.",
         (
-            r"^matmul\.(matmul|addmm):(\w+),(?!\2\b)",
+            r"^matmul\.(matmul|addmm|mm|bmm):(\w+),(?!\2\b)",
             r"^(inplace|binary)\.lerp_?:(\w+),(?!\2\b)",
         ),
         """
@@ -180,10 +180,12 @@ return v0
     ),
     Known(
         "complex64-with-float64-promotion",
-        "complex64 combined with float64 gives complex64; the CPU gives complex128.",
+        "complex64 (or a Python complex) combined with float64 gives complex64; the CPU gives "
+        "complex128.",
         (
             r"(complex64,float64|float64,complex64)",
             r"^chain\.elementwise:float64\|.*\bwith_complex64\b",
+            r"^(binary|inplace)\.[a-z_]+:float64,pycomplex",
         ),
         """
 v0 = torch.tensor([1 + 1j], dtype=torch.complex64).to(DEV)
