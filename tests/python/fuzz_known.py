@@ -112,8 +112,9 @@ return torch.amax(torch.ones(2, 2).to(DEV), (1, -1))
     ),
     Known(
         "mixed-dtype-matmul-lerp",
-        "dot (1-d matmul) and addmm with float32 and float64 operands, and lerp/lerp_ with a float16 "
-        "self and a bfloat16 end, run instead of raising the CPU's dtype error.",
+        "dot (1-d matmul), addmm and some mm/bmm shapes with float32 and float64 operands, and "
+        "lerp/lerp_ with a float16 self and a bfloat16 end, run instead of raising the CPU's "
+        "dtype error.",
         (
             r"^matmul\.(matmul|addmm|mm|bmm):(\w+),(?!\2\b)",
             r"^(inplace|binary)\.lerp_?:(\w+),(?!\2\b)",
