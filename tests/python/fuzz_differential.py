@@ -137,6 +137,9 @@ def compare_value(expected, actual, tainted: bool, ref=None) -> tuple[str, str] 
         if actual.dtype != expected.dtype:
             return "dtype", f"cpu {expected.dtype}, {DEVICE} {actual.dtype}"
         if actual.shape != expected.shape:
+            # A data-dependent shape (nonzero, a mask) of float64 work: the float32 program's.
+            if tainted and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
+                return None
             return "shape", f"cpu {tuple(expected.shape)}, {DEVICE} {tuple(actual.shape)}"
         got = actual.cpu()
         if tainted and not (expected.is_floating_point() or expected.is_complex()):

@@ -144,6 +144,8 @@ return torch.mul(2, torch.ones(2, dtype=torch.float64).to(DEV))
             r"\bempty\b.*\b0dpartner\b",
             r"\b0dpartner\b.*\bempty\b",
             r"^binary\.floor_divide:[^|]*\|0dpartner",
+            r"^chain\.elementwise:float64\|0d\b.*\bwith_float",
+            r"\bemptypartner\b.*\b0d\b",
             r"^chain\.[^|]*\|.*\bempty\b.*\bwith_float64\b",
         ),
         """
@@ -186,6 +188,8 @@ return v0
         (
             r"(complex64,float64|float64,complex64)",
             r"^chain\.elementwise:float64\|.*\bwith_complex64\b",
+            r"^chain\.[^|]*\|.*\bwith_complex64\b.*\bwith_float64\b",
+            r"^chain\.[^|]*\|.*\bwith_float64\b.*\bwith_complex64\b",
             r"^(binary|inplace)\.[a-z_]+:float64,pycomplex",
         ),
         """
@@ -206,10 +210,10 @@ return 1 / v0
     ),
     Known(
         "index-fill-internal-overlap",
-        "index_fill_/index_put_/masked_fill_ on an expanded tensor (elements sharing memory) raises 'unsupported "
+        "In-place ops on an expanded tensor: index_fill_/index_put_/masked_fill_ on an expanded tensor (elements sharing memory) raises 'unsupported "
         "operation: more than one element of the written-to tensor refers to a single memory "
         "location'; the CPU writes.",
-        (r"^inplace\.(index_fill|index_put|masked_fill)_:[^|]*\|.*\binternaloverlap\b",),
+        (r"^inplace\.[a-z_]+:[^|]*\|.*\binternaloverlap\b",),
         """
 v0 = torch.zeros(1, 2).to(DEV).expand(3, 2)
 v0.index_fill_(0, torch.tensor([0], device=DEV), 1.0)
@@ -263,7 +267,7 @@ return 1 / torch.relu(torch.tensor([-0.0]).to(DEV))
         "Elementwise ops (and cat) on a permuted or channels_last input return a contiguous "
         "tensor; the CPU's output takes the input's layout (stride order). Visible through "
         "as_strided on the result, .stride(), is_contiguous(memory_format=...).",
-        (r"^view\.as_strided:[^|]*\|.*\bnoncontig\b",),
+        (r"^view\.(as_strided|view|reshape):[^|]*\|.*\bnoncontig\b",),
         """
 return torch.neg(torch.ones(2, 3, 4).to(DEV).permute(2, 0, 1)).stride()
 """,
@@ -280,5 +284,32 @@ return torch.neg(torch.ones(2, 3, 4).to(DEV).permute(2, 0, 1)).stride()
         "",
         threads_only=r"are not (close|equal)",
         aee_only=True,
+    ),
+    Known(
+        "integer-scalar-range",
+        "An integer tensor's in-place op with a scalar its type cannot hold (uint8 addcmul_ "
+        "with value=-0.5) runs; the CPU raises 'value cannot be converted to type uint8_t "
+        "without overflow'.",
+        (r"^inplace\.addcmul_:(bool|uint8|int8|int16|int32|int64),",),
+        """
+v0 = torch.ones(3, dtype=torch.uint8).to(DEV)
+return v0.addcmul_(v0, v0, value=-0.5)
+""",
+    ),
+    Known(
+        "gelu-extremes",
+        "gelu(inf) is inf (CPU nan) and gelu(3e38) is 3e38 (CPU inf: its formula overflows).",
+        (r"^unary\.gelu:",),
+        """
+return torch.nn.functional.gelu(torch.tensor([float("inf"), 3e38]).to(DEV))
+""",
+    ),
+    Known(
+        "vector-norm-overflow",
+        "The 2-norm squares without scaling: linalg.vector_norm of [2e20] is inf (CPU 2e20).",
+        (r"^reduce\.norm:(float32|bfloat16|float16)",),
+        """
+return torch.linalg.vector_norm(torch.tensor([2e20]).to(DEV))
+""",
     ),
 )
