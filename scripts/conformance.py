@@ -49,10 +49,26 @@ TESTS_DIR = BUILD / "pytorch-tests"
 RESULTS_DIR = BUILD / "conformance"
 
 # Debian's source package of PyTorch. 2.12.1 is the release nearest 2.13 that the archive's
-# pool serves (trixie has 2.6.0); the digest pins the exact file.
+# pool serves (trixie has 2.6.0); the digest pins the exact file. It is taken from the Debian
+# mirror apt is configured with (or --mirror).
 SOURCE_VERSION = "2.12.1"
-SOURCE_URL = "http://deb.debian.org/debian/pool/main/p/pytorch/pytorch_2.12.1%2Bdfsg.orig.tar.xz"
+SOURCE_PATH = "pool/main/p/pytorch/pytorch_2.12.1%2Bdfsg.orig.tar.xz"
 SOURCE_SHA256 = "95b6f85e1da2776f0cb0e5a635c4430b4e3f05b6ccb9e00237f3cecd15572875"
+
+
+def apt_debian_mirror() -> str | None:
+    """The first Debian archive URI in apt's sources (deb822 or one-line format)."""
+    files = [Path("/etc/apt/sources.list")] + sorted(Path("/etc/apt/sources.list.d").glob("*"))
+    for path in files:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for uri in re.findall(r"(?:URIs:|^deb(?:-src)?(?:\s+\[[^\]]*\])?)\s+(\S+)", text, re.M):
+            if uri.rstrip("/").endswith("/debian"):
+                return uri.rstrip("/")
+    return None
+
 
 DEFAULT_SUITES = (
     "test_view_ops",
@@ -122,10 +138,15 @@ def fetch(args: argparse.Namespace) -> int:
     else:
         tarball = BUILD / f"pytorch_{SOURCE_VERSION}+dfsg.orig.tar.xz"
         if not tarball.exists() or _sha256(tarball) != SOURCE_SHA256:
+            mirror = args.mirror or apt_debian_mirror()
+            if mirror is None:
+                print("conformance: no Debian mirror in apt's sources; pass --mirror URL")
+                return 2
             BUILD.mkdir(exist_ok=True)
-            print(f"conformance: downloading {SOURCE_URL}")
+            url = f"{mirror}/{SOURCE_PATH}"
+            print(f"conformance: downloading {url}")
             tmp = tarball.with_suffix(".part")
-            urllib.request.urlretrieve(SOURCE_URL, tmp)
+            urllib.request.urlretrieve(url, tmp)
             tmp.rename(tarball)
     digest = _sha256(tarball)
     if digest != SOURCE_SHA256 and not args.tarball:
@@ -499,6 +520,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fetch", help="download PyTorch's test files into build/ (network)")
     p.add_argument("--tarball", help="a local copy of Debian's pytorch .orig.tar.xz")
+    p.add_argument("--mirror", help="a Debian archive URL (default: the one apt uses)")
     for name in ("run", "report"):
         p = sub.add_parser(name)
         p.add_argument("--suites", help=f"comma-separated (default: {','.join(DEFAULT_SUITES)})")
