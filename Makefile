@@ -48,7 +48,7 @@ cpp-test: setup
 	ctest --test-dir build/cpp -j $(JOBS) --output-on-failure
 
 py-test: install
-	$(PYTHON) -m pytest -q tests/python
+	$(PYTHON) -m pytest -q tests/python tests/nki
 
 test: cpp-test py-test
 

@@ -17,6 +17,8 @@ std::string_view engine_name(Engine engine) {
       return "scalar";
     case Engine::kDma:
       return "dma";
+    case Engine::kGpSimd:
+      return "gpsimd";
   }
   return "?";
 }

@@ -16,8 +16,9 @@
 
 namespace vtrn::cost {
 
-enum class Engine : std::uint8_t { kTensor, kVector, kScalar, kDma };
-std::string_view engine_name(Engine engine);  // "tensor", "vector", "scalar", "dma"
+enum class Engine : std::uint8_t { kTensor, kVector, kScalar, kDma, kGpSimd };
+/// "tensor", "vector", "scalar", "dma", "gpsimd"
+std::string_view engine_name(Engine engine);
 
 /// What a kernel does, in engine terms.
 struct Work {
