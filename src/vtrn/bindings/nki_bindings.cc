@@ -92,8 +92,11 @@ hw::DType cost_dtype(const std::string& name) {
 }  // namespace
 
 void bind_nki(py::module_& m) {
-  static py::exception<ValidationError> validation(m, "NkiValidationError", PyExc_AssertionError);
-  static py::exception<CapacityError> capacity(m, "NkiCapacityError", validation.ptr());
+  // Capacity errors are validation errors; translators run newest first, so register the
+  // base class first.
+  auto& validation =
+      py::register_exception<ValidationError>(m, "NkiValidationError", PyExc_AssertionError);
+  py::register_exception<CapacityError>(m, "NkiCapacityError", validation.ptr());
 
   py::class_<Access>(m, "Access")
       .def(py::init([](std::int32_t tensor, std::int64_t offset,

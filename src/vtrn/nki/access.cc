@@ -88,4 +88,31 @@ Box footprint(const std::vector<std::int64_t>& shape, const Access& access) {
   return box;
 }
 
+Box footprint(const std::vector<std::int64_t>& shape, const Access& access,
+              const std::vector<std::uint8_t>& mask) {
+  if (mask.empty() || static_cast<std::int64_t>(mask.size()) != access.elements()) {
+    return footprint(shape, access);
+  }
+  const std::vector<std::int64_t> ts = row_major_strides(shape);
+  Box box;
+  bool any = false;
+  for_each_offset(access, [&](std::int64_t i, std::int64_t off) {
+    if (!mask[static_cast<std::size_t>(i)]) return;
+    std::int64_t rest = off;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      const std::int64_t c = rest / ts[d];
+      rest %= ts[d];
+      if (!any) {
+        box.lo.push_back(c);
+        box.hi.push_back(c);
+      } else {
+        box.lo[d] = std::min(box.lo[d], c);
+        box.hi[d] = std::max(box.hi[d], c);
+      }
+    }
+    any = true;
+  });
+  return any ? box : footprint(shape, access);
+}
+
 }  // namespace vtrn::nki

@@ -45,6 +45,10 @@ std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& sha
 /// The box of |shape| that |access| stays inside: exact when every access dimension walks
 /// along one tensor dimension without wrapping, the whole tensor otherwise.
 Box footprint(const std::vector<std::int64_t>& shape, const Access& access);
+/// The box of the elements |mask| enables (one byte per element of |access|); the plain
+/// footprint when |mask| is empty.
+Box footprint(const std::vector<std::int64_t>& shape, const Access& access,
+              const std::vector<std::uint8_t>& mask);
 
 /// Calls visit(element_index, offset) for each element of |access| in row-major order.
 template <typename Visit>

@@ -274,7 +274,8 @@ void Program::check_output_dependencies(std::size_t index) {
   auto record = [&](const Access& access) {
     const TensorDecl& t = tensor(access);
     if (inst.op == Opcode::kMatmul && inst.accumulate != Accumulate::kOverwrite) return;
-    Box box = footprint(t.shape, access);
+    Box box =
+        &access == &inst.dst ? footprint(t.shape, access, inst.mask) : footprint(t.shape, access);
     auto& log = writes_[static_cast<std::size_t>(access.tensor)];
     for (const Write& w : log) {
       if (w.instruction == index || !w.box.overlaps(box)) continue;

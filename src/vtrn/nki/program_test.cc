@@ -186,3 +186,30 @@ TEST(ProgramTest, RetargetMovesTheLastResult) {
 
 }  // namespace
 }  // namespace vtrn::nki
+
+namespace vtrn::nki {
+namespace {
+
+using namespace testing;
+
+TEST(ProgramTest, MaskedRowsPastTheEndDoNotCountAsWrites) {
+  // Two affine iterations store 128-row tiles into a 130-row tensor; the second is masked to
+  // 2 rows, so the iterations write disjoint rows.
+  Program p("trn2");
+  const auto out = tensor(p, "out", Memory::kHbm, DType::kFloat32, {130, 4});
+  const auto t = tensor(p, "t", Memory::kSbuf, DType::kFloat32, {128, 4});
+  p.memset(inst(whole(p, t), {}, "memset"));
+  for (int it = 0; it < 2; ++it) {
+    p.enter_iteration(3, it, "k.py:1");
+    Instruction store = inst(block(p, out, it * 128, 128, 0, 4), {whole(p, t)}, "store");
+    if (it == 1) {
+      store.mask.assign(128 * 4, 0);
+      std::fill(store.mask.begin(), store.mask.begin() + 2 * 4, 1);
+    }
+    EXPECT_NO_THROW(p.dma_copy(store));
+    p.exit_iteration();
+  }
+}
+
+}  // namespace
+}  // namespace vtrn::nki

@@ -259,7 +259,9 @@ Schedule schedule(const Program& program, const cost::InstructionCostModel& mode
     if (inst.has_reduce) accesses.emplace_back(&inst.reduce_dst, true);
     std::vector<Box> boxes;
     for (const auto& [a, write] : accesses) {
-      boxes.push_back(footprint(tensors[static_cast<std::size_t>(a->tensor)].shape, *a));
+      const auto& shape = tensors[static_cast<std::size_t>(a->tensor)].shape;
+      const bool elementwise = a == &inst.dst || a->elements() == inst.dst.elements();
+      boxes.push_back(elementwise ? footprint(shape, *a, inst.mask) : footprint(shape, *a));
       ready = std::max(ready,
                        history[static_cast<std::size_t>(a->tensor)].ready_for(boxes.back(), write));
     }
