@@ -2,12 +2,11 @@
 value-returning nisa calls, block dimensions, nl.par_dim), checked against the tutorial's
 NumPy reference at its tolerance (atol=1e-2)."""
 
+import nki
+import nki.isa
 import numpy as np
 import pytest
 from conftest import load_sample
-
-import nki
-import nki.isa
 
 
 def numpy_attention(q, k, v):
@@ -24,7 +23,9 @@ def inputs(seqlen, seed):
     return [((rng.random((128, seqlen)) - 0.5) * 2).astype(np.float32) for _ in range(3)]
 
 
-@pytest.mark.parametrize("version,seqlen", [("attn_fwd_v1", 128), ("attn_fwd_v2", 128), ("attn_fwd_v3", 512)])
+@pytest.mark.parametrize(
+    "version,seqlen", [("attn_fwd_v1", 128), ("attn_fwd_v2", 128), ("attn_fwd_v3", 512)]
+)
 def test_attention_versions(version, seqlen):
     sample = load_sample("attention_kernels")
     q, k, v = inputs(seqlen, seqlen)

@@ -274,8 +274,9 @@ void Program::check_output_dependencies(std::size_t index) {
   auto record = [&](const Access& access) {
     const TensorDecl& t = tensor(access);
     if (inst.op == Opcode::kMatmul && inst.accumulate != Accumulate::kOverwrite) return;
-    Box box =
-        &access == &inst.dst ? footprint(t.shape, access, inst.mask) : footprint(t.shape, access);
+    // A select's mask is its predicate: it writes every element.
+    const bool masked = &access == &inst.dst && inst.op != Opcode::kSelect;
+    Box box = masked ? footprint(t.shape, access, inst.mask) : footprint(t.shape, access);
     auto& log = writes_[static_cast<std::size_t>(access.tensor)];
     for (const Write& w : log) {
       if (w.instruction == index || !w.box.overlaps(box)) continue;
