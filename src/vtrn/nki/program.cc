@@ -570,7 +570,6 @@ std::size_t Program::matmul(Instruction inst) {
   check_memory(inst, inst.dst, "dst", false, false, true);
   check_partitions(inst, st, "stationary");
   check_partitions(inst, mv, "moving");
-  check_partitions(inst, inst.dst, "dst");
   if (st.partitions() != mv.partitions()) {
     fail("number of partitions (dimension 0 size of a tile) mismatch in parameters (stationary" +
          st.shape_string() + ", moving" + mv.shape_string() + ") of '" + inst.api + "'");
@@ -583,6 +582,7 @@ std::size_t Program::matmul(Instruction inst) {
     fail(inst.api + " moving free dimension " + str(mv.free_elements()) + " exceeds maximum " +
          str(arch_->gemm_moving_fmax));
   }
+  check_partitions(inst, inst.dst, "dst");
   if (inst.dst.partitions() != st.free_elements() ||
       inst.dst.free_elements() != mv.free_elements()) {
     fail(inst.api + " dst " + inst.dst.shape_string() + " must be [" + str(st.free_elements()) +
