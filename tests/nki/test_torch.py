@@ -1,0 +1,261 @@
+"""NKI kernels from PyTorch: @nki.jit kernels called on `neuron` tensors, wrap_nki's
+higher-order operator (dense, fake, proxy, functionalization), and nki_op with
+register_autograd training a small model against the same model in plain PyTorch."""
+
+import neuronxcc.nki as lnki
+import neuronxcc.nki.isa as lnisa
+import neuronxcc.nki.language as nl
+import nki
+import numpy as np
+import pytest
+import torch
+from conftest import load_sample
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch_neuronx import nki_op, wrap_nki
+
+DEV = "neuron"
+
+# -- the samples on neuron tensors -------------------------------------------------------------
+
+
+def test_tensor_add_on_neuron_tensors():
+    sample = load_sample("tensor_addition_legacy")
+    a = torch.rand((256, 1024), dtype=torch.float16, device=DEV)
+    b = torch.rand((256, 1024), dtype=torch.float16, device=DEV)
+    out = sample.nki_tensor_add(a, b)
+    assert out.device.type == "neuron" and out.dtype == torch.float16
+    torch.testing.assert_close(out.cpu(), (a.cpu() + b.cpu()), atol=1e-4, rtol=1e-2)
+
+
+def test_matmul_on_neuron_tensors():
+    mm = load_sample("matrix_multiplication")
+    lhs = torch.rand((512, 256), dtype=torch.bfloat16, device=DEV)
+    rhs = torch.rand((256, 1024), dtype=torch.bfloat16, device=DEV)
+    out = mm.nki_matmul_tiled_(lhs.T, rhs)
+    assert out.device.type == "neuron"
+    assert torch.allclose(torch.matmul(lhs.cpu(), rhs.cpu()), out.cpu(), atol=1e-4, rtol=1e-2)
+
+
+def test_rmsnorm_on_neuron_tensors():
+    sample = load_sample("rmsnorm")
+    a = torch.rand((200, 512), device=DEV)
+    g = torch.rand(512, device=DEV)
+    out = sample.nki_rmsnorm_kernel(a, g).cpu()
+    a, g = a.cpu().numpy(), g.cpu().numpy()
+    ref = a * (1.0 / np.sqrt(np.mean(a * a, axis=1).reshape(a.shape[0], 1))) * g
+    assert np.allclose(ref, out.numpy(), atol=1e-4, rtol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "version,seqlen", [("attn_fwd_v1", 128), ("attn_fwd_v2", 128), ("attn_fwd_v3", 512)]
+)
+def test_attention_on_neuron_tensors(version, seqlen):
+    sample = load_sample("attention_kernels")
+    q, k, v = ((torch.rand((128, seqlen), device=DEV) - 0.5) * 2 for _ in range(3))
+    out = getattr(sample, version)(q, k, v).cpu()
+    ref = torch.softmax(q.cpu().T @ k.cpu(), dim=1) @ v.cpu().T
+    assert torch.allclose(out, ref, atol=1e-2)
+
+
+def test_flash_attention_on_neuron_tensors():
+    sample = load_sample("flash_attention")
+    ref = load_sample("flash_attention_reference")
+    torch.manual_seed(0)
+    q = (torch.rand((1, 2, 128, 2048)) - 0.5) * 2
+    k = (torch.rand((1, 2, 128, 2048)) - 0.5) * 2
+    v = (torch.rand((1, 2, 2048, 128)) - 0.5) * 2
+    config = sample.FlashConfig(seq_tile_size=2048, training=False)
+    o = sample.flash_fwd[1, 2](
+        q.to(DEV), k.to(DEV), v.to(DEV), None, use_causal_mask=True, config=config
+    )
+    assert o.device.type == "neuron"
+    golden, _, _ = ref.cpu_attention_forward(
+        q.numpy(), k.numpy(), v.numpy().transpose(0, 1, 3, 2), use_causal_mask=True
+    )
+    assert np.allclose(o.cpu().numpy(), golden.transpose(0, 1, 3, 2), atol=1e-2)
+
+
+def test_simulate_returns_tensors_on_the_callers_device():
+    @nki.jit
+    def double(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.multiply(nl.load(a), 2.0))
+        return out
+
+    a = torch.rand((8, 16))
+    out = nki.simulate(double)(a)
+    assert isinstance(out, torch.Tensor) and out.device.type == "cpu"
+    torch.testing.assert_close(out, 2 * a)
+    out = nki.simulate(double)(a.to(DEV))
+    assert out.device.type == "neuron"
+    torch.testing.assert_close(out.cpu(), 2 * a)
+
+
+# -- wrap_nki -------------------------------------------------------------------------------------
+
+
+@lnki.jit
+def add_into(x, y, out):
+    """Writes x + y into |out| (an input the kernel mutates) and returns x * y."""
+    prod = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tx, ty = nl.load(x), nl.load(y)
+    nl.store(out, nl.add(tx, ty))
+    nl.store(prod, nl.multiply(tx, ty))
+    return prod
+
+
+def test_wrap_nki_eager_returns_results_and_updates_mutated_inputs():
+    x, y = torch.rand((16, 32), device=DEV), torch.rand((16, 32), device=DEV)
+    out = torch.zeros((16, 32), device=DEV)
+    prod = wrap_nki(add_into)(x, y, out)
+    torch.testing.assert_close(prod.cpu(), x.cpu() * y.cpu())
+    torch.testing.assert_close(out.cpu(), x.cpu() + y.cpu())
+
+
+def test_wrap_nki_traces_to_one_node_with_fake_shapes():
+    def f(x, y):
+        out = torch.empty_like(x)
+        prod = wrap_nki(add_into)(x, y, out)
+        return prod + out
+
+    x, y = torch.rand((16, 32)), torch.rand((16, 32))
+    gm = make_fx(f, tracing_mode="fake")(x, y)
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    from nki._torch_hop import nki_kernel_wrapper
+
+    assert targets.count(nki_kernel_wrapper) == 1
+    torch.testing.assert_close(gm(x, y), x * y + (x + y))
+    # Functionalized: the kernel's write to `out` becomes a copy of a returned value.
+    gm = make_fx(torch.func.functionalize(f), tracing_mode="fake")(x, y)
+    torch.testing.assert_close(gm(x, y), x * y + (x + y))
+
+
+def test_wrap_nki_with_a_grid_and_constants():
+    sample = load_sample("tensor_addition_legacy")
+    a, b = torch.rand((256, 1024)), torch.rand((256, 1024))
+    out = wrap_nki(sample.nki_tensor_add_kernel_)[2, 2](a, b)
+    torch.testing.assert_close(out, a + b)
+
+
+# -- nki_op + register_autograd: RMSNorm trained in eager mode ---------------------------------
+
+EPS = 1e-6
+
+
+@lnki.jit
+def rmsnorm_fwd_kernel(x, g):
+    rows, n = x.shape
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.arange(128)[:, None], nl.arange(n)[None, :]
+    g_tile = nl.load(g.reshape((1, n))[nl.arange(1)[:, None], iy]).broadcast_to((128, n))
+    for i in nl.affine_range((rows + 127) // 128):
+        valid = i * 128 + ix < rows
+        x_tile = nl.load(x[i * 128 + ix, iy], mask=valid)
+        r = nl.rsqrt(nl.add(nl.sum(nl.square(x_tile), axis=[1]) / n, EPS))
+        nl.store(y[i * 128 + ix, iy], nl.multiply(nl.multiply(x_tile, r), g_tile), mask=valid)
+    return y
+
+
+@lnki.jit
+def rmsnorm_bwd_kernel(dy, x, g):
+    """dx = r * (dy * g) - x * r^3 * mean(dy * g * x); dg = sum over rows of dy * x * r, the row
+    sum done by the Tensor engine (ones^T @ tile) accumulating in PSUM."""
+    rows, n = x.shape
+    dx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    dg = nl.ndarray((n,), dtype=g.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.arange(128)[:, None], nl.arange(n)[None, :]
+    g_tile = nl.load(g.reshape((1, n))[nl.arange(1)[:, None], iy]).broadcast_to((128, n))
+    ones = nl.full((128, 1), 1.0, dtype=nl.float32)
+    dg_psum = nl.zeros((1, n), dtype=nl.float32, buffer=nl.psum)
+    for i in nl.affine_range((rows + 127) // 128):
+        valid = i * 128 + ix < rows
+        x_tile = nl.zeros((128, n), dtype=nl.float32)  # rows past the end stay 0 for the row sum
+        dy_tile = nl.zeros((128, n), dtype=nl.float32)
+        x_tile[...] = nl.load(x[i * 128 + ix, iy], mask=valid)
+        dy_tile[...] = nl.load(dy[i * 128 + ix, iy], mask=valid)
+        r = nl.rsqrt(nl.add(nl.sum(nl.square(x_tile), axis=[1]) / n, EPS))
+        dyg = nl.multiply(dy_tile, g_tile)
+        c = nl.sum(nl.multiply(dyg, x_tile), axis=[1]) / n
+        r3c = nl.multiply(nl.multiply(nl.multiply(r, r), r), c)
+        dx_tile = nl.subtract(nl.multiply(dyg, r), nl.multiply(x_tile, r3c))
+        nl.store(dx[i * 128 + ix, iy], dx_tile, mask=valid)
+        dg_psum += lnisa.nc_matmul(ones, nl.multiply(nl.multiply(dy_tile, x_tile), r))
+    nl.store(dg, dg_psum)
+    return dx, dg
+
+
+@nki_op("vtrn_nki_test::rmsnorm", mutates_args=())
+def rmsnorm(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    return wrap_nki(rmsnorm_fwd_kernel)(x, g)
+
+
+@nki_op("vtrn_nki_test::rmsnorm_bwd", mutates_args=())
+def rmsnorm_bwd(
+    dy: torch.Tensor, x: torch.Tensor, g: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return wrap_nki(rmsnorm_bwd_kernel)(dy, x, g)
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _backward(ctx, grad):
+    x, g = ctx.saved_tensors
+    return rmsnorm_bwd(grad.contiguous(), x, g)
+
+
+rmsnorm.register_autograd(_backward, setup_context=_setup)
+
+
+def test_nki_op_matches_pytorch_rmsnorm_forward_and_backward():
+    x = torch.randn((200, 256), device=DEV, requires_grad=True)
+    g = torch.rand(256, device=DEV, requires_grad=True)
+    y = rmsnorm(x, g)
+    (y * torch.arange(256, device=DEV)).sum().backward()
+    xr, gr = x.detach().cpu().requires_grad_(), g.detach().cpu().requires_grad_()
+    yr = torch.nn.functional.rms_norm(xr, (256,), gr, eps=EPS)
+    (yr * torch.arange(256)).sum().backward()
+    torch.testing.assert_close(y.detach().cpu(), yr.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad.cpu(), xr.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(g.grad.cpu(), gr.grad, rtol=1e-4, atol=1e-3)
+    run = nki.last_run()
+    assert run.kernel == "rmsnorm_bwd_kernel" and run.engine_instructions["tensor"] == 2  # 2 row tiles
+
+
+class Net(torch.nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 256)
+        self.g = torch.nn.Parameter(torch.ones(256))
+        self.fc2 = torch.nn.Linear(256, 8)
+        self.norm = norm
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.norm(self.fc1(x), self.g)))
+
+
+def test_training_with_the_nki_rmsnorm_matches_pytorch():
+    torch.manual_seed(0)
+    ref = Net(lambda h, g: torch.nn.functional.rms_norm(h, (256,), g, eps=EPS))
+    net = Net(rmsnorm)
+    net.load_state_dict(ref.state_dict())
+    net.to(DEV)
+    data = torch.randn(160, 64)
+    target = torch.randn(160, 8)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    losses, ref_losses = [], []
+    for _ in range(8):
+        for model, optimizer, log, dev in (
+            (ref, opt_ref, ref_losses, "cpu"),
+            (net, opt, losses, DEV),
+        ):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(data.to(dev)), target.to(dev))
+            loss.backward()
+            optimizer.step()
+            log.append(loss.item())
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
+    assert losses[-1] < losses[0]
+    assert nki.last_run().kernel == "rmsnorm_bwd_kernel"  # the backward ran the NKI kernel
