@@ -106,6 +106,26 @@ def test_matmul_result_must_be_in_psum():
         nki.simulate(matmul_kernel(128, 128, 512, dst_in="sbuf"))(f32(128, 128), f32(128, 512))
 
 
+def test_matmul_accumulates_in_float32_before_trn3(monkeypatch):
+    @nki.jit
+    def kernel(lhsT, rhs):
+        st = nl.ndarray(lhsT.shape, dtype=lhsT.dtype, buffer=nl.sbuf)
+        mv = nl.ndarray(rhs.shape, dtype=rhs.dtype, buffer=nl.sbuf)
+        acc = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.psum)
+        nisa.nc_matmul(acc, st, mv)
+        return lhsT
+
+    a, b = f32(128, 128).astype(nl.bfloat16), f32(128, 512).astype(nl.bfloat16)
+    with pytest.raises(
+        nisa.NkiValidationError,
+        match=r"^nc_matmul dst dtype bfloat16 is not supported on trn2: matmul accumulates in PSUM as float32 "
+        r"\(trn3 also accepts bfloat16\)$",
+    ):
+        nki.simulate(kernel)(a, b)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn3")
+    nki.simulate(kernel)(a, b)
+
+
 def psum_semantics_kernel(accumulate, times):
     @nki.jit
     def kernel(lhsT, rhs):

@@ -220,7 +220,9 @@ def test_nki_op_matches_pytorch_rmsnorm_forward_and_backward():
     torch.testing.assert_close(x.grad.cpu(), xr.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(g.grad.cpu(), gr.grad, rtol=1e-4, atol=1e-3)
     run = nki.last_run()
-    assert run.kernel == "rmsnorm_bwd_kernel" and run.engine_instructions["tensor"] == 2  # 2 row tiles
+    assert (
+        run.kernel == "rmsnorm_bwd_kernel" and run.engine_instructions["tensor"] == 2
+    )  # 2 row tiles
 
 
 class Net(torch.nn.Module):

@@ -58,8 +58,8 @@ TEST(ProgramTest, MatmulLimits) {
       whole(p, ps), {block(p, st, 0, 128, 0, 128), block(p, mv, 0, 128, 0, 512)}, "nc_matmul")));
 }
 
-TEST(ProgramTest, MatmulMovingLimitIsPerGeneration) {
-  // trn3's PSUM bank limit still applies: 1024 fp32 columns are two banks.
+TEST(ProgramTest, MatmulMovingLimitHoldsOnTrn3Too) {
+  // 1024 fp32 columns would be two PSUM banks.
   Program p("trn3");
   const auto st = tensor(p, "st", Memory::kSbuf, DType::kBFloat16, {128, 128});
   const auto mv = tensor(p, "mv", Memory::kSbuf, DType::kBFloat16, {128, 1024});
