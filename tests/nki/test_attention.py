@@ -6,7 +6,7 @@ import nki
 import nki.isa
 import numpy as np
 import pytest
-from conftest import load_sample
+from sample_loader import load_sample
 
 
 def numpy_attention(q, k, v):

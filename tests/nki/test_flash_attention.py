@@ -7,8 +7,8 @@ import neuronxcc.nki.language as nl
 import nki
 import numpy as np
 import pytest
-from conftest import load_sample
 from neuronxcc.nki import baremetal, simulate_kernel
+from sample_loader import load_sample
 
 # The sample's simulation cases (test_flash_attn_fwd_numerical), minus the dtype column: all
 # run in float32 with mixed precision.

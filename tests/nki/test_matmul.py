@@ -7,8 +7,8 @@ import nki
 import numpy as np
 import pytest
 import torch
-from conftest import load_sample
 from nki._native import native
+from sample_loader import load_sample
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ checked against the sample's own NumPy reference at its tolerance (atol=1e-4, rt
 import nki
 import numpy as np
 import pytest
-from conftest import load_sample
+from sample_loader import load_sample
 
 
 def reference(a, g):

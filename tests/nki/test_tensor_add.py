@@ -4,7 +4,7 @@ NumPy at the samples' own tolerance (atol=1e-4, rtol=1e-2)."""
 import nki
 import numpy as np
 import pytest
-from conftest import load_sample
+from sample_loader import load_sample
 
 
 def test_legacy_sample_runs_its_spmd_grid_on_numpy(rng):

@@ -9,7 +9,7 @@ import nki
 import numpy as np
 import pytest
 import torch
-from conftest import load_sample
+from sample_loader import load_sample
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch_neuronx import nki_op, wrap_nki
 
