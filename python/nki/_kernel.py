@@ -85,7 +85,7 @@ class Kernel:
         self.legacy = legacy
         self.mode = mode
         self.options = options
-        self._cache = {} if not hasattr(func, "_nki_cache") else func._nki_cache
+        self._cache = {}  # traced programs; shared with the kernel's grid variants
         self.last_run = None
         functools.update_wrapper(self, func)
 

@@ -57,6 +57,7 @@ class _Registry:
     def __init__(self):
         self.kernels = []
         self.constants = []
+        self.constant_keys = {}  # frozen constants -> index, so repeated calls reuse traces
 
     def add_kernel(self, kernel) -> int:
         for i, k in enumerate(self.kernels):
@@ -66,7 +67,15 @@ class _Registry:
         return len(self.kernels) - 1
 
     def add_constants(self, constants: dict) -> int:
+        try:
+            key = _kernel._freeze(constants)
+        except TypeError:
+            key = None
+        if key is not None and key in self.constant_keys:
+            return self.constant_keys[key]
         self.constants.append(constants)
+        if key is not None:
+            self.constant_keys[key] = len(self.constants) - 1
         return len(self.constants) - 1
 
 

@@ -261,3 +261,13 @@ def test_training_with_the_nki_rmsnorm_matches_pytorch():
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
     assert losses[-1] < losses[0]
     assert nki.last_run().kernel == "rmsnorm_bwd_kernel"  # the backward ran the NKI kernel
+
+
+def test_repeated_wrap_nki_calls_trace_once():
+    x, y = torch.rand((16, 32)), torch.rand((16, 32))
+    for _ in range(3):
+        out = torch.zeros((16, 32))
+        wrap_nki(add_into)(x, y, out)
+        run = nki.last_run()
+    assert run.trace_s == 0.0  # the program came from the cache
+    torch.testing.assert_close(out, x + y)
