@@ -93,7 +93,12 @@ _signature_cache = {}
 
 def kernel_signature(kernel_idx, grid, tensors, names, constants_key):
     """(result shapes and dtypes, names of the inputs the kernel writes), from a trace."""
-    key = (kernel_idx, tuple(grid), constants_key, tuple((n, tuple(t.shape), t.dtype) for n, t in zip(names, tensors)))
+    key = (
+        kernel_idx,
+        tuple(grid),
+        constants_key,
+        tuple((n, tuple(t.shape), t.dtype) for n, t in zip(names, tensors)),
+    )
     if key in _signature_cache:
         return _signature_cache[key]
     kernel = registry.kernels[kernel_idx][tuple(grid)] if grid else registry.kernels[kernel_idx]
@@ -117,7 +122,11 @@ class NKIKernelWrapper(HigherOrderOperator):
 
     def __call__(self, kernel_idx, grid, args, arg_names, constants_key):
         return super().__call__(
-            kernel_idx=kernel_idx, grid=grid, args=args, arg_names=arg_names, constants_key=constants_key
+            kernel_idx=kernel_idx,
+            grid=grid,
+            args=args,
+            arg_names=arg_names,
+            constants_key=constants_key,
         )
 
 
@@ -176,7 +185,11 @@ def _nki_proxy(mode, *, kernel_idx, grid, args, arg_names, constants_key):
         out = nki_kernel_wrapper(**node_args)
     proxy_args = pytree.tree_map(mode.tracer.unwrap_proxy, node_args)
     out_proxy = mode.tracer.create_proxy(
-        "call_function", nki_kernel_wrapper, (), proxy_args, name=f"nki_{registry.kernels[kernel_idx].__name__}"
+        "call_function",
+        nki_kernel_wrapper,
+        (),
+        proxy_args,
+        name=f"nki_{registry.kernels[kernel_idx].__name__}",
     )
     return track_tensor_tree(out, out_proxy, constant=None, tracer=mode.tracer)
 
@@ -186,7 +199,11 @@ def _nki_functionalize(ctx, *, kernel_idx, grid, args, arg_names, constants_key)
     unwrapped = ctx.unwrap_tensors(args)
     with ctx.redispatch_to_next():
         out = nki_kernel_wrapper(
-            kernel_idx=kernel_idx, grid=grid, args=unwrapped, arg_names=arg_names, constants_key=constants_key
+            kernel_idx=kernel_idx,
+            grid=grid,
+            args=unwrapped,
+            arg_names=arg_names,
+            constants_key=constants_key,
         )
     return ctx.wrap_tensors(out)
 
@@ -231,7 +248,9 @@ class NKIHOPCaller:
                 constants[name] = value
         kernel_idx = registry.add_kernel(self.kernel)
         constants_key = registry.add_constants(constants)
-        outputs, mutated, returns = kernel_signature(kernel_idx, self.grid, tensors, names, constants_key)
+        outputs, mutated, returns = kernel_signature(
+            kernel_idx, self.grid, tensors, names, constants_key
+        )
         flat = nki_kernel_wrapper(
             kernel_idx=kernel_idx, grid=list(self.grid), args=tuple(tensors), arg_names=tuple(names),
             constants_key=constants_key,
@@ -279,7 +298,12 @@ def nki_op(name, fn=None, mutates_args=()):
 
         backend_fn.__signature__ = inspect.signature(fn)
         backend_fn.__name__ = fn.__name__
-        op = custom_op(name, backend_fn, mutates_args=mutates_args, schema=infer_schema(fn, mutates_args=mutates_args))
+        op = custom_op(
+            name,
+            backend_fn,
+            mutates_args=mutates_args,
+            schema=infer_schema(fn, mutates_args=mutates_args),
+        )
         op.register_fake(fn)
         from torch._subclasses.functional_tensor import FunctionalTensorMode
 
