@@ -2,6 +2,13 @@
 NumPy at the samples' own tolerance (atol=1e-4, rtol=1e-2)."""
 
 import nki
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
 import numpy as np
 import pytest
 from sample_loader import load_sample
