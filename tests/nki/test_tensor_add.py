@@ -1,17 +1,16 @@
 """The tensor-addition samples (legacy and NKI 0.2+ API) on NumPy arrays, checked against
 NumPy at the samples' own tolerance (atol=1e-4, rtol=1e-2)."""
 
+import numpy as np
+import pytest
+from sample_loader import load_sample
+
 import nki
 
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
-
-
-import numpy as np
-import pytest
-from sample_loader import load_sample
 
 
 def test_legacy_sample_runs_its_spmd_grid_on_numpy(rng):
