@@ -1,11 +1,10 @@
 """The tensor-addition samples (legacy and NKI 0.2+ API) on NumPy arrays, checked against
 NumPy at the samples' own tolerance (atol=1e-4, rtol=1e-2)."""
 
+import nki
 import numpy as np
 import pytest
 from sample_loader import load_sample
-
-import nki
 
 
 @pytest.fixture
