@@ -1,5 +1,7 @@
-"""The compiled NKI interpreter (vtrn's ``_nki`` extension module), imported in one place."""
+"""The compiled NKI interpreter (vtrn's ``_nki`` extension), reached through vtrn._native."""
 
-from vtrn import _nki as native
+from vtrn import _native
+
+native = _native.nki
 
 __all__ = ["native"]

@@ -2,7 +2,8 @@
 
 - ``model``: the hardware, topology and collective model (C++ layers hw / topo / coll);
 - ``hlo``: the StableHLO parser, compiler, compile cache and executor (hlo / compiler / runtime);
-- ``plan``: the layout planner (plan).
+- ``plan``: the layout planner (plan);
+- ``nki``: the NKI kernel interpreter (nki), used by the ``nki`` package.
 
 None of them imports torch. Every other module reaches them through this one
 (``from vtrn import _native`` then ``_native.model.Cluster(...)``), so how the extensions are
@@ -21,14 +22,16 @@ _EXTENSIONS = {
     "model": "vtrn._model",
     "hlo": "vtrn._hlo",
     "plan": "vtrn._plan",
+    "nki": "vtrn._nki",
 }
 
-__all__ = ["NativeModuleMissing", "hlo", "model", "plan"]
+__all__ = ["NativeModuleMissing", "hlo", "model", "nki", "plan"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     model: ModuleType
     hlo: ModuleType
     plan: ModuleType
+    nki: ModuleType
 
 
 class NativeModuleMissing(ImportError):
