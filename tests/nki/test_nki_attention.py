@@ -2,11 +2,12 @@
 value-returning nisa calls, block dimensions, nl.par_dim), checked against the tutorial's
 NumPy reference at its tolerance (atol=1e-2)."""
 
-import nki
-import nki.isa
 import numpy as np
 import pytest
 from sample_loader import load_sample
+
+import nki
+import nki.isa
 
 
 def numpy_attention(q, k, v):

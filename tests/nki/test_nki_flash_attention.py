@@ -3,12 +3,13 @@ affine_select causal masks, activation_reduce, block tiles, a 2-D SPMD grid), ru
 sample's own simulation test runs it (simulate_kernel(baremetal(flash_fwd)[b, h], ...)) and
 checked against the sample's NumPy reference at its tolerance (atol=1e-2)."""
 
-import neuronxcc.nki.language as nl
-import nki
 import numpy as np
 import pytest
-from neuronxcc.nki import baremetal, simulate_kernel
 from sample_loader import load_sample
+
+import neuronxcc.nki.language as nl
+import nki
+from neuronxcc.nki import baremetal, simulate_kernel
 
 # The sample's simulation cases (test_flash_attn_fwd_numerical), minus the dtype column: all
 # run in float32 with mixed precision.

@@ -3,12 +3,13 @@ the tutorial's tolerance (atol=1e-4, rtol=1e-2), and the tiled kernel's modeled 
 cost's model of the same dot_general."""
 
 import ml_dtypes
-import nki
 import numpy as np
 import pytest
 import torch
-from nki._native import native
 from sample_loader import load_sample
+
+import nki
+from nki._native import native
 
 
 @pytest.fixture(scope="module")

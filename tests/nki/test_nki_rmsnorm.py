@@ -1,10 +1,11 @@
 """The RMSNorm sample (legacy API: index grids, masks, reductions, partition broadcast),
 checked against the sample's own NumPy reference at its tolerance (atol=1e-4, rtol=1e-2)."""
 
-import nki
 import numpy as np
 import pytest
 from sample_loader import load_sample
+
+import nki
 
 
 def reference(a, g):

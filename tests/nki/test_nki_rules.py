@@ -1,13 +1,14 @@
 """Every hardware rule the interpreter enforces, each broken on purpose, with the text the AWS
 simulator or the NKI compiler documents (or, for what they do not check, vtrn's own)."""
 
+import numpy as np
+import pytest
+
 import neuronxcc.nki as lnki
 import neuronxcc.nki.language as lnl
 import nki
 import nki.isa as nisa
 import nki.language as nl
-import numpy as np
-import pytest
 
 
 def f32(*shape):

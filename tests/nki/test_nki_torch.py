@@ -2,15 +2,16 @@
 higher-order operator (dense, fake, proxy, functionalization), and nki_op with
 register_autograd training a small model against the same model in plain PyTorch."""
 
-import neuronxcc.nki as lnki
-import neuronxcc.nki.isa as lnisa
-import neuronxcc.nki.language as nl
-import nki
 import numpy as np
 import pytest
 import torch
 from sample_loader import load_sample
 from torch.fx.experimental.proxy_tensor import make_fx
+
+import neuronxcc.nki as lnki
+import neuronxcc.nki.isa as lnisa
+import neuronxcc.nki.language as nl
+import nki
 from torch_neuronx import nki_op, wrap_nki
 
 DEV = "neuron"
