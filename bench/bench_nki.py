@@ -21,9 +21,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "nki"))
 os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn2"
 
+from sample_loader import load_sample  # noqa: E402
+
 import nki  # noqa: E402
 from nki._native import native  # noqa: E402
-from sample_loader import load_sample  # noqa: E402
 
 REPEAT = 3
 

@@ -1,6 +1,7 @@
 """Legacy NKI (``neuronxcc.nki``): value-returning ISA calls, index grids, masks, block
 dimensions, ``nki.simulate_kernel`` / ``baremetal`` / ``benchmark``. Same interpreter as ``nki``."""
 
+from neuronxcc.nki import isa, language, typing
 from nki._api import (
     BenchmarkKernel,
     baremetal,
@@ -12,8 +13,6 @@ from nki._api import (
 )
 from nki._kernel import Kernel, KernelRun, last_run
 from nki.isa import NkiCapacityError, NkiValidationError
-
-from neuronxcc.nki import isa, language, typing
 
 jit = make_jit(legacy=True)
 trace = make_jit(legacy=True)

@@ -6,6 +6,7 @@ into the view, accumulating for ``+=``. Same instructions and checks as ``nki.is
 """
 
 import numpy as np
+
 from nki import _ops
 from nki._tensor import IndexExpr, NkiTensor
 from nki.isa import (

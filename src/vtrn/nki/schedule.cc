@@ -260,8 +260,8 @@ Schedule schedule(const Program& program, const cost::InstructionCostModel& mode
     std::vector<Box> boxes;
     for (const auto& [a, write] : accesses) {
       const auto& shape = tensors[static_cast<std::size_t>(a->tensor)].shape;
-      const bool elementwise = inst.op != Opcode::kSelect &&
-                               (a == &inst.dst || a->elements() == inst.dst.elements());
+      const bool elementwise =
+          inst.op != Opcode::kSelect && (a == &inst.dst || a->elements() == inst.dst.elements());
       boxes.push_back(elementwise ? footprint(shape, *a, inst.mask) : footprint(shape, *a));
       ready = std::max(ready,
                        history[static_cast<std::size_t>(a->tensor)].ready_for(boxes.back(), write));
