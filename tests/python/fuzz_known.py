@@ -45,18 +45,6 @@ POLICIES: tuple[Known, ...] = (
 
 KNOWN_FAILURES: tuple[Known, ...] = (
     Known(
-        "views-are-copies",
-        "unfold, .real/.imag, view_as_real and view_as_complex return copies: a write to the "
-        "base does not show in the view, nor a write to the view in the base.",
-        (r"^view\.(unfold|real|imag|view_as_real|view_as_complex):",),
-        """
-v0 = torch.zeros(3).to(DEV)
-v1 = v0.unfold(0, 2, 1)
-v0.fill_(1.0)
-return v1
-""",
-    ),
-    Known(
         "overlapping-inplace",
         "An in-place op whose output partly overlaps an input (x[1:].add_(x[:-1]), "
         "x.unsqueeze(0).copy_(x)) runs instead of raising the CPU's 'unsupported operation: "
@@ -83,29 +71,12 @@ return torch.ones(2, dtype=torch.int8).to(DEV) - torch.tensor(True).to(DEV)
 """,
     ),
     Known(
-        "float64-arange-eye-empty",
-        "arange and eye with dtype=torch.float64 return an empty tensor, and the next "
-        "synchronization (possibly another thread's) raises a queued '_copy_from' size error.",
-        (r"^factory\.(arange|eye):float64",),
-        """
-return torch.arange(0, 3, dtype=torch.float64, device=DEV)
-""",
-    ),
-    Known(
         "reduction-dtype-float64",
         "cumsum/prod (and other reductions) with dtype=torch.float64 raise 'Expected out tensor "
         "to have dtype double, but got float instead'.",
         (r"^reduce\.[a-z_]+:[^|]*\|.*\bto_float64\b", r"^reduce\.[a-z_]+:float64[^|]*\|.*\bto_"),
         """
 return torch.cumsum(torch.ones(3, dtype=torch.int32).to(DEV), 0, dtype=torch.float64)
-""",
-    ),
-    Known(
-        "logsumexp-float64",
-        "logsumexp on a float64 tensor raises a queued '_copy_from' size error.",
-        (r"^reduce\.logsumexp:float64",),
-        """
-return torch.logsumexp(torch.ones(2, 3, dtype=torch.float64).to(DEV), 1)
 """,
     ),
     Known(
@@ -180,17 +151,6 @@ return (v0 - 4.65625) * 1000
 """,
     ),
     Known(
-        "copy-from-empty",
-        "x.copy_(src) with a zero-size src and a non-empty x succeeds; the CPU raises "
-        "'output with shape [...] doesn't match the broadcast shape [...]'.",
-        (r"^inplace\.copy_:[^|]*\|.*\bemptypartner\b",),
-        """
-v0 = torch.ones(2, 1).to(DEV)
-v0.copy_(torch.zeros(0, 4).to(DEV))
-return v0
-""",
-    ),
-    Known(
         "complex64-with-float64-promotion",
         "complex64 (or a Python complex) combined with float64 gives complex64; the CPU gives "
         "complex128.",
@@ -227,22 +187,6 @@ return 1 / v0
 v0 = torch.zeros(1, 2).to(DEV).expand(3, 2)
 v0.index_fill_(0, torch.tensor([0], device=DEV), 1.0)
 return v0
-""",
-    ),
-    Known(
-        "float-sum-accuracy",
-        "float32 (and half) sums do not add in the CPU's order (its cascade summation): sums of "
-        "10^5 and more elements lose accuracy (10^6 randn values differ by 1e-5 relative, "
-        "ATen's tolerance is 1.3e-6; more on a transposed view), and with cancellation a short "
-        "sum differs outright (mean of [-2, 1e30, -1e30, 7, 0.52]: CPU 1.4, neuron 1.504).",
-        (
-            r"^reduce\.(sum|mean|nansum|norm|std|var|logsumexp|cumsum):(float32|bfloat16|float16)[^|]*\|large",
-            r"^reduce\.(sum|mean|nansum):(float32|bfloat16|float16)\b",
-            r"^reduce\.(sum|mean|nansum):[^|]*\|.*\bto_(float32|bfloat16|float16)\b",
-        ),
-        """
-v0 = torch.randn(10**6, generator=torch.Generator().manual_seed(1)).to(DEV)
-return v0.sum()
 """,
     ),
     Known(
