@@ -1,0 +1,324 @@
+#include "vtrn/hlo/parsed_op.h"
+
+#include <initializer_list>
+
+#include "vtrn/hlo/verify.h"
+
+namespace vtrn::hlo {
+namespace {
+
+// The builder's helpers raise their errors through the parser's text, so that they name the
+// line and column of the op.
+class ParsedOpBuilder {
+ public:
+  explicit ParsedOpBuilder(const AttributeParser& text) : text_(text) {}
+
+  std::vector<std::int64_t> need_ints(const ParsedOp& r, std::initializer_list<const char*> names,
+                                      bool required = true) const {
+    for (const char* n : names)
+      if (const Attr* a = r.attr(n)) return ints_of(*a, n, r.pos);
+    if (required) error(r.name + ": missing attribute '" + *names.begin() + "'", r.pos);
+    return {};
+  }
+
+  std::int64_t need_int(const ParsedOp& r, std::initializer_list<const char*> names,
+                        std::optional<std::int64_t> def = std::nullopt) const {
+    for (const char* n : names)
+      if (const Attr* a = r.attr(n)) {
+        if (a->kind != Attr::kInt)
+          error(r.name + ": attribute '" + n + "' must be an integer", r.pos);
+        return a->i;
+      }
+    if (def) return *def;
+    error(r.name + ": missing attribute '" + *names.begin() + "'", r.pos);
+  }
+
+  static bool get_bool(const ParsedOp& r, const char* n) {
+    const Attr* a = r.attr(n);
+    return a && (a->kind == Attr::kBool || a->kind == Attr::kInt) && a->i;
+  }
+
+  std::vector<std::int64_t> struct_ints(const ParsedOp& r, const Attr& st,
+                                        const char* field) const {
+    if (const Attr* f = st.field(field)) return ints_of(*f, field, r.pos);
+    return {};
+  }
+
+  std::vector<int> build(const ParsedOp& r, Block& b) const {
+    Op op;
+    op.kind = r.kind;
+    op.operands = r.operands;
+    op.regions = r.regions;
+    std::vector<TensorType> in;
+    for (int v : r.operands) in.push_back(b.type(v));
+    const std::string& n = r.name;
+    switch (r.kind) {
+      case OpKind::kCompare: {
+        std::string dir, type;
+        if (const Attr* a = r.attr("comparison_direction")) dir = a->s;
+        if (const Attr* a = r.attr("compare_type")) type = a->s;
+        if (!r.positional.empty()) dir = r.positional[0];
+        if (r.positional.size() > 1) type = r.positional[1];
+        static const char* kDirs[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+        bool found = false;
+        for (int i = 0; i < 6; ++i)
+          if (dir == kDirs[i]) {
+            op.comparison = static_cast<Comparison>(i);
+            found = true;
+          }
+        if (!found)
+          error(n + ": comparison direction '" + dir + "' is not one of EQ, NE, GE, GT, LE, LT",
+                r.pos);
+        static const char* kTypes[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+        if (!type.empty()) {
+          found = false;
+          for (int i = 0; i < 5; ++i)
+            if (type == kTypes[i]) {
+              op.compare_type = static_cast<CompareType>(i);
+              found = true;
+            }
+          if (!found)
+            error(n + ": compare type '" + type +
+                      "' is not one of FLOAT, TOTALORDER, SIGNED, UNSIGNED",
+                  r.pos);
+        }
+        break;
+      }
+      case OpKind::kConstant: {
+        const Attr* v = r.attr("value");
+        if (!v || v->kind != Attr::kDense) error(n + ": missing dense 'value' attribute", r.pos);
+        TensorType t =
+            v->dense_type ? *v->dense_type : (r.out_types.empty() ? TensorType() : r.out_types[0]);
+        op.literal = make_literal(*v->dense, t);
+        break;
+      }
+      case OpKind::kIota:
+        op.dimension = need_int(r, {"iota_dimension", "dim"});
+        break;
+      case OpKind::kBroadcastInDim:
+        op.dims = need_ints(r, {"broadcast_dimensions", "dims"});
+        break;
+      case OpKind::kTranspose:
+        op.dims = need_ints(r, {"permutation", "dims"});
+        break;
+      case OpKind::kReverse:
+      case OpKind::kReduce:
+        op.dims = need_ints(r, {"dimensions", "dims"});
+        break;
+      case OpKind::kSlice:
+        if (r.has_slice_spec) {
+          op.start = r.slice_start;
+          op.limit = r.slice_limit;
+          op.strides = r.slice_strides;
+        } else {
+          op.start = need_ints(r, {"start_indices"});
+          op.limit = need_ints(r, {"limit_indices"});
+          op.strides = need_ints(r, {"strides"}, false);
+          if (op.strides.empty()) op.strides.assign(op.start.size(), 1);
+        }
+        break;
+      case OpKind::kDynamicSlice:
+        op.dims = need_ints(r, {"slice_sizes", "sizes"});
+        break;
+      case OpKind::kConcatenate:
+        op.dimension = need_int(r, {"dimension", "dim"});
+        break;
+      case OpKind::kPad:
+        op.start = need_ints(r, {"edge_padding_low", "low"});
+        op.limit = need_ints(r, {"edge_padding_high", "high"});
+        op.strides = need_ints(r, {"interior_padding", "interior"});
+        break;
+      case OpKind::kDotGeneral:
+        if (r.is_dot) {
+          if (in.size() != 2 || in[0].rank() < 1 || in[1].rank() < 1)
+            error(n + ": expected two operands of rank 1 or 2", r.pos);
+          op.dot.lhs_contracting = {in[0].rank() - 1};
+          op.dot.rhs_contracting = {0};
+        } else if (const Attr* d = r.attr("dot_dimension_numbers")) {
+          op.dot.lhs_batch = struct_ints(r, *d, "lhs_batching_dimensions");
+          op.dot.rhs_batch = struct_ints(r, *d, "rhs_batching_dimensions");
+          op.dot.lhs_contracting = struct_ints(r, *d, "lhs_contracting_dimensions");
+          op.dot.rhs_contracting = struct_ints(r, *d, "rhs_contracting_dimensions");
+        } else {
+          op.dot.lhs_batch = need_ints(r, {"batching_dims_lhs"}, false);
+          op.dot.rhs_batch = need_ints(r, {"batching_dims_rhs"}, false);
+          op.dot.lhs_contracting = need_ints(r, {"contracting_dims_lhs"});
+          op.dot.rhs_contracting = need_ints(r, {"contracting_dims_rhs"});
+        }
+        break;
+      case OpKind::kGather: {
+        const Attr* d = r.attr("dimension_numbers");
+        if (!d || d->kind != Attr::kStruct)
+          error(n + ": missing 'dimension_numbers = #stablehlo.gather<...>'", r.pos);
+        if (d->field("operand_batching_dims") &&
+            !struct_ints(r, *d, "operand_batching_dims").empty())
+          error(n + ": operand_batching_dims are not supported by vtrn", r.pos);
+        op.gather.offset_dims = struct_ints(r, *d, "offset_dims");
+        op.gather.collapsed_slice_dims = struct_ints(r, *d, "collapsed_slice_dims");
+        op.gather.start_index_map = struct_ints(r, *d, "start_index_map");
+        const Attr* ivd = d->field("index_vector_dim");
+        op.gather.index_vector_dim = ivd ? ivd->i : 0;
+        op.dims = need_ints(r, {"slice_sizes"});
+        op.flag = get_bool(r, "indices_are_sorted");
+        break;
+      }
+      case OpKind::kScatter: {
+        const Attr* d = r.attr("scatter_dimension_numbers");
+        if (!d || d->kind != Attr::kStruct)
+          error(n + ": missing 'scatter_dimension_numbers = #stablehlo.scatter<...>'", r.pos);
+        if (d->field("input_batching_dims") && !struct_ints(r, *d, "input_batching_dims").empty())
+          error(n + ": input_batching_dims are not supported by vtrn", r.pos);
+        op.scatter.update_window_dims = struct_ints(r, *d, "update_window_dims");
+        op.scatter.inserted_window_dims = struct_ints(r, *d, "inserted_window_dims");
+        op.scatter.scatter_dims_to_operand_dims =
+            struct_ints(r, *d, "scatter_dims_to_operand_dims");
+        const Attr* ivd = d->field("index_vector_dim");
+        op.scatter.index_vector_dim = ivd ? ivd->i : 0;
+        op.flag = get_bool(r, "indices_are_sorted");
+        op.flag2 = get_bool(r, "unique_indices");
+        if (op.regions.size() == 1 && match_scatter_region(*op.regions[0]) == ScatterKind::kOther)
+          error(n + ": the update region must return the update (replace) or add the two "
+                    "arguments; other update functions are not supported by vtrn",
+                r.pos);
+        break;
+      }
+      case OpKind::kSort: {
+        op.dimension = need_int(r, {"dimension"}, -1);
+        if (op.dimension < 0 && !in.empty()) op.dimension += in[0].rank();
+        op.flag = get_bool(r, "is_stable");
+        break;
+      }
+      case OpKind::kRngBitGenerator: {
+        const Attr* a = r.attr("rng_algorithm");
+        if (!a) a = r.attr("algorithm");
+        op.target = a ? a->s : "DEFAULT";
+        if (op.target != "DEFAULT" && op.target != "THREE_FRY" && op.target != "PHILOX")
+          error(n + ": rng algorithm '" + op.target + "' is not one of DEFAULT, THREE_FRY, PHILOX",
+                r.pos);
+        break;
+      }
+      case OpKind::kCustomCall: {
+        const Attr* t = r.attr("call_target_name");
+        if (!t || t->kind != Attr::kString) error(n + ": missing call_target_name", r.pos);
+        op.target = t->s;
+        if (const Attr* c = r.attr("backend_config"); c && c->kind == Attr::kString)
+          op.backend_config = c->s;
+        break;
+      }
+      default:
+        break;
+    }
+    if (r.kind == OpKind::kReduce) {
+      if (r.applies) {
+        const std::size_t ninputs = in.size() / 2;
+        if (ninputs != 1)
+          error(n + ": 'applies' with several inputs is not supported by vtrn", r.pos);
+        op.regions = {make_reduce_region(*r.applies, in[0].dtype)};
+      }
+      if (op.regions.size() == 1 && in.size() == 2 &&
+          match_reduce_region(*op.regions[0]) == ReduceKind::kOther)
+        error(n + ": the reducer must be one of add, multiply, maximum, minimum, and, or; other "
+                  "reducers are not supported by vtrn",
+              r.pos);
+      if (in.size() != 2)
+        error(n + ": reductions of several inputs at once are not supported by vtrn", r.pos);
+    }
+    if (r.kind == OpKind::kSort && op.regions.size() == 1) {
+      int key;
+      bool desc;
+      if (!match_sort_region(*op.regions[0], &key, &desc))
+        error(n + ": the comparator must be a single 'compare LT' or 'compare GT' of one operand's "
+                  "two arguments; other comparators are not supported by vtrn",
+              r.pos);
+    }
+
+    // Types after the colon.
+    std::vector<TensorType> declared;
+    const std::vector<TensorType>* decl = nullptr;
+    if (r.functional) {
+      if (r.in_types.size() != in.size())
+        error(n + ": the type lists " + std::to_string(r.in_types.size()) +
+                  " operand type(s) for " + std::to_string(in.size()) + " operand(s)",
+              r.pos);
+      for (std::size_t i = 0; i < in.size(); ++i)
+        if (r.in_types[i] != in[i])
+          error(n + ": operand " + std::to_string(i) +
+                    (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") +
+                    " has type " + in[i].str() + ", but the op's type says " + r.in_types[i].str(),
+                r.pos);
+      declared = r.out_types;
+      decl = &declared;
+    } else if (r.kind == OpKind::kConstant) {
+      declared = r.out_types;
+      decl = &declared;
+    } else if (r.have_types) {
+      // Pretty short form: `: T` (operands and result), or `: tensor<i1>, T` for select.
+      std::vector<TensorType> expect_in;
+      if (r.kind == OpKind::kSelect && r.in_types.size() == 2) {
+        expect_in = {r.in_types[0], r.in_types[1], r.in_types[1]};
+      } else if (r.in_types.size() == 1) {
+        expect_in.assign(in.size(), r.in_types[0]);
+        if (in.empty() || r.kind == OpKind::kCompare) {
+          // iota etc.: the type is the result's.
+        }
+      } else {
+        error(n + ": expected ': T' or ': (operand types) -> result type'", r.pos);
+      }
+      if (in.empty()) {
+        declared = {r.in_types[0]};
+        decl = &declared;
+      } else {
+        for (std::size_t i = 0; i < in.size(); ++i)
+          if (expect_in[i] != in[i] && !(r.kind == OpKind::kClamp && in[i].rank() == 0))
+            error(n + ": operand " + std::to_string(i) +
+                      (i < r.operand_names.size() ? " (" + r.operand_names[i] + ")" : "") +
+                      " has type " + in[i].str() + ", but the op's type says " + expect_in[i].str(),
+                  r.pos);
+        if (r.kind != OpKind::kCompare && r.kind != OpKind::kSelect && r.kind != OpKind::kClamp) {
+          declared = {expect_in.empty() ? r.in_types[0] : r.in_types.back()};
+          decl = &declared;
+        }
+      }
+    }
+    std::vector<TensorType> out;
+    try {
+      out = infer_result_types(op, in, decl);
+    } catch (const Error& e) {
+      error(e.what(), r.pos);
+    }
+    if (decl) {
+      if (decl->size() != out.size())
+        error(n + ": the type lists " + std::to_string(decl->size()) + " result(s), expected " +
+                  std::to_string(out.size()),
+              r.pos);
+      for (std::size_t i = 0; i < out.size(); ++i)
+        if ((*decl)[i] != out[i])
+          error(n + ": result " + std::to_string(i) + " has type " + (*decl)[i].str() +
+                    ", expected " + out[i].str(),
+                r.pos);
+    }
+    for (TensorType& t : out) op.results.push_back(b.add_value(t));
+    std::vector<int> res = op.results;
+    b.ops.push_back(std::move(op));
+    return res;
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& msg, std::size_t at) const { text_.error(msg, at); }
+  std::vector<std::int64_t> ints_of(const Attr& a, const std::string& what, std::size_t pos) const {
+    return text_.ints_of(a, what, pos);
+  }
+  Literal make_literal(const DenseBody& body, const TensorType& type) const {
+    return text_.make_literal(body, type);
+  }
+
+  const AttributeParser& text_;
+};
+
+}  // namespace
+
+std::vector<int> build_parsed_op(const ParsedOp& op, Block& block, const AttributeParser& text) {
+  return ParsedOpBuilder(text).build(op, block);
+}
+
+}  // namespace vtrn::hlo
