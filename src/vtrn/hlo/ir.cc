@@ -236,15 +236,32 @@ bool is_elementwise(OpKind kind) {
          kind == OpKind::kSelect || kind == OpKind::kClamp;
 }
 
-std::string_view comparison_name(Comparison c) {
-  static constexpr std::string_view kNames[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-  return kNames[static_cast<int>(c)];
+namespace {
+
+// In enum order.
+constexpr std::string_view kComparisonNames[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+constexpr std::string_view kCompareTypeNames[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
+                                                  "UNSIGNED"};
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> enum_from_name(const std::string_view (&names)[N], std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  return std::nullopt;
 }
 
-std::string_view compare_type_name(CompareType t) {
-  static constexpr std::string_view kNames[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
-                                                "UNSIGNED"};
-  return kNames[static_cast<int>(t)];
+}  // namespace
+
+std::string_view comparison_name(Comparison c) { return kComparisonNames[static_cast<int>(c)]; }
+
+std::string_view compare_type_name(CompareType t) { return kCompareTypeNames[static_cast<int>(t)]; }
+
+std::optional<Comparison> comparison_from_name(std::string_view name) {
+  return enum_from_name<Comparison>(kComparisonNames, name);
+}
+
+std::optional<CompareType> compare_type_from_name(std::string_view name) {
+  return enum_from_name<CompareType>(kCompareTypeNames, name);
 }
 
 //===----------------------------------------------------------------------===//
@@ -255,6 +272,25 @@ std::string_view reduce_kind_name(ReduceKind kind) {
   static constexpr std::string_view kNames[] = {"add", "multiply", "maximum", "minimum",
                                                 "and", "or",       "other"};
   return kNames[static_cast<int>(kind)];
+}
+
+namespace {
+
+// The standard combiners and the op each applies, in ReduceKind order (kOther has none).
+constexpr OpKind kReduceKindOps[] = {OpKind::kAdd,     OpKind::kMultiply, OpKind::kMaximum,
+                                     OpKind::kMinimum, OpKind::kAnd,      OpKind::kOr};
+
+}  // namespace
+
+std::optional<OpKind> reduce_kind_op(ReduceKind kind) {
+  if (kind == ReduceKind::kOther) return std::nullopt;
+  return kReduceKindOps[static_cast<int>(kind)];
+}
+
+std::optional<ReduceKind> reduce_kind_of(OpKind op) {
+  for (std::size_t i = 0; i < std::size(kReduceKindOps); ++i)
+    if (kReduceKindOps[i] == op) return static_cast<ReduceKind>(i);
+  return std::nullopt;
 }
 
 namespace {
@@ -275,23 +311,9 @@ std::shared_ptr<Block> binary_region(OpKind op, DType dtype) {
 }  // namespace
 
 std::shared_ptr<Block> make_reduce_region(ReduceKind kind, DType dtype) {
-  switch (kind) {
-    case ReduceKind::kAdd:
-      return binary_region(OpKind::kAdd, dtype);
-    case ReduceKind::kMul:
-      return binary_region(OpKind::kMultiply, dtype);
-    case ReduceKind::kMax:
-      return binary_region(OpKind::kMaximum, dtype);
-    case ReduceKind::kMin:
-      return binary_region(OpKind::kMinimum, dtype);
-    case ReduceKind::kAnd:
-      return binary_region(OpKind::kAnd, dtype);
-    case ReduceKind::kOr:
-      return binary_region(OpKind::kOr, dtype);
-    case ReduceKind::kOther:
-      break;
-  }
-  throw Error("make_reduce_region: no standard region for 'other'");
+  const std::optional<OpKind> op = reduce_kind_op(kind);
+  if (!op) throw Error("make_reduce_region: no standard region for 'other'");
+  return binary_region(*op, dtype);
 }
 
 ReduceKind match_reduce_region(const Block& r) {
@@ -302,22 +324,7 @@ ReduceKind match_reduce_region(const Block& r) {
   const bool args_ok = (o.operands[0] == r.args[0] && o.operands[1] == r.args[1]) ||
                        (o.operands[0] == r.args[1] && o.operands[1] == r.args[0]);
   if (!args_ok) return ReduceKind::kOther;
-  switch (o.kind) {
-    case OpKind::kAdd:
-      return ReduceKind::kAdd;
-    case OpKind::kMultiply:
-      return ReduceKind::kMul;
-    case OpKind::kMaximum:
-      return ReduceKind::kMax;
-    case OpKind::kMinimum:
-      return ReduceKind::kMin;
-    case OpKind::kAnd:
-      return ReduceKind::kAnd;
-    case OpKind::kOr:
-      return ReduceKind::kOr;
-    default:
-      return ReduceKind::kOther;
-  }
+  return reduce_kind_of(o.kind).value_or(ReduceKind::kOther);
 }
 
 std::shared_ptr<Block> make_scatter_region(ScatterKind kind, DType dtype) {

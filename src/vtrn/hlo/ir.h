@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -148,7 +149,10 @@ bool is_elementwise(OpKind kind);
 enum class Comparison : std::uint8_t { kEQ, kNE, kGE, kGT, kLE, kLT };
 enum class CompareType : std::uint8_t { kNone, kFloat, kTotalOrder, kSigned, kUnsigned };
 std::string_view comparison_name(Comparison c);     // "EQ"
-std::string_view compare_type_name(CompareType t);  // "FLOAT"
+std::string_view compare_type_name(CompareType t);  // "FLOAT" ("NOTYPE" for kNone)
+/// The enum spelled |name| (comparison_name / compare_type_name), or nullopt.
+std::optional<Comparison> comparison_from_name(std::string_view name);
+std::optional<CompareType> compare_type_from_name(std::string_view name);
 
 struct DotDims {
   std::vector<std::int64_t> lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
@@ -224,6 +228,10 @@ struct Module {
 /// The combiner a reduce region computes, when it is one of the standard ones.
 enum class ReduceKind : std::uint8_t { kAdd, kMul, kMax, kMin, kAnd, kOr, kOther };
 std::string_view reduce_kind_name(ReduceKind kind);
+/// The binary op a standard combiner applies (kAdd -> OpKind::kAdd, ...); nullopt for kOther.
+std::optional<OpKind> reduce_kind_op(ReduceKind kind);
+/// The combiner that applies |op|; nullopt when |op| is none of the standard ones.
+std::optional<ReduceKind> reduce_kind_of(OpKind op);
 /// A block (a, b) -> op(a, b) over scalars of |dtype|.
 std::shared_ptr<Block> make_reduce_region(ReduceKind kind, DType dtype);
 /// Matches a region (a, b) -> op(a, b) of one binary op; kOther when it is anything else.

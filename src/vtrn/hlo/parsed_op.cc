@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "vtrn/hlo/syntax.h"
 #include "vtrn/hlo/verify.h"
 
 namespace vtrn::hlo {
@@ -13,34 +14,37 @@ class ParsedOpBuilder {
  public:
   explicit ParsedOpBuilder(const AttributeParser& text) : text_(text) {}
 
-  std::vector<std::int64_t> need_ints(const ParsedOp& r, std::initializer_list<const char*> names,
+  // The first of |names| present (the generic name, then the pretty form's keyword).
+  std::vector<std::int64_t> need_ints(const ParsedOp& r,
+                                      std::initializer_list<std::string_view> names,
                                       bool required = true) const {
-    for (const char* n : names)
-      if (const Attr* a = r.attr(n)) return ints_of(*a, n, r.pos);
-    if (required) error(r.name + ": missing attribute '" + *names.begin() + "'", r.pos);
+    for (std::string_view n : names)
+      if (const Attr* a = r.attr(n)) return ints_of(*a, std::string(n), r.pos);
+    if (required)
+      error(r.name + ": missing attribute '" + std::string(*names.begin()) + "'", r.pos);
     return {};
   }
 
-  std::int64_t need_int(const ParsedOp& r, std::initializer_list<const char*> names,
+  std::int64_t need_int(const ParsedOp& r, std::initializer_list<std::string_view> names,
                         std::optional<std::int64_t> def = std::nullopt) const {
-    for (const char* n : names)
+    for (std::string_view n : names)
       if (const Attr* a = r.attr(n)) {
         if (a->kind != Attr::kInt)
-          error(r.name + ": attribute '" + n + "' must be an integer", r.pos);
+          error(r.name + ": attribute '" + std::string(n) + "' must be an integer", r.pos);
         return a->i;
       }
     if (def) return *def;
-    error(r.name + ": missing attribute '" + *names.begin() + "'", r.pos);
+    error(r.name + ": missing attribute '" + std::string(*names.begin()) + "'", r.pos);
   }
 
-  static bool get_bool(const ParsedOp& r, const char* n) {
+  static bool get_bool(const ParsedOp& r, std::string_view n) {
     const Attr* a = r.attr(n);
     return a && (a->kind == Attr::kBool || a->kind == Attr::kInt) && a->i;
   }
 
   std::vector<std::int64_t> struct_ints(const ParsedOp& r, const Attr& st,
-                                        const char* field) const {
-    if (const Attr* f = st.field(field)) return ints_of(*f, field, r.pos);
+                                        std::string_view field) const {
+    if (const Attr* f = st.field(field)) return ints_of(*f, std::string(field), r.pos);
     return {};
   }
 
@@ -55,37 +59,27 @@ class ParsedOpBuilder {
     switch (r.kind) {
       case OpKind::kCompare: {
         std::string dir, type;
-        if (const Attr* a = r.attr("comparison_direction")) dir = a->s;
-        if (const Attr* a = r.attr("compare_type")) type = a->s;
+        if (const Attr* a = r.attr(syntax::kComparisonDirection)) dir = a->s;
+        if (const Attr* a = r.attr(syntax::kCompareType)) type = a->s;
         if (!r.positional.empty()) dir = r.positional[0];
         if (r.positional.size() > 1) type = r.positional[1];
-        static const char* kDirs[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-        bool found = false;
-        for (int i = 0; i < 6; ++i)
-          if (dir == kDirs[i]) {
-            op.comparison = static_cast<Comparison>(i);
-            found = true;
-          }
-        if (!found)
+        const std::optional<Comparison> comparison = comparison_from_name(dir);
+        if (!comparison)
           error(n + ": comparison direction '" + dir + "' is not one of EQ, NE, GE, GT, LE, LT",
                 r.pos);
-        static const char* kTypes[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+        op.comparison = *comparison;
         if (!type.empty()) {
-          found = false;
-          for (int i = 0; i < 5; ++i)
-            if (type == kTypes[i]) {
-              op.compare_type = static_cast<CompareType>(i);
-              found = true;
-            }
-          if (!found)
+          const std::optional<CompareType> compare_type = compare_type_from_name(type);
+          if (!compare_type)
             error(n + ": compare type '" + type +
                       "' is not one of FLOAT, TOTALORDER, SIGNED, UNSIGNED",
                   r.pos);
+          op.compare_type = *compare_type;
         }
         break;
       }
       case OpKind::kConstant: {
-        const Attr* v = r.attr("value");
+        const Attr* v = r.attr(syntax::kValue);
         if (!v || v->kind != Attr::kDense) error(n + ": missing dense 'value' attribute", r.pos);
         TensorType t =
             v->dense_type ? *v->dense_type : (r.out_types.empty() ? TensorType() : r.out_types[0]);
@@ -93,17 +87,17 @@ class ParsedOpBuilder {
         break;
       }
       case OpKind::kIota:
-        op.dimension = need_int(r, {"iota_dimension", "dim"});
+        op.dimension = need_int(r, {syntax::kIotaDimension, "dim"});
         break;
       case OpKind::kBroadcastInDim:
-        op.dims = need_ints(r, {"broadcast_dimensions", "dims"});
+        op.dims = need_ints(r, {syntax::kBroadcastDimensions, "dims"});
         break;
       case OpKind::kTranspose:
-        op.dims = need_ints(r, {"permutation", "dims"});
+        op.dims = need_ints(r, {syntax::kPermutation, "dims"});
         break;
       case OpKind::kReverse:
       case OpKind::kReduce:
-        op.dims = need_ints(r, {"dimensions", "dims"});
+        op.dims = need_ints(r, {syntax::kDimensions, "dims"});
         break;
       case OpKind::kSlice:
         if (r.has_slice_spec) {
@@ -111,22 +105,22 @@ class ParsedOpBuilder {
           op.limit = r.slice_limit;
           op.strides = r.slice_strides;
         } else {
-          op.start = need_ints(r, {"start_indices"});
-          op.limit = need_ints(r, {"limit_indices"});
-          op.strides = need_ints(r, {"strides"}, false);
+          op.start = need_ints(r, {syntax::kStartIndices});
+          op.limit = need_ints(r, {syntax::kLimitIndices});
+          op.strides = need_ints(r, {syntax::kStrides}, false);
           if (op.strides.empty()) op.strides.assign(op.start.size(), 1);
         }
         break;
       case OpKind::kDynamicSlice:
-        op.dims = need_ints(r, {"slice_sizes", "sizes"});
+        op.dims = need_ints(r, {syntax::kSliceSizes, "sizes"});
         break;
       case OpKind::kConcatenate:
-        op.dimension = need_int(r, {"dimension", "dim"});
+        op.dimension = need_int(r, {syntax::kDimension, "dim"});
         break;
       case OpKind::kPad:
-        op.start = need_ints(r, {"edge_padding_low", "low"});
-        op.limit = need_ints(r, {"edge_padding_high", "high"});
-        op.strides = need_ints(r, {"interior_padding", "interior"});
+        op.start = need_ints(r, {syntax::kEdgePaddingLow, "low"});
+        op.limit = need_ints(r, {syntax::kEdgePaddingHigh, "high"});
+        op.strides = need_ints(r, {syntax::kInteriorPadding, "interior"});
         break;
       case OpKind::kDotGeneral:
         if (r.is_dot) {
@@ -134,11 +128,11 @@ class ParsedOpBuilder {
             error(n + ": expected two operands of rank 1 or 2", r.pos);
           op.dot.lhs_contracting = {in[0].rank() - 1};
           op.dot.rhs_contracting = {0};
-        } else if (const Attr* d = r.attr("dot_dimension_numbers")) {
-          op.dot.lhs_batch = struct_ints(r, *d, "lhs_batching_dimensions");
-          op.dot.rhs_batch = struct_ints(r, *d, "rhs_batching_dimensions");
-          op.dot.lhs_contracting = struct_ints(r, *d, "lhs_contracting_dimensions");
-          op.dot.rhs_contracting = struct_ints(r, *d, "rhs_contracting_dimensions");
+        } else if (const Attr* d = r.attr(syntax::kDotDimensionNumbers)) {
+          op.dot.lhs_batch = struct_ints(r, *d, syntax::kLhsBatchingDimensions);
+          op.dot.rhs_batch = struct_ints(r, *d, syntax::kRhsBatchingDimensions);
+          op.dot.lhs_contracting = struct_ints(r, *d, syntax::kLhsContractingDimensions);
+          op.dot.rhs_contracting = struct_ints(r, *d, syntax::kRhsContractingDimensions);
         } else {
           op.dot.lhs_batch = need_ints(r, {"batching_dims_lhs"}, false);
           op.dot.rhs_batch = need_ints(r, {"batching_dims_rhs"}, false);
@@ -147,35 +141,36 @@ class ParsedOpBuilder {
         }
         break;
       case OpKind::kGather: {
-        const Attr* d = r.attr("dimension_numbers");
+        const Attr* d = r.attr(syntax::kGatherDimensionNumbers);
         if (!d || d->kind != Attr::kStruct)
           error(n + ": missing 'dimension_numbers = #stablehlo.gather<...>'", r.pos);
-        if (d->field("operand_batching_dims") &&
-            !struct_ints(r, *d, "operand_batching_dims").empty())
+        if (d->field(syntax::kOperandBatchingDims) &&
+            !struct_ints(r, *d, syntax::kOperandBatchingDims).empty())
           error(n + ": operand_batching_dims are not supported by vtrn", r.pos);
-        op.gather.offset_dims = struct_ints(r, *d, "offset_dims");
-        op.gather.collapsed_slice_dims = struct_ints(r, *d, "collapsed_slice_dims");
-        op.gather.start_index_map = struct_ints(r, *d, "start_index_map");
-        const Attr* ivd = d->field("index_vector_dim");
+        op.gather.offset_dims = struct_ints(r, *d, syntax::kOffsetDims);
+        op.gather.collapsed_slice_dims = struct_ints(r, *d, syntax::kCollapsedSliceDims);
+        op.gather.start_index_map = struct_ints(r, *d, syntax::kStartIndexMap);
+        const Attr* ivd = d->field(syntax::kIndexVectorDim);
         op.gather.index_vector_dim = ivd ? ivd->i : 0;
-        op.dims = need_ints(r, {"slice_sizes"});
-        op.flag = get_bool(r, "indices_are_sorted");
+        op.dims = need_ints(r, {syntax::kSliceSizes});
+        op.flag = get_bool(r, syntax::kIndicesAreSorted);
         break;
       }
       case OpKind::kScatter: {
-        const Attr* d = r.attr("scatter_dimension_numbers");
+        const Attr* d = r.attr(syntax::kScatterDimensionNumbers);
         if (!d || d->kind != Attr::kStruct)
           error(n + ": missing 'scatter_dimension_numbers = #stablehlo.scatter<...>'", r.pos);
-        if (d->field("input_batching_dims") && !struct_ints(r, *d, "input_batching_dims").empty())
+        if (d->field(syntax::kInputBatchingDims) &&
+            !struct_ints(r, *d, syntax::kInputBatchingDims).empty())
           error(n + ": input_batching_dims are not supported by vtrn", r.pos);
-        op.scatter.update_window_dims = struct_ints(r, *d, "update_window_dims");
-        op.scatter.inserted_window_dims = struct_ints(r, *d, "inserted_window_dims");
+        op.scatter.update_window_dims = struct_ints(r, *d, syntax::kUpdateWindowDims);
+        op.scatter.inserted_window_dims = struct_ints(r, *d, syntax::kInsertedWindowDims);
         op.scatter.scatter_dims_to_operand_dims =
-            struct_ints(r, *d, "scatter_dims_to_operand_dims");
-        const Attr* ivd = d->field("index_vector_dim");
+            struct_ints(r, *d, syntax::kScatterDimsToOperandDims);
+        const Attr* ivd = d->field(syntax::kIndexVectorDim);
         op.scatter.index_vector_dim = ivd ? ivd->i : 0;
-        op.flag = get_bool(r, "indices_are_sorted");
-        op.flag2 = get_bool(r, "unique_indices");
+        op.flag = get_bool(r, syntax::kIndicesAreSorted);
+        op.flag2 = get_bool(r, syntax::kUniqueIndices);
         if (op.regions.size() == 1 && match_scatter_region(*op.regions[0]) == ScatterKind::kOther)
           error(n + ": the update region must return the update (replace) or add the two "
                     "arguments; other update functions are not supported by vtrn",
@@ -183,13 +178,13 @@ class ParsedOpBuilder {
         break;
       }
       case OpKind::kSort: {
-        op.dimension = need_int(r, {"dimension"}, -1);
+        op.dimension = need_int(r, {syntax::kDimension}, -1);
         if (op.dimension < 0 && !in.empty()) op.dimension += in[0].rank();
-        op.flag = get_bool(r, "is_stable");
+        op.flag = get_bool(r, syntax::kIsStable);
         break;
       }
       case OpKind::kRngBitGenerator: {
-        const Attr* a = r.attr("rng_algorithm");
+        const Attr* a = r.attr(syntax::kRngAlgorithm);
         if (!a) a = r.attr("algorithm");
         op.target = a ? a->s : "DEFAULT";
         if (op.target != "DEFAULT" && op.target != "THREE_FRY" && op.target != "PHILOX")
@@ -198,10 +193,10 @@ class ParsedOpBuilder {
         break;
       }
       case OpKind::kCustomCall: {
-        const Attr* t = r.attr("call_target_name");
+        const Attr* t = r.attr(syntax::kCallTargetName);
         if (!t || t->kind != Attr::kString) error(n + ": missing call_target_name", r.pos);
         op.target = t->s;
-        if (const Attr* c = r.attr("backend_config"); c && c->kind == Attr::kString)
+        if (const Attr* c = r.attr(syntax::kBackendConfig); c && c->kind == Attr::kString)
           op.backend_config = c->s;
         break;
       }

@@ -9,6 +9,7 @@
 
 #include "vtrn/hlo/attribute_parser.h"
 #include "vtrn/hlo/parsed_op.h"
+#include "vtrn/hlo/syntax.h"
 #include "vtrn/hlo/verify.h"
 
 namespace vtrn::hlo {
@@ -375,7 +376,7 @@ class Parser : public AttributeParser {
         ParsedOp r;
         r.name = name;
         r.pos = op_pos;
-        const std::string_view prefix = "stablehlo.";
+        const std::string_view prefix = syntax::kOpPrefix;
         if (name.rfind(prefix, 0) != 0)
           error("op '" + name + "' is not supported by vtrn (only stablehlo ops and func.call)",
                 op_pos);
@@ -514,7 +515,7 @@ class Parser : public AttributeParser {
       Attr t;
       t.kind = Attr::kString;
       t.s = symbol();
-      r.attrs.emplace_back("call_target_name", t);
+      r.attrs.emplace_back(syntax::kCallTargetName, t);
       expect("(", "'(' and the operands of the custom_call");
       if (!accept(")")) {
         do r.operands.push_back(value_use(scope));
@@ -538,7 +539,7 @@ class Parser : public AttributeParser {
       Attr v = parse_attr();
       if (v.kind != Attr::kDense) error("expected dense<...> after stablehlo.constant", s);
       if (!v.dense_type) error("expected ': tensor<...>' after the constant's value");
-      r.attrs.emplace_back("value", v);
+      r.attrs.emplace_back(syntax::kValue, v);
       r.have_types = true;
       r.out_types = {*v.dense_type};
       return;
@@ -616,33 +617,14 @@ class Parser : public AttributeParser {
       const std::size_t s = p_;
       applies = ident("the combiner op");
       OpKind k;
-      const std::string pre = "stablehlo.";
+      const std::string_view pre = syntax::kOpPrefix;
       if (applies.rfind(pre, 0) != 0 || !op_from_name(applies.substr(pre.size()), &k))
         error("unknown combiner '" + applies + "'", s);
-      switch (k) {
-        case OpKind::kAdd:
-          r.applies = ReduceKind::kAdd;
-          break;
-        case OpKind::kMultiply:
-          r.applies = ReduceKind::kMul;
-          break;
-        case OpKind::kMaximum:
-          r.applies = ReduceKind::kMax;
-          break;
-        case OpKind::kMinimum:
-          r.applies = ReduceKind::kMin;
-          break;
-        case OpKind::kAnd:
-          r.applies = ReduceKind::kAnd;
-          break;
-        case OpKind::kOr:
-          r.applies = ReduceKind::kOr;
-          break;
-        default:
-          error("combiner '" + applies +
-                    "' is not supported by vtrn (add, multiply, maximum, minimum, and, or)",
-                s);
-      }
+      r.applies = reduce_kind_of(k);
+      if (!r.applies)
+        error("combiner '" + applies +
+                  "' is not supported by vtrn (add, multiply, maximum, minimum, and, or)",
+              s);
     }
     if (!accept_word("across")) error("expected 'across dimensions = [...]' in stablehlo.reduce");
     if (!accept_word("dimensions")) error("expected 'dimensions' after 'across'");
@@ -650,7 +632,7 @@ class Parser : public AttributeParser {
     Attr d;
     d.kind = Attr::kList;
     for (std::int64_t v : int_list()) d.items.push_back(Attr::integer(v));
-    r.attrs.emplace_back("dimensions", d);
+    r.attrs.emplace_back(syntax::kDimensions, d);
     if (peek("{")) parse_dict();
     op_types(r);
     if (r.applies) return;

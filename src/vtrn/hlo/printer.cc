@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string_view>
+
+#include "vtrn/hlo/syntax.h"
 
 namespace vtrn::hlo {
 namespace {
@@ -24,6 +27,13 @@ std::string array_attr(const std::vector<std::int64_t>& v) {
 }
 
 std::string list(const std::vector<std::int64_t>& v) { return "[" + ints(v) + "]"; }
+
+std::string boolean(bool b) { return b ? "true" : "false"; }
+
+// `name = value`
+std::string attr(std::string_view name, const std::string& value) {
+  return std::string(name) + " = " + value;
+}
 
 std::string quote(const std::string& s) {
   std::string out = "\"";
@@ -190,13 +200,13 @@ class Printer {
     }();
     if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind)) &&
         op.kind != OpKind::kConvert && same_types) {
-      out_ += "stablehlo." + std::string(op_name(op.kind));
+      out_ += std::string(syntax::kOpPrefix) + std::string(op_name(op.kind));
       for (std::size_t i = 0; i < op.operands.size(); ++i)
         out_ += (i ? ", " : " ") + name(b, op.operands[i]);
       out_ += " : " + b.type(op.results[0]).str();
       return;
     }
-    out_ += "\"stablehlo." + std::string(op_name(op.kind)) + "\"(";
+    out_ += "\"" + std::string(syntax::kOpPrefix) + std::string(op_name(op.kind)) + "\"(";
     for (std::size_t i = 0; i < op.operands.size(); ++i)
       out_ += (i ? ", " : "") + name(b, op.operands[i]);
     out_ += ")";
@@ -235,78 +245,82 @@ class Printer {
   }
 
   static std::string attrs(const Op& op) {
+    namespace s = syntax;
     switch (op.kind) {
       case OpKind::kCompare: {
-        std::string s = "comparison_direction = #stablehlo<comparison_direction " +
-                        std::string(comparison_name(op.comparison)) + ">";
+        std::string a =
+            attr(s::kComparisonDirection, "#stablehlo<comparison_direction " +
+                                              std::string(comparison_name(op.comparison)) + ">");
         if (op.compare_type != CompareType::kNone)
-          s += ", compare_type = #stablehlo<comparison_type " +
-               std::string(compare_type_name(op.compare_type)) + ">";
-        return s;
+          a += ", " +
+               attr(s::kCompareType, "#stablehlo<comparison_type " +
+                                         std::string(compare_type_name(op.compare_type)) + ">");
+        return a;
       }
       case OpKind::kConstant:
-        return "value = " + print_dense(op.literal) + " : " + op.literal.type.str();
+        return attr(s::kValue, print_dense(op.literal) + " : " + op.literal.type.str());
       case OpKind::kIota:
-        return "iota_dimension = " + std::to_string(op.dimension) + " : i64";
+        return attr(s::kIotaDimension, std::to_string(op.dimension) + " : i64");
       case OpKind::kBroadcastInDim:
-        return "broadcast_dimensions = " + array_attr(op.dims);
+        return attr(s::kBroadcastDimensions, array_attr(op.dims));
       case OpKind::kTranspose:
-        return "permutation = " + array_attr(op.dims);
+        return attr(s::kPermutation, array_attr(op.dims));
       case OpKind::kSlice:
-        return "start_indices = " + array_attr(op.start) +
-               ", limit_indices = " + array_attr(op.limit) +
-               ", strides = " + array_attr(op.strides);
+        return attr(s::kStartIndices, array_attr(op.start)) + ", " +
+               attr(s::kLimitIndices, array_attr(op.limit)) + ", " +
+               attr(s::kStrides, array_attr(op.strides));
       case OpKind::kDynamicSlice:
-        return "slice_sizes = " + array_attr(op.dims);
+        return attr(s::kSliceSizes, array_attr(op.dims));
       case OpKind::kConcatenate:
-        return "dimension = " + std::to_string(op.dimension) + " : i64";
+        return attr(s::kDimension, std::to_string(op.dimension) + " : i64");
       case OpKind::kPad:
-        return "edge_padding_low = " + array_attr(op.start) +
-               ", edge_padding_high = " + array_attr(op.limit) +
-               ", interior_padding = " + array_attr(op.strides);
+        return attr(s::kEdgePaddingLow, array_attr(op.start)) + ", " +
+               attr(s::kEdgePaddingHigh, array_attr(op.limit)) + ", " +
+               attr(s::kInteriorPadding, array_attr(op.strides));
       case OpKind::kReverse:
       case OpKind::kReduce:
-        return "dimensions = " + array_attr(op.dims);
+        return attr(s::kDimensions, array_attr(op.dims));
       case OpKind::kDotGeneral: {
-        std::string s;
-        auto field = [&](const char* n, const std::vector<std::int64_t>& v) {
+        std::string fields;
+        auto field = [&](std::string_view n, const std::vector<std::int64_t>& v) {
           if (v.empty()) return;
-          if (!s.empty()) s += ", ";
-          s += std::string(n) + " = " + list(v);
+          if (!fields.empty()) fields += ", ";
+          fields += attr(n, list(v));
         };
-        field("lhs_batching_dimensions", op.dot.lhs_batch);
-        field("rhs_batching_dimensions", op.dot.rhs_batch);
-        field("lhs_contracting_dimensions", op.dot.lhs_contracting);
-        field("rhs_contracting_dimensions", op.dot.rhs_contracting);
-        return "dot_dimension_numbers = #stablehlo.dot<" + s + ">";
+        field(s::kLhsBatchingDimensions, op.dot.lhs_batch);
+        field(s::kRhsBatchingDimensions, op.dot.rhs_batch);
+        field(s::kLhsContractingDimensions, op.dot.lhs_contracting);
+        field(s::kRhsContractingDimensions, op.dot.rhs_contracting);
+        return attr(s::kDotDimensionNumbers, "#stablehlo.dot<" + fields + ">");
       }
       case OpKind::kGather: {
         const GatherDims& g = op.gather;
-        return "dimension_numbers = #stablehlo.gather<offset_dims = " + list(g.offset_dims) +
-               ", collapsed_slice_dims = " + list(g.collapsed_slice_dims) +
-               ", start_index_map = " + list(g.start_index_map) +
-               ", index_vector_dim = " + std::to_string(g.index_vector_dim) +
-               ">, indices_are_sorted = " + (op.flag ? "true" : "false") +
-               ", slice_sizes = " + array_attr(op.dims);
+        return attr(s::kGatherDimensionNumbers,
+                    "#stablehlo.gather<" + attr(s::kOffsetDims, list(g.offset_dims)) + ", " +
+                        attr(s::kCollapsedSliceDims, list(g.collapsed_slice_dims)) + ", " +
+                        attr(s::kStartIndexMap, list(g.start_index_map)) + ", " +
+                        attr(s::kIndexVectorDim, std::to_string(g.index_vector_dim)) + ">") +
+               ", " + attr(s::kIndicesAreSorted, boolean(op.flag)) + ", " +
+               attr(s::kSliceSizes, array_attr(op.dims));
       }
       case OpKind::kScatter: {
-        const ScatterDims& s = op.scatter;
-        return std::string("indices_are_sorted = ") + (op.flag ? "true" : "false") +
-               ", scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = " +
-               list(s.update_window_dims) +
-               ", inserted_window_dims = " + list(s.inserted_window_dims) +
-               ", scatter_dims_to_operand_dims = " + list(s.scatter_dims_to_operand_dims) +
-               ", index_vector_dim = " + std::to_string(s.index_vector_dim) +
-               ">, unique_indices = " + (op.flag2 ? "true" : "false");
+        const ScatterDims& d = op.scatter;
+        return attr(s::kIndicesAreSorted, boolean(op.flag)) + ", " +
+               attr(s::kScatterDimensionNumbers,
+                    "#stablehlo.scatter<" + attr(s::kUpdateWindowDims, list(d.update_window_dims)) +
+                        ", " + attr(s::kInsertedWindowDims, list(d.inserted_window_dims)) + ", " +
+                        attr(s::kScatterDimsToOperandDims, list(d.scatter_dims_to_operand_dims)) +
+                        ", " + attr(s::kIndexVectorDim, std::to_string(d.index_vector_dim)) + ">") +
+               ", " + attr(s::kUniqueIndices, boolean(op.flag2));
       }
       case OpKind::kSort:
-        return "dimension = " + std::to_string(op.dimension) +
-               " : i64, is_stable = " + (op.flag ? "true" : "false");
+        return attr(s::kDimension, std::to_string(op.dimension) + " : i64") + ", " +
+               attr(s::kIsStable, boolean(op.flag));
       case OpKind::kRngBitGenerator:
-        return "rng_algorithm = #stablehlo<rng_algorithm " + op.target + ">";
+        return attr(s::kRngAlgorithm, "#stablehlo<rng_algorithm " + op.target + ">");
       case OpKind::kCustomCall:
-        return "backend_config = " + quote(op.backend_config) +
-               ", call_target_name = " + quote(op.target);
+        return attr(s::kBackendConfig, quote(op.backend_config)) + ", " +
+               attr(s::kCallTargetName, quote(op.target));
       default:
         return "";
     }
