@@ -56,13 +56,15 @@ std::string op_key(const Block& block, const Op& op) {
   for (int v : op.operands) put(s, v);
   for (int r : op.results) put(s, block.type(r));
   put_all(
-      s, op.dims, op.start, op.limit, op.strides, op.dimension,
+      s, op.dims, op.start_indices, op.limit_indices, op.strides, op.edge_padding_low,
+      op.edge_padding_high, op.interior_padding, op.dimension,
       static_cast<std::int64_t>(op.comparison) * 16 + static_cast<std::int64_t>(op.compare_type),
       op.dot.lhs_batch, op.dot.rhs_batch, op.dot.lhs_contracting, op.dot.rhs_contracting,
       op.gather.offset_dims, op.gather.collapsed_slice_dims, op.gather.start_index_map,
       op.gather.index_vector_dim, op.scatter.update_window_dims, op.scatter.inserted_window_dims,
       op.scatter.scatter_dims_to_operand_dims, op.scatter.index_vector_dim,
-      static_cast<std::int64_t>(op.flag * 2 + op.flag2), op.target, op.backend_config);
+      static_cast<std::int64_t>(op.is_stable * 4 + op.indices_are_sorted * 2 + op.unique_indices),
+      static_cast<std::int64_t>(op.rng_algorithm), op.call_target_name, op.backend_config);
   if (op.kind == OpKind::kConstant) {
     put_all(s, op.literal.type, static_cast<std::int64_t>(op.literal.splat),
             std::string_view(reinterpret_cast<const char*>(op.literal.data.data()),

@@ -130,8 +130,8 @@ Value Builder::slice(Value x, std::vector<std::int64_t> start, std::vector<std::
                      std::vector<std::int64_t> strides) {
   Op op = make(OpKind::kSlice, {x});
   if (strides.empty()) strides.assign(start.size(), 1);
-  op.start = std::move(start);
-  op.limit = std::move(limit);
+  op.start_indices = std::move(start);
+  op.limit_indices = std::move(limit);
   op.strides = std::move(strides);
   return add_one(std::move(op));
 }
@@ -158,9 +158,9 @@ Value Builder::concatenate(std::vector<Value> xs, std::int64_t dimension) {
 Value Builder::pad(Value x, Value pv, std::vector<std::int64_t> low, std::vector<std::int64_t> high,
                    std::vector<std::int64_t> interior) {
   Op op = make(OpKind::kPad, {x, pv});
-  op.start = std::move(low);
-  op.limit = std::move(high);
-  op.strides = std::move(interior);
+  op.edge_padding_low = std::move(low);
+  op.edge_padding_high = std::move(high);
+  op.interior_padding = std::move(interior);
   return add_one(std::move(op));
 }
 
@@ -201,7 +201,7 @@ Value Builder::gather(Value x, Value indices, GatherDims dims,
   Op op = make(OpKind::kGather, {x, indices});
   op.gather = std::move(dims);
   op.dims = std::move(slice_sizes);
-  op.flag = sorted;
+  op.indices_are_sorted = sorted;
   return add_one(std::move(op));
 }
 
@@ -216,7 +216,7 @@ std::vector<Value> Builder::sort(std::vector<Value> xs, std::int64_t dimension, 
                                  bool descending, bool stable) {
   Op op = make(OpKind::kSort, xs);
   op.dimension = dimension;
-  op.flag = stable;
+  op.is_stable = stable;
   std::vector<DType> dts;
   for (Value v : xs) dts.push_back(type(v).dtype);
   if (key < 0 || key >= static_cast<int>(xs.size()))
@@ -226,9 +226,9 @@ std::vector<Value> Builder::sort(std::vector<Value> xs, std::int64_t dimension, 
 }
 
 std::pair<Value, Value> Builder::rng_bit_generator(Value state, TensorType output,
-                                                   std::string algorithm) {
+                                                   RngAlgorithm algorithm) {
   Op op = make(OpKind::kRngBitGenerator, {state});
-  op.target = std::move(algorithm);
+  op.rng_algorithm = algorithm;
   std::vector<TensorType> d{type(state), std::move(output)};
   std::vector<Value> r = add_op(std::move(op), &d);
   return {r[0], r[1]};
@@ -238,7 +238,7 @@ std::vector<Value> Builder::custom_call(std::string target, std::vector<Value> o
                                         std::vector<TensorType> results,
                                         std::string backend_config) {
   Op op = make(OpKind::kCustomCall, operands);
-  op.target = std::move(target);
+  op.call_target_name = std::move(target);
   op.backend_config = std::move(backend_config);
   return add_op(std::move(op), &results);
 }

@@ -78,7 +78,7 @@ class Builder {
                           bool stable = true);
   /// Returns {new_state, output}.
   std::pair<Value, Value> rng_bit_generator(Value state, TensorType output,
-                                            std::string algorithm = "DEFAULT");
+                                            RngAlgorithm algorithm = RngAlgorithm::kDefault);
   std::vector<Value> custom_call(std::string target, std::vector<Value> operands,
                                  std::vector<TensorType> results, std::string backend_config = "");
 

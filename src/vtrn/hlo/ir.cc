@@ -242,6 +242,7 @@ namespace {
 constexpr std::string_view kComparisonNames[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
 constexpr std::string_view kCompareTypeNames[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
                                                   "UNSIGNED"};
+constexpr std::string_view kRngAlgorithmNames[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
 
 template <typename Enum, std::size_t N>
 std::optional<Enum> enum_from_name(const std::string_view (&names)[N], std::string_view name) {
@@ -262,6 +263,14 @@ std::optional<Comparison> comparison_from_name(std::string_view name) {
 
 std::optional<CompareType> compare_type_from_name(std::string_view name) {
   return enum_from_name<CompareType>(kCompareTypeNames, name);
+}
+
+std::string_view rng_algorithm_name(RngAlgorithm a) {
+  return kRngAlgorithmNames[static_cast<int>(a)];
+}
+
+std::optional<RngAlgorithm> rng_algorithm_from_name(std::string_view name) {
+  return enum_from_name<RngAlgorithm>(kRngAlgorithmNames, name);
 }
 
 //===----------------------------------------------------------------------===//

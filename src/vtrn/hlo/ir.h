@@ -146,6 +146,11 @@ bool is_binary_elementwise(OpKind kind);
 /// Elementwise in the fusion sense: unary, binary, compare, select, clamp.
 bool is_elementwise(OpKind kind);
 
+/// rng_bit_generator's algorithm; vtrn runs Philox for every one of them.
+enum class RngAlgorithm : std::uint8_t { kDefault, kThreeFry, kPhilox };
+std::string_view rng_algorithm_name(RngAlgorithm a);  // "DEFAULT", "THREE_FRY", "PHILOX"
+std::optional<RngAlgorithm> rng_algorithm_from_name(std::string_view name);
+
 enum class Comparison : std::uint8_t { kEQ, kNE, kGE, kGT, kLE, kLT };
 enum class CompareType : std::uint8_t { kNone, kFloat, kTotalOrder, kSigned, kUnsigned };
 std::string_view comparison_name(Comparison c);     // "EQ"
@@ -182,23 +187,25 @@ struct Op {
   /// broadcast_in_dim: broadcast_dimensions; transpose: permutation; reduce, reverse:
   /// dimensions; dynamic_slice, gather: slice_sizes.
   std::vector<std::int64_t> dims;
-  /// slice: start/limit/strides. pad: start = edge_padding_low, limit = edge_padding_high,
-  /// strides = interior_padding.
-  std::vector<std::int64_t> start, limit, strides;
+  /// slice
+  std::vector<std::int64_t> start_indices, limit_indices, strides;
+  /// pad
+  std::vector<std::int64_t> edge_padding_low, edge_padding_high, interior_padding;
   /// concatenate, iota, sort: dimension.
   std::int64_t dimension = 0;
   Comparison comparison = Comparison::kEQ;  ///< compare
   CompareType compare_type = CompareType::kNone;
-  DotDims dot;          ///< dot_general
-  GatherDims gather;    ///< gather
-  ScatterDims scatter;  ///< scatter
-  bool flag = false;    ///< sort: is_stable; gather/scatter: indices_are_sorted
-  bool flag2 = false;   ///< scatter: unique_indices
-  /// custom_call: call_target_name; rng_bit_generator: algorithm (DEFAULT, THREE_FRY, PHILOX).
-  std::string target;
-  std::string backend_config;                   ///< custom_call
-  Literal literal;                              ///< constant
-  std::vector<std::shared_ptr<Block>> regions;  ///< reduce, scatter, sort bodies
+  DotDims dot;                                          ///< dot_general
+  GatherDims gather;                                    ///< gather
+  ScatterDims scatter;                                  ///< scatter
+  bool is_stable = false;                               ///< sort
+  bool indices_are_sorted = false;                      ///< gather, scatter
+  bool unique_indices = false;                          ///< scatter
+  RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;  ///< rng_bit_generator
+  std::string call_target_name;                         ///< custom_call
+  std::string backend_config;                           ///< custom_call
+  Literal literal;                                      ///< constant
+  std::vector<std::shared_ptr<Block>> regions;          ///< reduce, scatter, sort bodies
 };
 
 /// A function body or a region: typed values, arguments, ops and returned values. The

@@ -101,14 +101,14 @@ class ParsedOpBuilder {
         break;
       case OpKind::kSlice:
         if (r.has_slice_spec) {
-          op.start = r.slice_start;
-          op.limit = r.slice_limit;
+          op.start_indices = r.slice_start;
+          op.limit_indices = r.slice_limit;
           op.strides = r.slice_strides;
         } else {
-          op.start = need_ints(r, {syntax::kStartIndices});
-          op.limit = need_ints(r, {syntax::kLimitIndices});
+          op.start_indices = need_ints(r, {syntax::kStartIndices});
+          op.limit_indices = need_ints(r, {syntax::kLimitIndices});
           op.strides = need_ints(r, {syntax::kStrides}, false);
-          if (op.strides.empty()) op.strides.assign(op.start.size(), 1);
+          if (op.strides.empty()) op.strides.assign(op.start_indices.size(), 1);
         }
         break;
       case OpKind::kDynamicSlice:
@@ -118,9 +118,9 @@ class ParsedOpBuilder {
         op.dimension = need_int(r, {syntax::kDimension, "dim"});
         break;
       case OpKind::kPad:
-        op.start = need_ints(r, {syntax::kEdgePaddingLow, "low"});
-        op.limit = need_ints(r, {syntax::kEdgePaddingHigh, "high"});
-        op.strides = need_ints(r, {syntax::kInteriorPadding, "interior"});
+        op.edge_padding_low = need_ints(r, {syntax::kEdgePaddingLow, "low"});
+        op.edge_padding_high = need_ints(r, {syntax::kEdgePaddingHigh, "high"});
+        op.interior_padding = need_ints(r, {syntax::kInteriorPadding, "interior"});
         break;
       case OpKind::kDotGeneral:
         if (r.is_dot) {
@@ -153,7 +153,7 @@ class ParsedOpBuilder {
         const Attr* ivd = d->field(syntax::kIndexVectorDim);
         op.gather.index_vector_dim = ivd ? ivd->i : 0;
         op.dims = need_ints(r, {syntax::kSliceSizes});
-        op.flag = get_bool(r, syntax::kIndicesAreSorted);
+        op.indices_are_sorted = get_bool(r, syntax::kIndicesAreSorted);
         break;
       }
       case OpKind::kScatter: {
@@ -169,8 +169,8 @@ class ParsedOpBuilder {
             struct_ints(r, *d, syntax::kScatterDimsToOperandDims);
         const Attr* ivd = d->field(syntax::kIndexVectorDim);
         op.scatter.index_vector_dim = ivd ? ivd->i : 0;
-        op.flag = get_bool(r, syntax::kIndicesAreSorted);
-        op.flag2 = get_bool(r, syntax::kUniqueIndices);
+        op.indices_are_sorted = get_bool(r, syntax::kIndicesAreSorted);
+        op.unique_indices = get_bool(r, syntax::kUniqueIndices);
         if (op.regions.size() == 1 && match_scatter_region(*op.regions[0]) == ScatterKind::kOther)
           error(n + ": the update region must return the update (replace) or add the two "
                     "arguments; other update functions are not supported by vtrn",
@@ -180,22 +180,24 @@ class ParsedOpBuilder {
       case OpKind::kSort: {
         op.dimension = need_int(r, {syntax::kDimension}, -1);
         if (op.dimension < 0 && !in.empty()) op.dimension += in[0].rank();
-        op.flag = get_bool(r, syntax::kIsStable);
+        op.is_stable = get_bool(r, syntax::kIsStable);
         break;
       }
       case OpKind::kRngBitGenerator: {
         const Attr* a = r.attr(syntax::kRngAlgorithm);
         if (!a) a = r.attr("algorithm");
-        op.target = a ? a->s : "DEFAULT";
-        if (op.target != "DEFAULT" && op.target != "THREE_FRY" && op.target != "PHILOX")
-          error(n + ": rng algorithm '" + op.target + "' is not one of DEFAULT, THREE_FRY, PHILOX",
+        const std::string name = a ? a->s : std::string(rng_algorithm_name(RngAlgorithm::kDefault));
+        const std::optional<RngAlgorithm> algorithm = rng_algorithm_from_name(name);
+        if (!algorithm)
+          error(n + ": rng algorithm '" + name + "' is not one of DEFAULT, THREE_FRY, PHILOX",
                 r.pos);
+        op.rng_algorithm = *algorithm;
         break;
       }
       case OpKind::kCustomCall: {
         const Attr* t = r.attr(syntax::kCallTargetName);
         if (!t || t->kind != Attr::kString) error(n + ": missing call_target_name", r.pos);
-        op.target = t->s;
+        op.call_target_name = t->s;
         if (const Attr* c = r.attr(syntax::kBackendConfig); c && c->kind == Attr::kString)
           op.backend_config = c->s;
         break;

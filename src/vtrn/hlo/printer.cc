@@ -266,17 +266,17 @@ class Printer {
       case OpKind::kTranspose:
         return attr(s::kPermutation, array_attr(op.dims));
       case OpKind::kSlice:
-        return attr(s::kStartIndices, array_attr(op.start)) + ", " +
-               attr(s::kLimitIndices, array_attr(op.limit)) + ", " +
+        return attr(s::kStartIndices, array_attr(op.start_indices)) + ", " +
+               attr(s::kLimitIndices, array_attr(op.limit_indices)) + ", " +
                attr(s::kStrides, array_attr(op.strides));
       case OpKind::kDynamicSlice:
         return attr(s::kSliceSizes, array_attr(op.dims));
       case OpKind::kConcatenate:
         return attr(s::kDimension, std::to_string(op.dimension) + " : i64");
       case OpKind::kPad:
-        return attr(s::kEdgePaddingLow, array_attr(op.start)) + ", " +
-               attr(s::kEdgePaddingHigh, array_attr(op.limit)) + ", " +
-               attr(s::kInteriorPadding, array_attr(op.strides));
+        return attr(s::kEdgePaddingLow, array_attr(op.edge_padding_low)) + ", " +
+               attr(s::kEdgePaddingHigh, array_attr(op.edge_padding_high)) + ", " +
+               attr(s::kInteriorPadding, array_attr(op.interior_padding));
       case OpKind::kReverse:
       case OpKind::kReduce:
         return attr(s::kDimensions, array_attr(op.dims));
@@ -300,27 +300,28 @@ class Printer {
                         attr(s::kCollapsedSliceDims, list(g.collapsed_slice_dims)) + ", " +
                         attr(s::kStartIndexMap, list(g.start_index_map)) + ", " +
                         attr(s::kIndexVectorDim, std::to_string(g.index_vector_dim)) + ">") +
-               ", " + attr(s::kIndicesAreSorted, boolean(op.flag)) + ", " +
+               ", " + attr(s::kIndicesAreSorted, boolean(op.indices_are_sorted)) + ", " +
                attr(s::kSliceSizes, array_attr(op.dims));
       }
       case OpKind::kScatter: {
         const ScatterDims& d = op.scatter;
-        return attr(s::kIndicesAreSorted, boolean(op.flag)) + ", " +
+        return attr(s::kIndicesAreSorted, boolean(op.indices_are_sorted)) + ", " +
                attr(s::kScatterDimensionNumbers,
                     "#stablehlo.scatter<" + attr(s::kUpdateWindowDims, list(d.update_window_dims)) +
                         ", " + attr(s::kInsertedWindowDims, list(d.inserted_window_dims)) + ", " +
                         attr(s::kScatterDimsToOperandDims, list(d.scatter_dims_to_operand_dims)) +
                         ", " + attr(s::kIndexVectorDim, std::to_string(d.index_vector_dim)) + ">") +
-               ", " + attr(s::kUniqueIndices, boolean(op.flag2));
+               ", " + attr(s::kUniqueIndices, boolean(op.unique_indices));
       }
       case OpKind::kSort:
         return attr(s::kDimension, std::to_string(op.dimension) + " : i64") + ", " +
-               attr(s::kIsStable, boolean(op.flag));
+               attr(s::kIsStable, boolean(op.is_stable));
       case OpKind::kRngBitGenerator:
-        return attr(s::kRngAlgorithm, "#stablehlo<rng_algorithm " + op.target + ">");
+        return attr(s::kRngAlgorithm, "#stablehlo<rng_algorithm " +
+                                          std::string(rng_algorithm_name(op.rng_algorithm)) + ">");
       case OpKind::kCustomCall:
         return attr(s::kBackendConfig, quote(op.backend_config)) + ", " +
-               attr(s::kCallTargetName, quote(op.target));
+               attr(s::kCallTargetName, quote(op.call_target_name));
       default:
         return "";
     }

@@ -368,18 +368,20 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
       expect_count(op, in, 1);
       const TensorType& x = in[0];
       const std::size_t n = static_cast<std::size_t>(x.rank());
-      if (op.start.size() != n || op.limit.size() != n || op.strides.size() != n)
+      if (op.start_indices.size() != n || op.limit_indices.size() != n || op.strides.size() != n)
         fail(op, "start_indices, limit_indices and strides must each have " + std::to_string(n) +
                      " entries for " + x.str());
       TensorType r(x.dtype, {});
       for (std::size_t i = 0; i < n; ++i) {
-        if (op.start[i] < 0 || op.start[i] > op.limit[i] || op.limit[i] > x.dims[i] ||
-            op.strides[i] < 1)
-          fail(op, "dimension " + std::to_string(i) + ": slice [" + std::to_string(op.start[i]) +
-                       ":" + std::to_string(op.limit[i]) + ":" + std::to_string(op.strides[i]) +
+        if (op.start_indices[i] < 0 || op.start_indices[i] > op.limit_indices[i] ||
+            op.limit_indices[i] > x.dims[i] || op.strides[i] < 1)
+          fail(op, "dimension " + std::to_string(i) + ": slice [" +
+                       std::to_string(op.start_indices[i]) + ":" +
+                       std::to_string(op.limit_indices[i]) + ":" + std::to_string(op.strides[i]) +
                        "] is invalid for size " + std::to_string(x.dims[i]) +
                        " (need 0 <= start <= limit <= size, stride >= 1)");
-        r.dims.push_back((op.limit[i] - op.start[i] + op.strides[i] - 1) / op.strides[i]);
+        r.dims.push_back((op.limit_indices[i] - op.start_indices[i] + op.strides[i] - 1) /
+                         op.strides[i]);
       }
       return {r};
     }
@@ -436,16 +438,17 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
         fail(op, "operand 1 (padding value) has type " + pv.str() + ", expected " +
                      TensorType(x.dtype, {}).str());
       const std::size_t n = static_cast<std::size_t>(x.rank());
-      if (op.start.size() != n || op.limit.size() != n || op.strides.size() != n)
+      if (op.edge_padding_low.size() != n || op.edge_padding_high.size() != n ||
+          op.interior_padding.size() != n)
         fail(op, "edge_padding_low, edge_padding_high and interior_padding must each have " +
                      std::to_string(n) + " entries for " + x.str());
       TensorType r(x.dtype, {});
       for (std::size_t i = 0; i < n; ++i) {
-        if (op.strides[i] < 0)
-          fail(op, "interior_padding " + dims_str(op.strides) + " must not be negative");
+        if (op.interior_padding[i] < 0)
+          fail(op, "interior_padding " + dims_str(op.interior_padding) + " must not be negative");
         const std::int64_t d = x.dims[i];
-        const std::int64_t s =
-            op.start[i] + op.limit[i] + d + (d > 0 ? (d - 1) * op.strides[i] : 0);
+        const std::int64_t s = op.edge_padding_low[i] + op.edge_padding_high[i] + d +
+                               (d > 0 ? (d - 1) * op.interior_padding[i] : 0);
         if (s < 0) fail(op, "padding gives a negative size in dimension " + std::to_string(i));
         r.dims.push_back(s);
       }
@@ -498,7 +501,7 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
     }
     case OpKind::kCustomCall:
       if (!declared) fail(op, "the result types must be given");
-      if (op.target.empty()) fail(op, "call_target_name is empty");
+      if (op.call_target_name.empty()) fail(op, "call_target_name is empty");
       return *declared;
     default:
       break;

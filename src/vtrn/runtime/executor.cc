@@ -241,9 +241,10 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
       CustomCallFn fn;
       {
         std::lock_guard<std::mutex> lock(registry_mutex());
-        auto it = registry().find(op.target);
+        auto it = registry().find(op.call_target_name);
         if (it == registry().end())
-          throw ExecError("no kernel is registered for stablehlo.custom_call @" + op.target +
+          throw ExecError("no kernel is registered for stablehlo.custom_call @" +
+                          op.call_target_name +
                           "; register one with vtrn::runtime::register_custom_call");
         fn = it->second;
       }

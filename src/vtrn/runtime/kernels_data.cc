@@ -420,7 +420,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       std::int64_t base = 0;
       for (std::size_t d = 0; d < src.size(); ++d) {
         s.push_back(src[d] * op.strides[d]);
-        base += op.start[d] * src[d];
+        base += op.start_indices[d] * src[d];
       }
       strided_copy(out[0], in[0], ot.dims, s, base, es);
       return;
@@ -503,7 +503,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
         bool inside = true;
         std::int64_t o = 0;
         for (int d = 0; d < xt.rank(); ++d) {
-          const std::int64_t p = op.start[d] + idx[d] * (op.strides[d] + 1);
+          const std::int64_t p = op.edge_padding_low[d] + idx[d] * (op.interior_padding[d] + 1);
           inside = inside && p >= 0 && p < ot.dims[d];
           o += p * dst[d];
         }
