@@ -1,6 +1,7 @@
 // Memory terms against hand-computed values and the Korthikanti et al. (2022) formulas.
 #include <gtest/gtest.h>
 
+#include "vtrn/plan/memory.h"
 #include "vtrn/plan/planner.h"
 
 namespace vtrn::plan {
@@ -70,11 +71,10 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
   Workload w;
   w.seq = 2048;
   w.global_batch = 512;
-  Planner p(find_preset("llama2-7b"), cluster, w);
   Layout l;
   l.shard = 64;
   l.checkpointing = Checkpointing::kSelective;
-  const MemoryBreakdown m = p.memory(l);
+  const MemoryBreakdown m = memory_per_rank(find_preset("llama2-7b"), cluster, w, l);
   // 6,738,415,616 parameters / 64 = 105,287,744 per rank: fp32 weights, fp32 gradients, 2 x fp32
   // AdamW
   EXPECT_DOUBLE_EQ(m.parameters, 105'287'744.0 * 4);
@@ -95,18 +95,21 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
   EXPECT_DOUBLE_EQ(m.budget, 24.0 * 1073741824);
   EXPECT_DOUBLE_EQ(m.total, m.parameters + m.gradients + m.optimizer + m.gathered + m.activations +
                                 m.logits + m.runtime);
+  // The planner reports the same figures.
+  EXPECT_DOUBLE_EQ(Planner(find_preset("llama2-7b"), cluster, w).memory(l).total, m.total);
 }
 
 TEST(Memory, ShardingDividesPersistentStateButNotTheGatheredBlock) {
   topo::Cluster cluster("trn2.48xlarge", 2, 4);
   Workload w;
   w.seq = 2048;
-  Planner p(find_preset("llama3-70b"), cluster, w);
+  const ModelSpec& model = find_preset("llama3-70b");
   Layout a, b;
   a.shard = 64, a.tp = 4, a.replicate = 1;
   b = a;
   b.shard = 16, b.replicate = 4;
-  const MemoryBreakdown ma = p.memory(a), mb = p.memory(b);
+  const MemoryBreakdown ma = memory_per_rank(model, cluster, w, a);
+  const MemoryBreakdown mb = memory_per_rank(model, cluster, w, b);
   EXPECT_DOUBLE_EQ(mb.parameters, 4 * ma.parameters);
   EXPECT_DOUBLE_EQ(mb.gathered, ma.gathered);
   EXPECT_DOUBLE_EQ(mb.activations, ma.activations);
@@ -118,8 +121,8 @@ TEST(Memory, PureBf16HalvesPersistentState) {
   bf16.precision = Precision::kBF16;
   Layout l;
   l.shard = 64;
-  const MemoryBreakdown a = Planner(find_preset("llama2-7b"), cluster, mixed).memory(l);
-  const MemoryBreakdown b = Planner(find_preset("llama2-7b"), cluster, bf16).memory(l);
+  const MemoryBreakdown a = memory_per_rank(find_preset("llama2-7b"), cluster, mixed, l);
+  const MemoryBreakdown b = memory_per_rank(find_preset("llama2-7b"), cluster, bf16, l);
   EXPECT_DOUBLE_EQ(b.parameters + b.gradients + b.optimizer,
                    (a.parameters + a.gradients + a.optimizer) / 2);
 }
@@ -132,9 +135,9 @@ TEST(Memory, GPipeHoldsEveryMicroBatch1F1BOnlyPp) {
   Layout l;
   l.pp = 2, l.shard = 16, l.tp = 4;  // 128 / 16 = 8 micro-batches of 1
   w.schedule = Schedule::k1F1B;
-  const double one = Planner(find_preset("llama2-13b"), cluster, w).memory(l).activations;
+  const double one = memory_per_rank(find_preset("llama2-13b"), cluster, w, l).activations;
   w.schedule = Schedule::kGPipe;
-  const double gpipe = Planner(find_preset("llama2-13b"), cluster, w).memory(l).activations;
+  const double gpipe = memory_per_rank(find_preset("llama2-13b"), cluster, w, l).activations;
   EXPECT_DOUBLE_EQ(gpipe / one, 8.0 / 2.0);
 }
 

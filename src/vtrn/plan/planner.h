@@ -13,93 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "vtrn/hw/units.h"
+#include "vtrn/plan/layout.h"
+#include "vtrn/plan/memory.h"
 #include "vtrn/plan/model.h"
+#include "vtrn/plan/step_time.h"
 #include "vtrn/topo/cluster.h"
 
 namespace vtrn::plan {
-
-enum class Precision {
-  kBF16MixedFP32Master,  ///< bf16 compute; fp32 master weights, gradients and AdamW state
-  kBF16,                 ///< everything bf16
-};
-enum class Checkpointing { kNone, kSelective, kFull };
-enum class Schedule { kGPipe, k1F1B };
-
-std::string_view precision_name(Precision p);          ///< "bf16-fp32-master", "bf16"
-std::string_view checkpointing_name(Checkpointing c);  ///< "none", "selective", "full"
-std::string_view schedule_name(Schedule s);            ///< "gpipe", "1f1b"
-/// Parsers; throw std::invalid_argument listing the accepted names.
-Precision parse_precision(std::string_view name);
-Checkpointing parse_checkpointing(std::string_view name);
-Schedule parse_schedule(std::string_view name);
-
-struct Workload {
-  int seq = 4096;           ///< tokens per sequence
-  int global_batch = 1024;  ///< sequences per optimizer step
-  Precision precision = Precision::kBF16MixedFP32Master;
-  Schedule schedule = Schedule::k1F1B;
-  bool sequence_parallel = true;  ///< with TP > 1, Megatron sequence parallelism
-  int prefetch = 1;               ///< FSDP units all-gathered ahead of the one computing
-};
-
-struct Layout {
-  int pp = 1, replicate = 1, shard = 1, tp = 1;
-  int micro_batch = 1;  ///< sequences per micro-batch
-  Checkpointing checkpointing = Checkpointing::kSelective;
-  int dp() const { return replicate * shard; }
-  int world() const { return pp * replicate * shard * tp; }
-  /// Mesh axes of size > 1, outermost first: pp, replicate, shard, tp (("shard",) for one rank).
-  std::vector<std::string> mesh_axes() const;
-  std::vector<int> mesh_shape() const;
-  /// "pp=1,replicate=1,shard=64,tp=1".
-  std::string describe() const;
-};
-
-/// Parses "pp=1,replicate=1,shard=64,tp=8" (missing axes are 1; micro_batch=, checkpointing= may
-/// follow). Throws std::invalid_argument naming the bad part.
-Layout parse_layout(std::string_view text);
-
-/// Activation bytes of one transformer block for one micro-batch of |b| sequences, per TP rank,
-/// following Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
-/// Models", section 4), generalized to GQA (K and V of kv_dim), SwiGLU (four f-wide tensors) and
-/// models without dropout (no masks). For GPT-3-like models it equals the paper's formulas:
-///   none, no SP:     s b h (10 + 24/t + 5 a s / (h t))
-///   none, SP:        s b h (34 + 5 a s / h) / t
-///   selective, no SP: s b h (10 + 24/t);  selective, SP: 34 s b h / t
-///   full:            2 s b h (per block, the block's input; / t with SP)
-double activation_bytes_per_layer(const ModelSpec& model, int seq, int b, int tp,
-                                  bool sequence_parallel, Checkpointing checkpointing);
-
-struct MemoryBreakdown {
-  double parameters = 0;  ///< persistent parameter shard (fp32 master or bf16)
-  double gradients = 0;   ///< persistent gradient shard
-  double optimizer = 0;   ///< AdamW m and v shards
-  double gathered =
-      0;  ///< gathered execution units (current + prefetched) and their unsharded gradients
-  double activations = 0;  ///< saved activations of the micro-batches in flight, plus one block's
-                           ///< recompute working set
-  double logits = 0;       ///< logits, their fp32 loss copy and gradient
-  double runtime = 0;      ///< the runtime's reservation (96 MiB per physical core)
-  double collectives = 0;  ///< collective and point-to-point staging buffers
-  double total = 0;
-  double budget = 0;  ///< the logical core's HBM
-};
-
-struct TimeBreakdown {
-  double compute_s = 0;         ///< forward + backward of every micro-batch (without recompute)
-  double recompute_s = 0;       ///< extra forward work of activation checkpointing
-  double tp_s = 0;              ///< TP all-reduces (or SP all-gathers + reduce-scatters), exposed
-  double fsdp_exposed_s = 0;    ///< FSDP all-gather / reduce-scatter time compute does not hide
-  double fsdp_total_s = 0;      ///< all of it, hidden or not
-  bool fsdp_internode = false;  ///< the shard groups cross nodes
-  double dp_exposed_s = 0;      ///< HSDP / DDP gradient all-reduce across replicas, exposed
-  double dp_total_s = 0;
-  double pp_p2p_s = 0;     ///< stage-boundary send/recv
-  double bubble_s = 0;     ///< pipeline bubble
-  double optimizer_s = 0;  ///< AdamW step, HBM-bound
-  double step_s = 0;
-};
 
 struct Evaluation {
   Layout layout;
@@ -187,10 +107,22 @@ class Planner {
   double peak_flops_per_rank() const;
 
  private:
-  struct Routing;
+  // Routing of one factorization: the worst group's route of each axis (by the modeled time of
+  // a probe all-gather), whether every group is routable, and the placement used.
+  struct Routing {
+    bool routable = true;
+    bool custom = false;
+    std::vector<int> placement;
+    std::string error;
+    AxisRoutes routes;
+  };
   void route(const Layout& layout, bool search_placement, Routing& out) const;
   Evaluation evaluate_routed(const Layout& layout, const Routing& routing) const;
   void classify(Evaluation& e) const;
+  /// SearchResult::why_nothing: the closest of |rejected| (most promising first), what it
+  /// needs and what limits it, and how many nodes would fit the model.
+  std::string why_nothing_fits(const std::vector<Evaluation>& rejected,
+                               const SearchOptions& options) const;
   ModelSpec model_;
   topo::Cluster cluster_;
   Workload workload_;
