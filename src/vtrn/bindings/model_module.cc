@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/mesh_report.h"
-#include "vtrn/coll/model.h"
 #include "vtrn/coll/placement_search.h"
 #include "vtrn/coll/route.h"
 #include "vtrn/hw/instance.h"
@@ -50,9 +50,10 @@ std::string_view fabric_name(hw::UltraServerFabric f) {
 py::dict spec_dict(const hw::InstanceSpec& s) {
   const hw::ChipSpec& c = *s.chip;
   py::dict peaks;
-  for (hw::DType d :
-       {hw::DType::kFP8, hw::DType::kBF16, hw::DType::kFP16, hw::DType::kTF32, hw::DType::kFP32}) {
-    peaks[py::str(std::string(hw::dtype_name(d)))] = c.core.tensor(d);
+  for (hw::TensorEngineDType d :
+       {hw::TensorEngineDType::kFP8, hw::TensorEngineDType::kBF16, hw::TensorEngineDType::kFP16,
+        hw::TensorEngineDType::kTF32, hw::TensorEngineDType::kFP32}) {
+    peaks[py::str(std::string(hw::tensor_engine_dtype_name(d)))] = c.core.tensor(d);
   }
   py::dict chip;
   chip["name"] = c.name;
@@ -281,12 +282,12 @@ class Model {
   py::dict search_placement(const std::vector<int>& shape, const std::vector<std::string>& names,
                             hw::Bytes cost_bytes, long max_steps, int max_solutions,
                             bool structured_orders) const {
-    coll::SearchOptions options;
+    coll::PlacementSearchOptions options;
     options.structured_orders = structured_orders;
     options.cost_bytes = cost_bytes;
     options.max_steps = max_steps;
     options.max_solutions = max_solutions;
-    coll::SearchResult r;
+    coll::PlacementSearchResult r;
     {
       py::gil_scoped_release release;
       r = coll::search_placement(cluster_, graph_, shape, names, options);

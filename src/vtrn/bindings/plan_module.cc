@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "vtrn/plan/model.h"
+#include "vtrn/plan/model_spec.h"
 #include "vtrn/plan/planner.h"
 #include "vtrn/topo/cluster.h"
 
@@ -168,14 +168,14 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["why_nothing"] = evals.front().valid() ? "" : p.explain(evals.front());
     out["alternatives"] = std::vector<std::string>{};
   } else {
-    plan::SearchOptions o;
+    plan::LayoutSearchOptions o;
     o.checkpointing.clear();
     for (const auto& c : checkpointing) o.checkpointing.push_back(plan::parse_checkpointing(c));
     o.micro_batches = micro_batches;
     o.allow_pp = allow_pp;
     o.search_placement = search_placement;
     o.keep_top = std::max(top, 1);
-    const plan::SearchResult r = p.search(o);
+    const plan::LayoutSearchResult r = p.search(o);
     for (size_t i = 0; i < r.ranked.size() && static_cast<int>(i) < top; ++i)
       layouts.append(eval_dict(p, r.ranked[i], true));
     py::list rejected;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/link_graph.h"
 #include "vtrn/topo/mesh.h"

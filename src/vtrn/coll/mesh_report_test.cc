@@ -40,7 +40,7 @@ TEST(MeshReportTest, SeedDefaultTp8Fsdp8) {
   EXPECT_EQ(tp.estimates[1].estimate.choice.algorithm, Algorithm::kRDH);
   EXPECT_EQ(tp.estimates[2].estimate.choice.algorithm, Algorithm::kKangaRing);
   // 256 MiB all-reduce over two whole chips: 2 * (3 * 1.5e-6 + 268435456 / 2 / 256e9), see
-  // model_test.
+  // collective_time_test.
   EXPECT_NEAR(tp.estimates[2].estimate.seconds, 1.057576e-3, 1e-15);
   EXPECT_NEAR(tp.estimates[2].seconds_by_collective[1], 5.28788e-4, 1e-15);  // all_gather
 }

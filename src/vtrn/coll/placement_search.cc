@@ -33,13 +33,13 @@ struct Search {
   const topo::LinkGraph& graph;
   const std::vector<int>& shape;
   const std::vector<std::string>& names;
-  const SearchOptions& options;
-  SearchResult& best;
+  const PlacementSearchOptions& options;
+  PlacementSearchResult& best;
   long& steps;
 
   Search(const topo::Cluster& cluster, const topo::LinkGraph& graph, const std::vector<int>& shape,
-         const std::vector<std::string>& names, const SearchOptions& options, SearchResult& best,
-         long& steps, std::vector<int> fill)
+         const std::vector<std::string>& names, const PlacementSearchOptions& options,
+         PlacementSearchResult& best, long& steps, std::vector<int> fill)
       : cluster(cluster),
         graph(graph),
         shape(shape),
@@ -339,10 +339,11 @@ hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& 
   return total;
 }
 
-SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGraph& graph,
-                              const std::vector<int>& shape, const std::vector<std::string>& names,
-                              const SearchOptions& options) {
-  SearchResult best;
+PlacementSearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                                       const std::vector<int>& shape,
+                                       const std::vector<std::string>& names,
+                                       const PlacementSearchOptions& options) {
+  PlacementSearchResult best;
   topo::Mesh row_major(cluster, shape, names);  // validates shape and names
   int off = 0;
   const hw::Seconds default_cost =

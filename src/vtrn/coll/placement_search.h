@@ -26,14 +26,14 @@
 
 namespace vtrn::coll {
 
-struct SearchOptions {
+struct PlacementSearchOptions {
   hw::Bytes cost_bytes = hw::MiB(64);  ///< message size of the cost comparison
   long max_steps = 2'000'000;          ///< chip placements tried, over all fill orders
   int max_solutions = 1024;  ///< routable placements compared per fill order (depth-first part)
   bool structured_orders = true;  ///< also try the structured chip orders (false: depth-first only)
 };
 
-struct SearchResult {
+struct PlacementSearchResult {
   bool found = false;
   std::vector<int> placement;     ///< rank at each mesh position, row-major over the shape
   std::vector<int> chip_order;    ///< node-local chip of each slot
@@ -53,8 +53,9 @@ hw::Seconds placement_cost(const topo::Cluster& cluster, const topo::LinkGraph& 
                            int* tp_groups_off_chip = nullptr);
 
 /// Throws std::invalid_argument for a bad shape or names (as topo::Mesh does).
-SearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGraph& graph,
-                              const std::vector<int>& shape, const std::vector<std::string>& names,
-                              const SearchOptions& options = {});
+PlacementSearchResult search_placement(const topo::Cluster& cluster, const topo::LinkGraph& graph,
+                                       const std::vector<int>& shape,
+                                       const std::vector<std::string>& names,
+                                       const PlacementSearchOptions& options = {});
 
 }  // namespace vtrn::coll

@@ -15,7 +15,7 @@ using testing::chips_of;
 using testing::seed_connected;
 
 // Every group of every axis sits on chips that are connected on the seed's grid.
-void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const SearchResult& result,
+void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const PlacementSearchResult& result,
                               const std::vector<int>& shape,
                               const std::vector<std::string>& names) {
   ASSERT_TRUE(result.found) << result.message;
@@ -31,7 +31,7 @@ void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const SearchResult& 
 TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"});
+  PlacementSearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
   EXPECT_FALSE(result.is_default);
   ExpectRoutableOnSeedGrid(cluster, result, {8, 8}, {"dp", "tp"});
@@ -46,8 +46,9 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   for (auto& pair : pairs)
     for (int chip : pair)
       for (int core = 0; core < 4; ++core) seed.push_back(4 * chip + core);
-  const hw::Seconds seed_cost = placement_cost(
-      cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed), SearchOptions{}.cost_bytes);
+  const hw::Seconds seed_cost =
+      placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed),
+                     PlacementSearchOptions{}.cost_bytes);
   ASSERT_GT(seed_cost, 0);
   EXPECT_LE(result.cost, seed_cost);
 }
@@ -56,7 +57,7 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   // Without the structured chip orders, only the depth-first search and the local search:
   // each layout the issue names still gets a routable placement, TP8 x FSDP8 one as fast as
   // the seed's chip pairs.
-  SearchOptions dfs_only;
+  PlacementSearchOptions dfs_only;
   dfs_only.structured_orders = false;
   struct Case {
     int lnc;
@@ -67,7 +68,8 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   for (const Case& c : {Case{2, {8, 8}, 2}, Case{2, {2, 32}, 8}, Case{1, {8, 16}, 2}}) {
     topo::Cluster cluster("trn2.48xlarge", c.lnc, 1);
     topo::LinkGraph graph(cluster);
-    SearchResult result = search_placement(cluster, graph, c.shape, {"dp", "tp"}, dfs_only);
+    PlacementSearchResult result =
+        search_placement(cluster, graph, c.shape, {"dp", "tp"}, dfs_only);
     ExpectRoutableOnSeedGrid(cluster, result, c.shape, {"dp", "tp"});
     topo::Mesh mesh(cluster, c.shape, {"dp", "tp"}, result.placement);
     for (const auto& group : mesh.groups(1)) {
@@ -76,7 +78,7 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   }
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"}, dfs_only);
+  PlacementSearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"}, dfs_only);
   // Seed chip pairs' cost at 64 MiB, by hand: TP8 on 2 linked chips, KangaRing all-reduce
   //   2 * (3 * 1.5e-6 + 1/2 * 67108864 / 256e9) = 2.71144e-4;
   // DP on chips 0-7 (3 links each into the group, 768e9), Ring all-gather over 8 chips
@@ -87,7 +89,7 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
 TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {2, 32}, {"dp", "tp"});
+  PlacementSearchResult result = search_placement(cluster, graph, {2, 32}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
   ExpectRoutableOnSeedGrid(cluster, result, {2, 32}, {"dp", "tp"});
 }
@@ -95,7 +97,7 @@ TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
 TEST(PlacementSearchTest, Tp16Dp8AtLnc1) {
   topo::Cluster cluster("trn2.48xlarge", 1, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {8, 16}, {"dp", "tp"});
+  PlacementSearchResult result = search_placement(cluster, graph, {8, 16}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
   ExpectRoutableOnSeedGrid(cluster, result, {8, 16}, {"dp", "tp"});
 }
@@ -103,7 +105,7 @@ TEST(PlacementSearchTest, Tp16Dp8AtLnc1) {
 TEST(PlacementSearchTest, KeepsARoutableDefault) {
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {16, 4}, {"shard", "tp"});
+  PlacementSearchResult result = search_placement(cluster, graph, {16, 4}, {"shard", "tp"});
   EXPECT_TRUE(result.default_routable);
   ASSERT_TRUE(result.found);
   EXPECT_TRUE(result.is_default);
@@ -115,7 +117,7 @@ TEST(PlacementSearchTest, PutsTpInsideAChip) {
   // routable but not what the seed recommends; the search moves TP inside a chip.
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {4, 16}, {"tp", "shard"});
+  PlacementSearchResult result = search_placement(cluster, graph, {4, 16}, {"tp", "shard"});
   ASSERT_TRUE(result.found);
   EXPECT_EQ(result.tp_groups_off_chip, 0);
   topo::Mesh mesh(cluster, {4, 16}, {"tp", "shard"}, result.placement);
@@ -126,7 +128,7 @@ TEST(PlacementSearchTest, ExplainsWhenNothingWorks) {
   // 3 nodes: a TP96 group would put 64 ranks on one node and 32 on another.
   topo::Cluster cluster("trn2.48xlarge", 2, 3);
   topo::LinkGraph graph(cluster);
-  SearchResult result = search_placement(cluster, graph, {2, 96}, {"dp", "tp"});
+  PlacementSearchResult result = search_placement(cluster, graph, {2, 96}, {"dp", "tp"});
   EXPECT_FALSE(result.found);
   EXPECT_NE(result.message.find("the same number of ranks on each node"), std::string::npos)
       << result.message;

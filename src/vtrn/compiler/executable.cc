@@ -73,14 +73,14 @@ bool fusible(const Block& b, const Op& op) {
   return false;
 }
 
-hw::DType tensor_dtype(DType d) {
+hw::TensorEngineDType tensor_dtype(DType d) {
   switch (d) {
     case DType::kBF16:
-      return hw::DType::kBF16;
+      return hw::TensorEngineDType::kBF16;
     case DType::kF16:
-      return hw::DType::kFP16;
+      return hw::TensorEngineDType::kFP16;
     default:
-      return hw::DType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
+      return hw::TensorEngineDType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
   }
 }
 

@@ -24,7 +24,7 @@ std::string_view engine_name(Engine engine);
 struct Work {
   /// Contraction as batch x (m x k) . (k x n); batch == 0 means no contraction.
   std::int64_t batch = 0, m = 0, n = 0, k = 0;
-  hw::DType tensor_dtype = hw::DType::kFP32;
+  hw::TensorEngineDType tensor_dtype = hw::TensorEngineDType::kFP32;
   double vector_ops = 0;  ///< element-operations on the Vector engine
   double scalar_ops = 0;  ///< element-operations on the Scalar engine (transcendentals)
   double bytes = 0;       ///< bytes read from and written to HBM

@@ -29,7 +29,7 @@ TEST(KernelCostTest, LargeBf16MatmulIsTensorBound) {
   Work w;
   w.batch = 1;
   w.m = w.n = w.k = 4096;
-  w.tensor_dtype = hw::DType::kBF16;
+  w.tensor_dtype = hw::TensorEngineDType::kBF16;
   w.bytes = 3.0 * 4096 * 4096 * 2;
   const KernelCost c = m().estimate(w);
   EXPECT_EQ(c.engine, Engine::kTensor);

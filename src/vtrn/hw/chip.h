@@ -9,9 +9,9 @@
 namespace vtrn::hw {
 
 /// Operand dtypes with a documented Tensor-engine peak.
-enum class DType { kFP8, kBF16, kFP16, kTF32, kFP32 };
+enum class TensorEngineDType { kFP8, kBF16, kFP16, kTF32, kFP32 };
 
-std::string_view dtype_name(DType dtype);
+std::string_view tensor_engine_dtype_name(TensorEngineDType dtype);
 
 /// Dense peaks of one *physical* NeuronCore's engines.
 struct CorePeaks {
@@ -22,7 +22,7 @@ struct CorePeaks {
   FlopsPerSecond scalar_fp32;  ///< Scalar engine
 
   /// The Tensor-engine peak for |dtype|.
-  FlopsPerSecond tensor(DType dtype) const;
+  FlopsPerSecond tensor(TensorEngineDType dtype) const;
 };
 
 struct ChipSpec {

@@ -41,12 +41,12 @@ TEST(InstanceTest, Trn2Bandwidths) {
 
 TEST(InstanceTest, EnginePeaksPerDtype) {
   const ChipSpec& chip = *find_instance("trn2.48xlarge").chip;
-  EXPECT_DOUBLE_EQ(chip.core.tensor(DType::kBF16), 79e12);
-  EXPECT_DOUBLE_EQ(chip.core.tensor(DType::kFP16), 79e12);
-  EXPECT_DOUBLE_EQ(chip.core.tensor(DType::kFP8), 158e12);
-  EXPECT_DOUBLE_EQ(chip.core.tensor(DType::kFP32), 20e12);
+  EXPECT_DOUBLE_EQ(chip.core.tensor(TensorEngineDType::kBF16), 79e12);
+  EXPECT_DOUBLE_EQ(chip.core.tensor(TensorEngineDType::kFP16), 79e12);
+  EXPECT_DOUBLE_EQ(chip.core.tensor(TensorEngineDType::kFP8), 158e12);
+  EXPECT_DOUBLE_EQ(chip.core.tensor(TensorEngineDType::kFP32), 20e12);
   EXPECT_DOUBLE_EQ(chip.dense_bf16, 667e12);
-  EXPECT_EQ(dtype_name(DType::kBF16), "bf16");
+  EXPECT_EQ(tensor_engine_dtype_name(TensorEngineDType::kBF16), "bf16");
 }
 
 TEST(InstanceTest, Trn1HasNoLnc) {

@@ -211,31 +211,31 @@ const InstanceSpec kInstances[] = {
 
 }  // namespace
 
-std::string_view dtype_name(DType dtype) {
+std::string_view tensor_engine_dtype_name(TensorEngineDType dtype) {
   switch (dtype) {
-    case DType::kFP8:
+    case TensorEngineDType::kFP8:
       return "fp8";
-    case DType::kBF16:
+    case TensorEngineDType::kBF16:
       return "bf16";
-    case DType::kFP16:
+    case TensorEngineDType::kFP16:
       return "fp16";
-    case DType::kTF32:
+    case TensorEngineDType::kTF32:
       return "tf32";
-    case DType::kFP32:
+    case TensorEngineDType::kFP32:
       return "fp32";
   }
   return "?";
 }
 
-FlopsPerSecond CorePeaks::tensor(DType dtype) const {
+FlopsPerSecond CorePeaks::tensor(TensorEngineDType dtype) const {
   switch (dtype) {
-    case DType::kFP8:
+    case TensorEngineDType::kFP8:
       return tensor_fp8;
-    case DType::kBF16:
-    case DType::kFP16:
-    case DType::kTF32:
+    case TensorEngineDType::kBF16:
+    case TensorEngineDType::kFP16:
+    case TensorEngineDType::kTF32:
       return tensor_bf16;
-    case DType::kFP32:
+    case TensorEngineDType::kFP32:
       return tensor_fp32;
   }
   return 0;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "vtrn/hw/device_memory.h"
+#include "vtrn/hw/hbm_banks.h"
 
 namespace vtrn::plan {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "vtrn/plan/layout.h"
-#include "vtrn/plan/model.h"
+#include "vtrn/plan/model_spec.h"
 #include "vtrn/topo/cluster.h"
 
 namespace vtrn::plan {

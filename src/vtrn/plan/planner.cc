@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/placement_search.h"
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/link_graph.h"
@@ -132,10 +132,11 @@ void Planner::route(const Layout& l, bool search, Routing& r) const {
   r.routable = false;
   r.error = error;
   if (!search) return;
-  coll::SearchOptions so;
+  coll::PlacementSearchOptions so;
   so.max_steps = 100;
   so.max_solutions = 4;
-  const coll::SearchResult found = coll::search_placement(cluster_, graph, shape, names, so);
+  const coll::PlacementSearchResult found =
+      coll::search_placement(cluster_, graph, shape, names, so);
   if (!found.found) return;
   topo::Mesh custom(cluster_, shape, names, found.placement);
   Routing c;

@@ -15,7 +15,7 @@
 
 #include "vtrn/plan/layout.h"
 #include "vtrn/plan/memory.h"
-#include "vtrn/plan/model.h"
+#include "vtrn/plan/model_spec.h"
 #include "vtrn/plan/step_time.h"
 #include "vtrn/topo/cluster.h"
 
@@ -42,7 +42,7 @@ struct Evaluation {
   bool valid() const { return routable && batch_ok && tp_ok && fits; }
 };
 
-struct SearchOptions {
+struct LayoutSearchOptions {
   std::vector<Checkpointing> checkpointing = {Checkpointing::kNone, Checkpointing::kSelective,
                                               Checkpointing::kFull};
   std::vector<int> micro_batches = {1, 2, 4, 8};
@@ -56,7 +56,7 @@ struct SearchOptions {
   int max_placement_searches = 6;
 };
 
-struct SearchResult {
+struct LayoutSearchResult {
   std::vector<Evaluation> ranked;  ///< valid layouts, best (most tokens/s) first
   std::vector<Evaluation>
       rejected;        ///< the best-looking rejected layouts (fewest bytes over budget first)
@@ -88,7 +88,7 @@ class Planner {
   /// Memory of |layout| (routing is not consulted).
   MemoryBreakdown memory(const Layout& layout) const;
 
-  SearchResult search(const SearchOptions& options = {}) const;
+  LayoutSearchResult search(const LayoutSearchOptions& options = {}) const;
 
   /// Runnable Python that builds the layout's DeviceMesh (init_device_mesh), or
   /// DeviceMesh.from_group with the searched rank matrix for a custom placement.
@@ -96,7 +96,7 @@ class Planner {
   /// A plain-language reason for the choice, in the seed's terms.
   std::string explain(const Evaluation& e) const;
 
-  /// The sentences of SearchResult::alternatives for |best| (search() fills them in).
+  /// The sentences of LayoutSearchResult::alternatives for |best| (search() fills them in).
   std::vector<std::string> alternatives(const Evaluation& best,
                                         const std::vector<Evaluation>& ranked,
                                         const std::vector<Evaluation>& rejected) const;
@@ -119,10 +119,10 @@ class Planner {
   void route(const Layout& layout, bool search_placement, Routing& out) const;
   Evaluation evaluate_routed(const Layout& layout, const Routing& routing) const;
   void classify(Evaluation& e) const;
-  /// SearchResult::why_nothing: the closest of |rejected| (most promising first), what it
+  /// LayoutSearchResult::why_nothing: the closest of |rejected| (most promising first), what it
   /// needs and what limits it, and how many nodes would fit the model.
   std::string why_nothing_fits(const std::vector<Evaluation>& rejected,
-                               const SearchOptions& options) const;
+                               const LayoutSearchOptions& options) const;
   ModelSpec model_;
   topo::Cluster cluster_;
   Workload workload_;

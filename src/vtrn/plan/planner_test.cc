@@ -22,7 +22,7 @@ Workload seed_workload(int global_batch) {
 Layout top(const char* model, int nodes, int global_batch) {
   Planner p(find_preset(model), topo::Cluster("trn2.48xlarge", 2, nodes),
             seed_workload(global_batch));
-  const SearchResult r = p.search();
+  const LayoutSearchResult r = p.search();
   EXPECT_FALSE(r.ranked.empty()) << r.why_nothing;
   return r.ranked.empty() ? Layout{} : r.ranked.front().layout;
 }
@@ -56,7 +56,7 @@ TEST(SeedTable, AddingNodesToAOneNodeLayoutReplicatesIt) {
 // without checkpointing TP4 x FSDP64 does not fit.
 TEST(SeedTable, SeventyBExplainsItsAlternatives) {
   Planner p(find_preset("llama3-70b"), topo::Cluster("trn2.48xlarge", 2, 4), seed_workload(1024));
-  const SearchResult r = p.search();
+  const LayoutSearchResult r = p.search();
   ASSERT_FALSE(r.alternatives.empty());
   std::string all;
   for (const auto& s : r.alternatives) all += s + "\n";
@@ -73,7 +73,7 @@ TEST(SeedTable, SeventyBAtLongerSequencesWidensTp) {
   Workload w = seed_workload(1024);
   w.seq = 4096;
   Planner p(find_preset("llama2-70b"), topo::Cluster("trn2.48xlarge", 2, 4), w);
-  const SearchResult r = p.search();
+  const LayoutSearchResult r = p.search();
   ASSERT_FALSE(r.ranked.empty());
   EXPECT_EQ(r.ranked.front().layout.tp, 8);
   Layout tp4;
@@ -92,7 +92,7 @@ TEST(Search, EnumeratesEveryFactorization) {
 
 TEST(Search, RankedBestFirstAndAllValid) {
   Planner p(find_preset("llama3-8b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(256));
-  const SearchResult r = p.search();
+  const LayoutSearchResult r = p.search();
   ASSERT_GT(r.ranked.size(), 2u);
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     EXPECT_TRUE(r.ranked[i].valid());
@@ -104,7 +104,7 @@ TEST(Search, RankedBestFirstAndAllValid) {
 
 TEST(Search, NothingFitsSaysWhyAndWhatWould) {
   Planner p(find_preset("llama3.1-405b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
-  const SearchResult r = p.search();
+  const LayoutSearchResult r = p.search();
   EXPECT_TRUE(r.ranked.empty());
   EXPECT_NE(r.why_nothing.find("no layout fits"), std::string::npos) << r.why_nothing;
   EXPECT_NE(r.why_nothing.find("nodes it fits"), std::string::npos) << r.why_nothing;

@@ -266,7 +266,7 @@ std::vector<std::string> Planner::alternatives(const Evaluation& best,
 }
 
 std::string Planner::why_nothing_fits(const std::vector<Evaluation>& rejected,
-                                      const SearchOptions& options) const {
+                                      const LayoutSearchOptions& options) const {
   std::string why;
   if (rejected.empty()) {
     why = "no layout of " + cluster_.describe() + " could be formed";
@@ -288,10 +288,10 @@ std::string Planner::why_nothing_fits(const std::vector<Evaluation>& rejected,
       try {
         topo::Cluster bigger(cluster_.spec().name, cluster_.lnc(), nodes);
         Planner p(model_, bigger, workload_);
-        SearchOptions quick = options;
+        LayoutSearchOptions quick = options;
         quick.search_placement = false;
         quick.tp_degrees = {1, 4, 8};
-        const SearchResult sr = p.search(quick);
+        const LayoutSearchResult sr = p.search(quick);
         if (!sr.ranked.empty()) {
           why += " With " + std::to_string(nodes) +
                  " nodes it fits: " + sr.ranked.front().layout.describe() + " (micro-batch " +

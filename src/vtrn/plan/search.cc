@@ -11,8 +11,8 @@
 
 namespace vtrn::plan {
 
-SearchResult Planner::search(const SearchOptions& o) const {
-  SearchResult res;
+LayoutSearchResult Planner::search(const LayoutSearchOptions& o) const {
+  LayoutSearchResult res;
   const int world = cluster_.world();
   std::vector<Evaluation> rejected;
   struct Pending {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 #include "vtrn/cost/kernel_cost.h"
 #include "vtrn/plan/memory.h"
 
@@ -25,7 +25,7 @@ double run(const cost::CostModel& cm, double lnc, std::int64_t batch, std::int64
   w.m = m;
   w.n = n;
   w.k = k;
-  w.tensor_dtype = hw::DType::kBF16;
+  w.tensor_dtype = hw::TensorEngineDType::kBF16;
   w.bytes = 2.0 * batch *
             (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n);
   const cost::KernelCost c = cm.estimate(w);
@@ -91,7 +91,8 @@ BlockTimes block_times(const ModelSpec& md, const topo::Cluster& cl, int seq, in
 }  // namespace
 
 double peak_flops_per_rank(const topo::Cluster& cluster) {
-  return cluster.spec().chip->core.tensor(hw::DType::kBF16) * std::max(cluster.lnc(), 1);
+  return cluster.spec().chip->core.tensor(hw::TensorEngineDType::kBF16) *
+         std::max(cluster.lnc(), 1);
 }
 
 TimeBreakdown step_time(const ModelSpec& m, const topo::Cluster& cluster, const Workload& workload,

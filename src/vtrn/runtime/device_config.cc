@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "vtrn/hw/device_memory.h"
+#include "vtrn/hw/hbm_banks.h"
 
 namespace vtrn::runtime {
 

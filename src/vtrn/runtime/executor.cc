@@ -9,7 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "vtrn/runtime/kernels.h"
+#include "vtrn/runtime/executor_kernels.h"
 
 namespace vtrn::runtime {
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <random>
 
+#include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/executor_test_util.h"
-#include "vtrn/runtime/kernels.h"
 
 namespace vtrn::runtime {
 namespace {

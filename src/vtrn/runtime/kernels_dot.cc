@@ -11,7 +11,7 @@
 #include <numeric>
 
 #include "vtrn/runtime/executor.h"
-#include "vtrn/runtime/kernels.h"
+#include "vtrn/runtime/executor_kernels.h"
 
 namespace vtrn::runtime::kernels {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "vtrn/hlo/ir.h"
-#include "vtrn/runtime/kernels.h"
+#include "vtrn/runtime/executor_kernels.h"
 
 namespace vtrn::runtime::kernels::elementwise {
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "vtrn/runtime/executor.h"
-#include "vtrn/runtime/kernels.h"
+#include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_elementwise.h"
 #include "vtrn/runtime/kernels_reduce.h"
 #include "vtrn/runtime/thread_pool.h"

@@ -21,7 +21,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/cluster.h"
 #include "vtrn/topo/link_graph.h"

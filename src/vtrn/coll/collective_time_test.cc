@@ -4,7 +4,7 @@
 //   EFA: 3,200 Gbps / 16 chips = 25e9 B/s per chip; hop 15 µs
 //   UltraServer: 256e9 B/s per chip to the other instances
 // Each expected value below is written out from the formulas in docs/collectives.md.
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "vtrn/coll/model.h"
+#include "vtrn/coll/collective_time.h"
 
 #include <algorithm>
 #include <stdexcept>

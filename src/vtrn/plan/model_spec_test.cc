@@ -1,5 +1,5 @@
 // Model presets against their published sizes, and JSON model files.
-#include "vtrn/plan/model.h"
+#include "vtrn/plan/model_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "vtrn/plan/model.h"
+#include "vtrn/plan/model_spec.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
