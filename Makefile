@@ -52,10 +52,13 @@ py-test: install
 
 test: cpp-test py-test
 
+# Every C++ benchmark bench/CMakeLists.txt names (it lists them in benchmarks.txt), then every
+# Python one.
 bench: install
 	cmake -S . -B build/bench -G Ninja -DVTRN_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release > /dev/null
 	cmake --build build/bench -j $(JOBS)
-	@for b in build/bench/vtrn_*_bench; do echo "== $$b"; $$b || exit 1; done
+	@test -s build/bench/benchmarks.txt || { echo "bench: no C++ benchmarks listed"; exit 1; }
+	@for b in $$(cat build/bench/benchmarks.txt); do echo "== $$b"; $$b || exit 1; done
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
 # Formatting is enforced, not suggested: clang-format for C++, ruff for Python (lint and

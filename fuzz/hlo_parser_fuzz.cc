@@ -1,6 +1,7 @@
 // libFuzzer target for the StableHLO parser: any input must either parse (and then print and
 // parse back to the same text) or raise hlo::Error; never crash, hang or leak.
-// Build: cmake -DVTRN_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ ..., target vtrn_hlo_parser_fuzz.
+// Build: cmake -DVTRN_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ (fuzz/CMakeLists.txt), target
+// vtrn_hlo_parser_fuzz.
 // Run:   vtrn_hlo_parser_fuzz -max_total_time=600 -max_len=4096 fuzz/corpus
 #include <cstddef>
 #include <cstdint>
