@@ -55,7 +55,7 @@ std::vector<fs::path> files_in(const fs::path& dir) {
   return v;
 }
 
-// Runs this test binary's ChildMode test in a new process with |mode| and |dir|; returns a pid.
+// Runs this test binary as a child process (child_main) with |mode| and |dir|; returns a pid.
 // With |barrier| (read end of a pipe, write end of another), the child reports when it has
 // compiled a miss and waits for a byte before it writes the entry.
 pid_t spawn_child(const std::string& mode, const fs::path& dir, const int* barrier = nullptr,
@@ -72,8 +72,7 @@ pid_t spawn_child(const std::string& mode, const fs::path& dir, const int* barri
   for (auto& s : env_strings) env.push_back(s.data());
   env.push_back(nullptr);
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=CompileCacheTest.ChildMode";
-  char* argv[] = {self.data(), filter.data(), nullptr};
+  char* argv[] = {self.data(), nullptr};
   pid_t pid;
   if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, env.data()) != 0) return -1;
   return pid;
@@ -141,9 +140,9 @@ bool contains(const std::string& s, const std::string& part) {
 #define CHILD_CHECK(cond) \
   if (!(cond)) std::exit(__LINE__ % 200 + 10)
 
-TEST(CompileCacheTest, ChildMode) {
-  const char* mode_env = std::getenv("VTRN_CACHE_TEST_CHILD");
-  if (!mode_env) GTEST_SKIP() << "helper for the multi-process tests";
+// The other process of the multi-process tests (not a test: main() runs it instead of the tests
+// when VTRN_CACHE_TEST_CHILD is set).
+[[noreturn]] void child_main(const char* mode_env) {
   const std::string mode = mode_env;
   const fs::path dir = std::getenv("VTRN_CACHE_TEST_DIR");
   if (mode == "unprivileged") {
@@ -603,3 +602,9 @@ TEST(CompileCacheTest, EnvironmentConfig) {
 
 }  // namespace
 }  // namespace vtrn::runtime
+
+int main(int argc, char** argv) {
+  if (const char* mode = std::getenv("VTRN_CACHE_TEST_CHILD")) vtrn::runtime::child_main(mode);
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
