@@ -1,6 +1,6 @@
-// vtrn._model: the hw / topo / coll model for Python (the `vtrn` command, and later the
-// distributed backend and the planner). No torch. Reports come back as plain dicts and lists,
-// ready for JSON. Bad input raises ValueError with the C++ layer's message.
+// vtrn._model: the hw / topo / coll model for Python (the `vtrn` command's topology and mesh
+// reports, and the launcher's instance figures). No torch. Reports come back as plain dicts and
+// lists, ready for JSON. Bad input raises ValueError with the C++ layer's message.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

@@ -153,9 +153,10 @@ TEST(ModelTest, SizeThresholds) {
 
 TEST(ModelTest, BroadcastIsNeverSlowerThanAllReduce) {
   Fixture f;
-  // The seed's chip-pair DP group [0, 4, ..., 28]: chips 0-7, rows 0 and 1 of the torus. Each
-  // chip has 3 links into the group (two row neighbours, one column neighbour): 768e9 B/s.
-  // Hops from chip 0 inside the group: 1, 3, 4 at 1; 2, 5, 7 at 2; 6 at 3: mean 12/7.
+  // The chip-pair DP group of "Best practices for training on AWS Neuron" [0, 4, ..., 28]: chips
+  // 0-7, rows 0 and 1 of the torus. Each chip has 3 links into the group (two row neighbours, one
+  // column neighbour): 768e9 B/s. Hops from chip 0 inside the group: 1, 3, 4 at 1; 2, 5, 7 at 2; 6
+  // at 3: mean 12/7.
   const auto group = range(0, 32, 4);
   // 64 KiB all-reduce, Mesh: 2 * (1.5e-6 + (12/7) * (7/8) * 65536 / 768e9)
   //   = 2 * (1.5e-6 + 1.28e-7) = 3.256e-6

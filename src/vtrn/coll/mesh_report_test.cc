@@ -1,4 +1,4 @@
-// Per-mesh reports on the seed's meshes.
+// Per-mesh reports on the meshes of "Best practices for training on AWS Neuron".
 #include "vtrn/coll/mesh_report.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@ namespace {
 
 using testing::range;
 
-TEST(MeshReportTest, SeedDefaultTp8Fsdp8) {
+TEST(MeshReportTest, BestPracticesDefaultTp8Fsdp8) {
   topo::Cluster cluster("trn2.48xlarge");
   topo::LinkGraph graph(cluster);
   topo::Mesh mesh(cluster, {8, 8}, {"dp", "tp"});
@@ -45,7 +45,7 @@ TEST(MeshReportTest, SeedDefaultTp8Fsdp8) {
   EXPECT_NEAR(tp.estimates[2].seconds_by_collective[1], 5.28788e-4, 1e-15);  // all_gather
 }
 
-TEST(MeshReportTest, SeedHsdpMesh) {
+TEST(MeshReportTest, BestPracticesHsdpMesh) {
   topo::Cluster cluster("trn2.48xlarge", 2, 4);
   topo::LinkGraph graph(cluster);
   topo::Mesh mesh(cluster, {4, 16, 4}, {"replicate", "shard", "tp"});

@@ -1,5 +1,6 @@
-// Placement search on the layouts the issue names. Found placements are checked against the
-// seed's grid (test_support.h), not against topo::LinkGraph.
+// Placement search on layouts of trn2.48xlarge nodes (TP8 x FSDP8, TP32 x FSDP2, TP16 x FSDP8
+// at LNC1, ...). Found placements are checked against the chip grid of "Best
+// practices for training on AWS Neuron" (test_support.h), not against topo::LinkGraph.
 #include "vtrn/coll/placement_search.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +13,12 @@ namespace vtrn::coll {
 namespace {
 
 using testing::chips_of;
-using testing::seed_connected;
+using testing::guide_grid_connected;
 
-// Every group of every axis sits on chips that are connected on the seed's grid.
-void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const PlacementSearchResult& result,
-                              const std::vector<int>& shape,
-                              const std::vector<std::string>& names) {
+// Every group of every axis sits on chips that are connected on the guide's grid.
+void ExpectRoutableOnGuideGrid(const topo::Cluster& cluster, const PlacementSearchResult& result,
+                               const std::vector<int>& shape,
+                               const std::vector<std::string>& names) {
   ASSERT_TRUE(result.found) << result.message;
   std::vector<int> sorted = result.placement;
   std::sort(sorted.begin(), sorted.end());
@@ -25,7 +26,7 @@ void ExpectRoutableOnSeedGrid(const topo::Cluster& cluster, const PlacementSearc
   topo::Mesh mesh(cluster, shape, names, result.placement);
   for (int axis = 0; axis < mesh.dims(); ++axis)
     for (const auto& group : mesh.groups(axis))
-      EXPECT_TRUE(seed_connected(chips_of(group, cluster.ranks_per_chip()))) << names[axis];
+      EXPECT_TRUE(guide_grid_connected(chips_of(group, cluster.ranks_per_chip()))) << names[axis];
 }
 
 TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
@@ -34,29 +35,29 @@ TEST(PlacementSearchTest, Tp8Fsdp8AtLnc2) {
   PlacementSearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
   EXPECT_FALSE(result.is_default);
-  ExpectRoutableOnSeedGrid(cluster, result, {8, 8}, {"dp", "tp"});
+  ExpectRoutableOnGuideGrid(cluster, result, {8, 8}, {"dp", "tp"});
   // TP8 cannot fit a chip (4 ranks): every TP group takes a pair of linked chips.
   EXPECT_EQ(result.tp_groups_off_chip, 8);
   topo::Mesh mesh(cluster, {8, 8}, {"dp", "tp"}, result.placement);
   for (const auto& group : mesh.groups(1)) EXPECT_EQ(chips_of(group, 4).size(), 2u);
-  // At least as good as the seed's chip-pair mesh, the seed's own answer (which the search
-  // does not contain: it has to find one as good).
+  // At least as good as the guide's chip-pair mesh, its own answer (which the search does not
+  // contain: it has to find one as good).
   const int pairs[8][2] = {{0, 12}, {1, 13}, {2, 14}, {3, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}};
-  std::vector<int> seed;
+  std::vector<int> chip_pairs;
   for (auto& pair : pairs)
     for (int chip : pair)
-      for (int core = 0; core < 4; ++core) seed.push_back(4 * chip + core);
-  const hw::Seconds seed_cost =
-      placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, seed),
+      for (int core = 0; core < 4; ++core) chip_pairs.push_back(4 * chip + core);
+  const hw::Seconds chip_pairs_cost =
+      placement_cost(cluster, graph, topo::Mesh(cluster, {8, 8}, {"dp", "tp"}, chip_pairs),
                      PlacementSearchOptions{}.cost_bytes);
-  ASSERT_GT(seed_cost, 0);
-  EXPECT_LE(result.cost, seed_cost);
+  ASSERT_GT(chip_pairs_cost, 0);
+  EXPECT_LE(result.cost, chip_pairs_cost);
 }
 
 TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   // Without the structured chip orders, only the depth-first search and the local search:
-  // each layout the issue names still gets a routable placement, TP8 x FSDP8 one as fast as
-  // the seed's chip pairs.
+  // each of these layouts still gets a routable placement, TP8 x FSDP8 one as fast as the
+  // guide's chip pairs.
   PlacementSearchOptions dfs_only;
   dfs_only.structured_orders = false;
   struct Case {
@@ -70,7 +71,7 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
     topo::LinkGraph graph(cluster);
     PlacementSearchResult result =
         search_placement(cluster, graph, c.shape, {"dp", "tp"}, dfs_only);
-    ExpectRoutableOnSeedGrid(cluster, result, c.shape, {"dp", "tp"});
+    ExpectRoutableOnGuideGrid(cluster, result, c.shape, {"dp", "tp"});
     topo::Mesh mesh(cluster, c.shape, {"dp", "tp"}, result.placement);
     for (const auto& group : mesh.groups(1)) {
       EXPECT_EQ(static_cast<int>(chips_of(group, cluster.ranks_per_chip()).size()), c.tp_chips);
@@ -79,7 +80,7 @@ TEST(PlacementSearchTest, DepthFirstSearchAloneFindsTheLayouts) {
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
   PlacementSearchResult result = search_placement(cluster, graph, {8, 8}, {"dp", "tp"}, dfs_only);
-  // Seed chip pairs' cost at 64 MiB, by hand: TP8 on 2 linked chips, KangaRing all-reduce
+  // The guide's chip pairs' cost at 64 MiB, by hand: TP8 on 2 linked chips, KangaRing all-reduce
   //   2 * (3 * 1.5e-6 + 1/2 * 67108864 / 256e9) = 2.71144e-4;
   // DP on chips 0-7 (3 links each into the group, 768e9), Ring all-gather over 8 chips
   //   7 * 1.5e-6 + 7/8 * 67108864 / 768e9 = 1.05e-5 + 7.6458667e-5 = 8.6958667e-5.
@@ -91,7 +92,7 @@ TEST(PlacementSearchTest, Tp32Dp2AtLnc2) {
   topo::LinkGraph graph(cluster);
   PlacementSearchResult result = search_placement(cluster, graph, {2, 32}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
-  ExpectRoutableOnSeedGrid(cluster, result, {2, 32}, {"dp", "tp"});
+  ExpectRoutableOnGuideGrid(cluster, result, {2, 32}, {"dp", "tp"});
 }
 
 TEST(PlacementSearchTest, Tp16Dp8AtLnc1) {
@@ -99,7 +100,7 @@ TEST(PlacementSearchTest, Tp16Dp8AtLnc1) {
   topo::LinkGraph graph(cluster);
   PlacementSearchResult result = search_placement(cluster, graph, {8, 16}, {"dp", "tp"});
   EXPECT_FALSE(result.default_routable);
-  ExpectRoutableOnSeedGrid(cluster, result, {8, 16}, {"dp", "tp"});
+  ExpectRoutableOnGuideGrid(cluster, result, {8, 16}, {"dp", "tp"});
 }
 
 TEST(PlacementSearchTest, KeepsARoutableDefault) {
@@ -114,7 +115,7 @@ TEST(PlacementSearchTest, KeepsARoutableDefault) {
 
 TEST(PlacementSearchTest, PutsTpInsideAChip) {
   // TP given outermost: the row-major placement spreads each TP group over 4 chips, which is
-  // routable but not what the seed recommends; the search moves TP inside a chip.
+  // routable but not what the guide recommends; the search moves TP inside a chip.
   topo::Cluster cluster("trn2.48xlarge", 2, 1);
   topo::LinkGraph graph(cluster);
   PlacementSearchResult result = search_placement(cluster, graph, {4, 16}, {"tp", "shard"});

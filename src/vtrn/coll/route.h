@@ -1,7 +1,8 @@
 // Can the collective library build an algorithm for a group of ranks?
 //
 // The rules (SDK neuron-runtime/explore/intranode-collective-comm.rst,
-// internode-collective-comm.rst, and the seed's TP8 x FSDP8 example):
+// internode-collective-comm.rst, and the TP8 x FSDP8 example of "Best practices for training on
+// AWS Neuron"):
 //   * every rank on one chip: intra-chip, always possible;
 //   * several chips of one node: the chips that hold the group's ranks must form a connected
 //     subgraph of the NeuronLink graph using only those chips (no hop through a chip outside

@@ -1,5 +1,5 @@
-// Routability against the seed's "Check collective support" table and NxD's documented
-// supported/unsupported layouts (parallel_state.py, get_logic_chosen).
+// Routability against the "Check collective support" table of "Best practices for training on AWS
+// Neuron" and NxD's documented supported/unsupported layouts (parallel_state.py, get_logic_chosen).
 #include "vtrn/coll/route.h"
 
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@ struct Trn2 {
   }
 };
 
-TEST(RouteTest, SeedTp1Fsdp64AndTp4Fsdp16AreRoutable) {
+TEST(RouteTest, BestPracticesTp1Fsdp64AndTp4Fsdp16AreRoutable) {
   Trn2 t;
   EXPECT_TRUE(t.mesh_routable({64}, {"shard"}));
   EXPECT_TRUE(t.mesh_routable({16, 4}, {"shard", "tp"}));
@@ -44,7 +44,7 @@ TEST(RouteTest, SeedTp1Fsdp64AndTp4Fsdp16AreRoutable) {
   EXPECT_DOUBLE_EQ(shard.node_chip_Bps, 1024e9);  // 4 links x 256 GB/s
 }
 
-TEST(RouteTest, SeedDefaultTp8Fsdp8) {
+TEST(RouteTest, BestPracticesDefaultTp8Fsdp8) {
   Trn2 t;
   // "TP all-reduce succeeds"
   Route tp = t.route(range(0, 8));
@@ -75,7 +75,7 @@ TEST(RouteTest, SeedDefaultTp8Fsdp8) {
   EXPECT_FALSE(t.mesh_routable({8, 8}, {"dp", "tp"}));
 }
 
-TEST(RouteTest, SeedChipPairMeshIsRoutable) {
+TEST(RouteTest, BestPracticesChipPairMeshIsRoutable) {
   Trn2 t;
   const int pairs[8][2] = {{0, 12}, {1, 13}, {2, 14}, {3, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}};
   Ranks placement;
@@ -124,7 +124,7 @@ TEST(RouteTest, NxdLnc1Table) {
 TEST(RouteTest, AcrossNodesIsHierarchical) {
   topo::Cluster cluster("trn2.48xlarge", 2, 4);
   topo::LinkGraph graph(cluster);
-  // Seed: "the replicate group [0, 64, 128, 192] synchronizes matching shards across nodes".
+  // The guide: "the replicate group [0, 64, 128, 192] synchronizes matching shards across nodes".
   Route replicate = route_group(cluster, graph, Ranks{0, 64, 128, 192});
   EXPECT_TRUE(replicate.routable);
   EXPECT_EQ(replicate.kind, RouteKind::kHierarchical);

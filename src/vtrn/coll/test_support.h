@@ -1,5 +1,6 @@
-// Independent references for the coll tests: the seed's 4 x 4 chip grid with wraparound links,
-// written out here from the seed's text instead of using topo::LinkGraph.
+// Independent references for the coll tests: the 4 x 4 chip grid with wraparound links of
+// "Best practices for training on AWS Neuron", written out here from the guide's text instead of
+// using topo::LinkGraph.
 #pragma once
 
 #include <set>
@@ -7,14 +8,15 @@
 
 namespace vtrn::coll::testing {
 
-/// Seed: "The chip IDs occupy this grid, with wraparound links on both axes", chip = 4*row + col.
-inline bool seed_adjacent(int a, int b) {
+/// The guide: "The chip IDs occupy this grid, with wraparound links on both axes", chip = 4*row +
+/// col.
+inline bool guide_grid_adjacent(int a, int b) {
   const int dr = ((a / 4) - (b / 4) + 4) % 4, dc = ((a % 4) - (b % 4) + 4) % 4;
   return (dr == 0 && (dc == 1 || dc == 3)) || (dc == 0 && (dr == 1 || dr == 3));
 }
 
 /// Whether |chips| are connected using only links between members.
-inline bool seed_connected(const std::set<int>& chips) {
+inline bool guide_grid_connected(const std::set<int>& chips) {
   if (chips.empty()) return true;
   std::set<int> seen = {*chips.begin()};
   std::vector<int> stack = {*chips.begin()};
@@ -22,7 +24,7 @@ inline bool seed_connected(const std::set<int>& chips) {
     const int a = stack.back();
     stack.pop_back();
     for (int b : chips) {
-      if (!seen.count(b) && seed_adjacent(a, b)) {
+      if (!seen.count(b) && guide_grid_adjacent(a, b)) {
         seen.insert(b);
         stack.push_back(b);
       }

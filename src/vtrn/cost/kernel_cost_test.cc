@@ -1,5 +1,5 @@
-// Kernel times against values computed by hand from the Trainium2 figures in
-// ../shared/research/trainium-hardware.md:
+// Kernel times against values computed by hand from the Trainium2 figures (hw/specs.cc cites the
+// document each comes from):
 //   Tensor 79 BF16 / 20 FP32 TFLOPS, Vector 1 TFLOPS, Scalar 1.2 TFLOPS per NeuronCore-v3;
 //   HBM 2.9 TB/s per chip / 8 cores = 362.5 GB/s (below DMA 16 x 23 B/ns = 368 GB/s);
 //   DMA fixed cost 1,300 ns.

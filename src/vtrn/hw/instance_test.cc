@@ -1,4 +1,5 @@
-// Spec values against the seed document and the hardware notes (independent references).
+// Spec values against "Best practices for training on AWS Neuron" and the Neuron documentation
+// (independent references).
 #include "vtrn/hw/instance.h"
 
 #include <gtest/gtest.h>
@@ -9,10 +10,10 @@
 namespace vtrn::hw {
 namespace {
 
-// Seed (training-best-practices-trn2.rst): "16 Trainium2 chips with eight physical
+// "Best practices for training on AWS Neuron": "16 Trainium2 chips with eight physical
 // NeuronCores and 96 GiB of HBM each ... LNC2 ... 64 ranks per instance and approximately
 // 24 GiB of HBM per rank".
-TEST(InstanceTest, Trn2MatchesSeed) {
+TEST(InstanceTest, Trn2MatchesTheBestPracticesGuide) {
   const InstanceSpec& spec = find_instance("trn2.48xlarge");
   EXPECT_EQ(spec.chips, 16);
   EXPECT_EQ(spec.chip->physical_cores, 8);

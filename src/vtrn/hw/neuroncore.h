@@ -1,6 +1,5 @@
 // NeuronCore figures the kernel cost model and the NKI interpreter need beyond the chip specs
-// (chip.h, specs.cc). Header-only; each value cites its source (see
-// ../shared/research/trainium-hardware.md and nki-and-torchneuron-api.md).
+// (chip.h, specs.cc). Header-only; each value cites its source.
 //
 // Abbreviations: SDK = aws-neuron/aws-neuron-sdk documentation sources (snapshot 81ce03ae).
 #pragma once

@@ -1,6 +1,6 @@
 // The hardware data. Every number appears once, here, with the document it comes from.
 //
-// Abbreviations used in the comments (see ../shared/research/trainium-hardware.md):
+// Abbreviations used in the comments:
 //   SDK  = aws-neuron/aws-neuron-sdk documentation sources (snapshot 81ce03ae, Neuron 2.32).
 //   NKIL = aws-neuron/nki-library.
 // "derived" marks a value computed here from documented ones, with the computation shown.

@@ -1,6 +1,7 @@
 // The planner: per-rank memory and step time of an FSDP / TP / PP / HSDP layout on the modeled
 // hardware, the search over every layout of a cluster, and the explanation of the choice in the
-// terms of the trn2 best-practices seed ("persistent model state: increase FSDP sharding", ...).
+// terms of "Best practices for training on AWS Neuron" ("persistent model state: increase FSDP
+// sharding", ...).
 //
 // Units are in the names: *_bytes are bytes, *_s seconds. The model and its assumptions are
 // written down in docs/planner.md; every hardware figure comes from hw, every collective time
@@ -37,8 +38,8 @@ struct Evaluation {
   double tokens_per_second = 0;
   double mfu = 0;
   double model_flops_per_step = 0;
-  std::string limiting_resource;  ///< the seed's term: "persistent model state", ...
-  std::string advice;             ///< the seed's remedy for it
+  std::string limiting_resource;  ///< the guide's term: "persistent model state", ...
+  std::string advice;             ///< the guide's remedy for it
   bool valid() const { return routable && batch_ok && tp_ok && fits; }
 };
 
@@ -93,7 +94,7 @@ class Planner {
   /// Runnable Python that builds the layout's DeviceMesh (init_device_mesh), or
   /// DeviceMesh.from_group with the searched rank matrix for a custom placement.
   std::string mesh_code(const Evaluation& e) const;
-  /// A plain-language reason for the choice, in the seed's terms.
+  /// A plain-language reason for the choice, in the guide's terms.
   std::string explain(const Evaluation& e) const;
 
   /// The sentences of LayoutSearchResult::alternatives for |best| (search() fills them in).

@@ -1,7 +1,7 @@
-// The planner's top choices against the seed's starting-layout table, step-time terms against
-// hand-computed values, routing, and errors.
+// The planner's top choices against the starting-layout table of "Best practices for training on
+// AWS Neuron", step-time terms against hand-computed values, routing, and errors.
 //
-// Assumptions for the seed table (docs/planner.md): trn2.48xlarge at LNC2 (64 ranks per node),
+// Assumptions for the guide's table (docs/planner.md): trn2.48xlarge at LNC2 (64 ranks per node),
 // sequence length 2048, bf16 compute with fp32 master weights and AdamW state, 1F1B, sequence
 // parallelism with TP, one FSDP unit prefetched; the planner chooses the checkpointing policy and
 // micro-batch. Global batch 512 sequences on one node, 1024 on four.
@@ -12,7 +12,7 @@
 namespace vtrn::plan {
 namespace {
 
-Workload seed_workload(int global_batch) {
+Workload best_practices_workload(int global_batch) {
   Workload w;
   w.seq = 2048;
   w.global_batch = global_batch;
@@ -21,41 +21,42 @@ Workload seed_workload(int global_batch) {
 
 Layout top(const char* model, int nodes, int global_batch) {
   Planner p(find_preset(model), topo::Cluster("trn2.48xlarge", 2, nodes),
-            seed_workload(global_batch));
+            best_practices_workload(global_batch));
   const LayoutSearchResult r = p.search();
   EXPECT_FALSE(r.ranked.empty()) << r.why_nothing;
   return r.ranked.empty() ? Layout{} : r.ranked.front().layout;
 }
 
-// Seed: "Dense model below roughly 14B parameters -- One node: FSDP64, TP1".
-TEST(SeedTable, SmallDenseModelOnOneNodeIsFsdp64Tp1) {
+// The guide: "Dense model below roughly 14B parameters -- One node: FSDP64, TP1".
+TEST(BestPracticesTable, SmallDenseModelOnOneNodeIsFsdp64Tp1) {
   const Layout l = top("llama2-7b", 1, 512);
   EXPECT_EQ(l.describe(), "pp=1,replicate=1,shard=64,tp=1");
 }
 
-// Seed: "Dense model around 14B to 32B parameters -- One node: TP4 x FSDP16".
-TEST(SeedTable, MidSizeDenseModelOnOneNodeIsTp4Fsdp16) {
+// The guide: "Dense model around 14B to 32B parameters -- One node: TP4 x FSDP16".
+TEST(BestPracticesTable, MidSizeDenseModelOnOneNodeIsTp4Fsdp16) {
   const Layout l = top("qwen3-32b", 1, 512);
   EXPECT_EQ(l.describe(), "pp=1,replicate=1,shard=16,tp=4");
 }
 
-// Seed: "Larger dense model, such as a 70B model -- TP4 x FSDP across a few nodes; four nodes give
-// FSDP64".
-TEST(SeedTable, SeventyBOnFourNodesIsTp4Fsdp64) {
+// The guide: "Larger dense model, such as a 70B model -- TP4 x FSDP across a few nodes; four nodes
+// give FSDP64".
+TEST(BestPracticesTable, SeventyBOnFourNodesIsTp4Fsdp64) {
   const Layout l = top("llama3-70b", 4, 1024);
   EXPECT_EQ(l.describe(), "pp=1,replicate=1,shard=64,tp=4");
 }
 
-// Seed: "A layout that fits within one node and needs more data throughput -- HSDP".
-TEST(SeedTable, AddingNodesToAOneNodeLayoutReplicatesIt) {
+// The guide: "A layout that fits within one node and needs more data throughput -- HSDP".
+TEST(BestPracticesTable, AddingNodesToAOneNodeLayoutReplicatesIt) {
   const Layout l = top("llama2-7b", 4, 512);
   EXPECT_EQ(l.describe(), "pp=1,replicate=4,shard=64,tp=1");
 }
 
 // The explanation names the nearest alternatives: 70B without TP needs full recomputation, and
 // without checkpointing TP4 x FSDP64 does not fit.
-TEST(SeedTable, SeventyBExplainsItsAlternatives) {
-  Planner p(find_preset("llama3-70b"), topo::Cluster("trn2.48xlarge", 2, 4), seed_workload(1024));
+TEST(BestPracticesTable, SeventyBExplainsItsAlternatives) {
+  Planner p(find_preset("llama3-70b"), topo::Cluster("trn2.48xlarge", 2, 4),
+            best_practices_workload(1024));
   const LayoutSearchResult r = p.search();
   ASSERT_FALSE(r.alternatives.empty());
   std::string all;
@@ -68,9 +69,9 @@ TEST(SeedTable, SeventyBExplainsItsAlternatives) {
 // Where the model disagrees: at sequence length 4096 the 70B model's activations no longer fit
 // TP4 without full recomputation (40.5 s b h per layer / 4 x 80 layers = 27 GB > 24 GiB), and full
 // recomputation costs a third more compute than TP8's cross-chip collectives, so the planner
-// widens TP -- the seed's own remedy ("select a supported wider TP layout").
-TEST(SeedTable, SeventyBAtLongerSequencesWidensTp) {
-  Workload w = seed_workload(1024);
+// widens TP -- the guide's own remedy ("select a supported wider TP layout").
+TEST(BestPracticesTable, SeventyBAtLongerSequencesWidensTp) {
+  Workload w = best_practices_workload(1024);
   w.seq = 4096;
   Planner p(find_preset("llama2-70b"), topo::Cluster("trn2.48xlarge", 2, 4), w);
   const LayoutSearchResult r = p.search();
@@ -86,12 +87,14 @@ TEST(SeedTable, SeventyBAtLongerSequencesWidensTp) {
 TEST(Search, EnumeratesEveryFactorization) {
   // 64 ranks: TP in {1,2,4,8,16,32,64}; pp x replicate x shard = 64/tp = 2^k has (k+1)(k+2)/2
   // ordered factorizations: k = 6..0 -> 28 + 21 + 15 + 10 + 6 + 3 + 1 = 84.
-  Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   EXPECT_EQ(p.search().factorizations, 84);
 }
 
 TEST(Search, RankedBestFirstAndAllValid) {
-  Planner p(find_preset("llama3-8b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(256));
+  Planner p(find_preset("llama3-8b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(256));
   const LayoutSearchResult r = p.search();
   ASSERT_GT(r.ranked.size(), 2u);
   for (size_t i = 0; i < r.ranked.size(); ++i) {
@@ -103,17 +106,19 @@ TEST(Search, RankedBestFirstAndAllValid) {
 }
 
 TEST(Search, NothingFitsSaysWhyAndWhatWould) {
-  Planner p(find_preset("llama3.1-405b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama3.1-405b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   const LayoutSearchResult r = p.search();
   EXPECT_TRUE(r.ranked.empty());
   EXPECT_NE(r.why_nothing.find("no layout fits"), std::string::npos) << r.why_nothing;
   EXPECT_NE(r.why_nothing.find("nodes it fits"), std::string::npos) << r.why_nothing;
 }
 
-// The seed: the default TP8 x FSDP8 mesh on one node is an unsupported DP collective topology;
+// The guide: the default TP8 x FSDP8 mesh on one node is an unsupported DP collective topology;
 // the chip-pair placement is routable.
 TEST(Routing, Tp8Fsdp8NeedsTheCustomPlacement) {
-  Planner p(find_preset("llama2-13b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama2-13b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout l;
   l.shard = 8, l.tp = 8;
   const Evaluation plain = p.evaluate(l, /*search_placement=*/false);
@@ -127,7 +132,8 @@ TEST(Routing, Tp8Fsdp8NeedsTheCustomPlacement) {
 }
 
 TEST(StepTime, TermsFollowTheLayout) {
-  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout fsdp;
   fsdp.shard = 64;
   const Evaluation e = p.evaluate(fsdp);
@@ -147,7 +153,8 @@ TEST(StepTime, TermsFollowTheLayout) {
 }
 
 TEST(StepTime, FullCheckpointingRecomputesOneForwardOfTheBlocks) {
-  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout l;
   l.shard = 64;
   l.checkpointing = Checkpointing::kFull;
@@ -162,7 +169,8 @@ TEST(StepTime, FullCheckpointingRecomputesOneForwardOfTheBlocks) {
 }
 
 TEST(StepTime, PipelineBubbleIsStagesMinusOneMicroBatches) {
-  Planner p(find_preset("llama2-13b"), topo::Cluster("trn2.48xlarge", 2, 2), seed_workload(128));
+  Planner p(find_preset("llama2-13b"), topo::Cluster("trn2.48xlarge", 2, 2),
+            best_practices_workload(128));
   Layout l;
   l.pp = 2, l.shard = 16, l.tp = 4;
   const Evaluation e = p.evaluate(l);
@@ -172,7 +180,8 @@ TEST(StepTime, PipelineBubbleIsStagesMinusOneMicroBatches) {
 }
 
 TEST(Errors, LayoutMustCoverTheWorld) {
-  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout l;
   l.shard = 32;
   try {
@@ -184,7 +193,8 @@ TEST(Errors, LayoutMustCoverTheWorld) {
 }
 
 TEST(Errors, BatchNotDivisibleByDataParallelDegree) {
-  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(100));
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(100));
   Layout l;
   l.shard = 64;
   const Evaluation e = p.evaluate(l);
@@ -208,7 +218,8 @@ TEST(Errors, BadWorkloadAndLayoutText) {
 
 TEST(Errors, TpMustDivideTheHeads) {
   // llama2-7b has 32 heads: TP64 over one node cannot split them.
-  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("llama2-7b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout l;
   l.tp = 64;
   const Evaluation e = p.evaluate(l);
@@ -220,7 +231,8 @@ TEST(Errors, TpMustDivideTheHeads) {
 }
 
 TEST(MeshCode, DefaultPlacementUsesInitDeviceMesh) {
-  Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1), seed_workload(512));
+  Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1),
+            best_practices_workload(512));
   Layout l;
   l.shard = 16, l.tp = 4;
   const std::string code = p.mesh_code(p.evaluate(l));

@@ -179,10 +179,10 @@ std::string Planner::explain(const Evaluation& e) const {
     return s + " does not fit. Limiting resource: " + e.limiting_resource + ": " + e.advice + ".";
   s += "; step " + fmt("%.3g s", e.time.step_s) + ", " + fmt("%.0f", e.tokens_per_second) +
        " tokens/s, MFU " + fmt("%.1f%%", 100 * e.mfu) + ". ";
-  // Why this much model parallelism, in the seed's terms.
+  // Why this much model parallelism, in the guide's terms.
   if (l.tp == 1 && l.pp == 1)
-    s += "The gathered block and activations fit per rank, so no TP is needed (the seed's "
-         "FSDP-only start). ";
+    s += "The gathered block and activations fit per rank, so no TP is needed (the "
+         "FSDP-only starting layout of the best-practices guide). ";
   else if (l.tp > 1)
     s += "TP" + std::to_string(l.tp) +
          " splits the gathered block and activations that do not fit (or run slower) unsplit" +

@@ -1,4 +1,5 @@
-// Rank placement against the seed: "At LNC2, rank = 4 * chip_id + logical_core_position".
+// Rank placement against "Best practices for training on AWS Neuron": "At LNC2, rank = 4 * chip_id
+// + logical_core_position".
 #include "vtrn/topo/cluster.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ TEST(ClusterTest, Trn2Lnc2RowMajor) {
       EXPECT_EQ(cluster.rank_of({0, chip, core}), 4 * chip + core);
     }
   }
-  // Seed: "Chip 3 (row 0, column 3) contains ranks 12 through 15; chip 12 (row 3, column 0)
+  // The guide: "Chip 3 (row 0, column 3) contains ranks 12 through 15; chip 12 (row 3, column 0)
   // contains ranks 48 through 51."
   EXPECT_EQ(cluster.chip_coord(0, 3), (ChipCoord{0, 3, 0}));
   EXPECT_EQ(cluster.chip_coord(0, 12), (ChipCoord{3, 0, 0}));
@@ -39,7 +40,7 @@ TEST(ClusterTest, Lnc1HostsEightRanksPerChip) {
 }
 
 TEST(ClusterTest, NodesAreOutermost) {
-  // Seed (4, 16, 4) mesh: rank = 64 * replicate + ..., one replicate index per node.
+  // The guide's (4, 16, 4) mesh: rank = 64 * replicate + ..., one replicate index per node.
   Cluster cluster("trn2.48xlarge", 2, 4);
   EXPECT_EQ(cluster.world(), 256);
   EXPECT_EQ(cluster.locate(64), (RankLocation{1, 0, 0}));

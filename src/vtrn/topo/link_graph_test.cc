@@ -1,5 +1,5 @@
-// The NeuronLink graph against the seed's chip grid: "The chip IDs occupy this grid, with
-// wraparound links on both axes" (4 x 4, chip = 4 * row + col).
+// The NeuronLink graph against the chip grid of "Best practices for training on AWS Neuron": "The
+// chip IDs occupy this grid, with wraparound links on both axes" (4 x 4, chip = 4 * row + col).
 #include "vtrn/topo/link_graph.h"
 
 #include <gtest/gtest.h>
@@ -17,17 +17,17 @@ TEST(LinkGraphTest, Trn2TorusNeighbours) {
   EXPECT_EQ(graph.neighbors(0), (Chips{1, 3, 4, 12}));  // row 0 ring, column 0 ring
   EXPECT_EQ(graph.neighbors(5), (Chips{1, 4, 6, 9}));
   EXPECT_EQ(graph.neighbors(15), (Chips{3, 11, 12, 14}));
-  // Seed: "Rank 0 on chip 0 and rank 8 on chip 2 need an intermediate hop through chip 1 or
+  // The guide: "Rank 0 on chip 0 and rank 8 on chip 2 need an intermediate hop through chip 1 or
   // chip 3."
   EXPECT_FALSE(graph.adjacent(0, 2));
   EXPECT_TRUE(graph.adjacent(0, 1));
   EXPECT_TRUE(graph.adjacent(0, 3));
-  // Seed: "Pairs (0,12) through (3,15) use wraparound links."
+  // The guide: "Pairs (0,12) through (3,15) use wraparound links."
   for (int c = 0; c < 4; ++c) EXPECT_TRUE(graph.adjacent(c, 12 + c));
   EXPECT_EQ(graph.links().size(), 32u);  // 16 chips x 4 links / 2
 }
 
-TEST(LinkGraphTest, SeedDpGroupIsDisconnected) {
+TEST(LinkGraphTest, BestPracticesDpGroupIsDisconnected) {
   LinkGraph graph(Cluster("trn2.48xlarge"));
   // DP [0, 8, ..., 56] at LNC2 sits on the even chips: the two columns 0 and 2.
   const Chips dp_chips = {0, 2, 4, 6, 8, 10, 12, 14};
@@ -35,7 +35,7 @@ TEST(LinkGraphTest, SeedDpGroupIsDisconnected) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0], (Chips{0, 4, 8, 12}));
   EXPECT_EQ(parts[1], (Chips{2, 6, 10, 14}));
-  // Seed: "DP groups select one core per chip from the connected regions 0-7 and 8-15."
+  // The guide: "DP groups select one core per chip from the connected regions 0-7 and 8-15."
   EXPECT_TRUE(graph.connected(LinkGraph::mask_of(Chips{0, 1, 2, 3, 4, 5, 6, 7})));
   EXPECT_TRUE(graph.connected(LinkGraph::mask_of(Chips{8, 9, 10, 11, 12, 13, 14, 15})));
 }

@@ -1,9 +1,9 @@
 // A device mesh: a shape, one name per axis, and a placement (which rank sits at each mesh
 // position). Ranks that differ only along one axis form that axis's communication group.
 //
-// Axis names follow the seed document: `pp`, `replicate`, `shard`, `tp`; `dp` and `fsdp` are
-// accepted as names of the sharded data-parallel axis (the seed's TP8 x FSDP8 mesh is named
-// ("dp", "tp")).
+// Axis names follow "Best practices for training on AWS Neuron": `pp`, `replicate`, `shard`,
+// `tp`; `dp` and `fsdp` are accepted as names of the sharded data-parallel axis (the guide's
+// TP8 x FSDP8 mesh is named ("dp", "tp")).
 #pragma once
 
 #include <span>

@@ -1,4 +1,4 @@
-// Meshes and groups against every mesh table of the seed (training-best-practices-trn2.rst).
+// Meshes and groups against every mesh table of "Best practices for training on AWS Neuron".
 #include "vtrn/topo/mesh.h"
 
 #include <gtest/gtest.h>
@@ -18,8 +18,8 @@ std::vector<int> range(int start, int stop, int step = 1) {
   return out;
 }
 
-// Seed table "Layout / Nodes / Mesh shape / Mesh axis names".
-TEST(MeshTest, SeedLayoutTable) {
+// The guide's table "Layout / Nodes / Mesh shape / Mesh axis names".
+TEST(MeshTest, BestPracticesLayoutTable) {
   struct Row {
     int nodes;
     std::vector<int> shape;
@@ -41,7 +41,7 @@ TEST(MeshTest, SeedLayoutTable) {
 }
 
 TEST(MeshTest, SingleNodeShardTpRowsAreChips) {
-  // Seed: "For the single-node (16, 4) mesh, each row is a chip-local TP group."
+  // The guide: "For the single-node (16, 4) mesh, each row is a chip-local TP group."
   Cluster cluster("trn2.48xlarge");
   Mesh mesh(cluster, {16, 4}, {"shard", "tp"});
   auto tp = mesh.groups(mesh.axis("tp"));
@@ -56,7 +56,7 @@ TEST(MeshTest, SingleNodeShardTpRowsAreChips) {
 }
 
 TEST(MeshTest, HsdpRankFormula) {
-  // Seed: "In the row-major (4, 16, 4) mesh, rank = 64 * replicate + 4 * shard + tp."
+  // The guide: "In the row-major (4, 16, 4) mesh, rank = 64 * replicate + 4 * shard + tp."
   Mesh mesh(Cluster("trn2.48xlarge", 2, 4), {4, 16, 4}, {"replicate", "shard", "tp"});
   for (int r = 0; r < 4; ++r)
     for (int s = 0; s < 16; ++s)
@@ -71,7 +71,8 @@ TEST(MeshTest, HsdpRankFormula) {
 }
 
 TEST(MeshTest, DefaultTp8Fsdp8Groups) {
-  // Seed: "TP: [0, 1, ..., 7], [8, 9, ..., 15], ...  DP: [0, 8, ..., 56], [1, 9, ..., 57], ..."
+  // The guide: "TP: [0, 1, ..., 7], [8, 9, ..., 15], ...  DP: [0, 8, ..., 56], [1, 9, ..., 57],
+  // ..."
   Mesh mesh(Cluster("trn2.48xlarge"), {8, 8}, {"dp", "tp"});
   auto tp = mesh.groups(1), dp = mesh.groups(0);
   EXPECT_EQ(tp[0], range(0, 8));
@@ -82,8 +83,8 @@ TEST(MeshTest, DefaultTp8Fsdp8Groups) {
   EXPECT_EQ(mesh.role(1), AxisRole::kTensor);
 }
 
-TEST(MeshTest, SeedChipPairPlacement) {
-  // The seed's code: ranks[i] = [4 * chip + core for chip in pair for core in range(4)].
+TEST(MeshTest, BestPracticesChipPairPlacement) {
+  // The guide's code: ranks[i] = [4 * chip + core for chip in pair for core in range(4)].
   const int pairs[8][2] = {{0, 12}, {1, 13}, {2, 14}, {3, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}};
   std::vector<int> placement;
   for (auto& pair : pairs)
