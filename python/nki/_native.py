@@ -1,4 +1,4 @@
-"""The compiled NKI interpreter (vtrn's ``_nki`` extension), reached through vtrn._native."""
+"""The compiled NKI interpreter (``vtrn._core.nki``), reached through vtrn._native."""
 
 from vtrn import _native
 

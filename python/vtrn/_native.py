@@ -7,8 +7,9 @@
 
 None of them imports torch. Every other module reaches them through this one
 (``from vtrn import _native`` then ``_native.model.Cluster(...)``), so how the extensions are
-built and named is known here alone. Each is imported on first use: ``vtrn topo`` never loads
-the compiler, and ``vtrn hlo`` never loads the planner.
+built and named is known here alone. All four are submodules of the one extension
+``vtrn._core``, whose native library vtrn._C shares (one compile cache per process); it is
+imported on first use, so ``import vtrn`` alone loads none of them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from typing import TYPE_CHECKING
 
 # Attribute of this module -> the extension module that provides it.
 _EXTENSIONS = {
-    "model": "vtrn._model",
-    "hlo": "vtrn._hlo",
-    "plan": "vtrn._plan",
-    "nki": "vtrn._nki",
+    "model": "vtrn._core.topology",
+    "hlo": "vtrn._core.hlo",
+    "plan": "vtrn._core.plan",
+    "nki": "vtrn._core.nki",
 }
 
 __all__ = ["NativeModuleMissing", "hlo", "model", "nki", "plan"]

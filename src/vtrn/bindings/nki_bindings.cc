@@ -1,6 +1,5 @@
 // The NKI interpreter for Python: programs the `nki` package traces, their checks, their runs
-// and their modeled time. No torch. bind_nki() fills a module, so this file can join another
-// extension module unchanged; nki_module.cc makes it vtrn._nki.
+// and their modeled time. No torch. bind_nki() fills vtrn._core.nki (core_module.cc).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "vtrn/bindings/bindings.h"
 #include "vtrn/cost/instruction_cost.h"
 #include "vtrn/hw/instance.h"
 #include "vtrn/nki/interpreter.h"
@@ -16,7 +16,8 @@
 #include "vtrn/nki/schedule.h"
 
 namespace py = pybind11;
-using namespace vtrn;
+
+namespace vtrn::bindings {
 using namespace vtrn::nki;
 
 namespace {
@@ -92,6 +93,7 @@ hw::DType cost_dtype(const std::string& name) {
 }  // namespace
 
 void bind_nki(py::module_& m) {
+  m.doc() = "vtrn's NKI interpreter: traced kernel programs, their checks, runs and time";
   // Capacity errors are validation errors; translators run newest first, so register the
   // base class first.
   auto& validation =
@@ -383,3 +385,5 @@ void bind_nki(py::module_& m) {
       py::arg("bytes"),
       "cost's whole-kernel time of one (m x k) . (k x n) dot_general moving |bytes| of HBM");
 }
+
+}  // namespace vtrn::bindings

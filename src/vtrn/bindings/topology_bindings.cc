@@ -1,6 +1,6 @@
-// vtrn._model: the hw / topo / coll model for Python (the `vtrn` command's topology and mesh
-// reports, and the launcher's instance figures). No torch. Reports come back as plain dicts and
-// lists, ready for JSON. Bad input raises ValueError with the C++ layer's message.
+// vtrn._core.topology: the hw / topo / coll model for Python (the `vtrn` command's topology and
+// mesh reports, and the launcher's instance figures). No torch. Reports come back as plain dicts
+// and lists, ready for JSON. Bad input raises ValueError with the C++ layer's message.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vtrn/bindings/bindings.h"
 #include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/mesh_report.h"
 #include "vtrn/coll/placement_search.h"
@@ -19,7 +20,8 @@
 #include "vtrn/topo/mesh.h"
 
 namespace py = pybind11;
-using namespace vtrn;
+
+namespace vtrn::bindings {
 
 namespace {
 
@@ -314,7 +316,7 @@ class Model {
 
 }  // namespace
 
-PYBIND11_MODULE(_model, m) {
+void bind_topology(py::module_& m) {
   m.doc() = "vtrn's Trainium topology and collective model (hw / topo / coll), without torch";
 
   m.def(
@@ -388,3 +390,5 @@ PYBIND11_MODULE(_model, m) {
            py::arg("max_solutions") = 1024, py::arg("structured_orders") = true,
            "A placement where every group is routable (see coll/placement_search.h).");
 }
+
+}  // namespace vtrn::bindings

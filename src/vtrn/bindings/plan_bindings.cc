@@ -1,4 +1,4 @@
-// vtrn._plan: the planner for Python (`vtrn plan`). No torch. Results come back as plain dicts
+// vtrn._core.plan: the planner for Python (`vtrn plan`). No torch. Results come back as plain dicts
 // and lists, ready for JSON; bad input raises ValueError with the C++ layer's message.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "vtrn/bindings/bindings.h"
 #include "vtrn/plan/model_spec.h"
 #include "vtrn/plan/planner.h"
 #include "vtrn/topo/cluster.h"
 
 namespace py = pybind11;
-using namespace vtrn;
+
+namespace vtrn::bindings {
 
 namespace {
 
@@ -196,7 +198,7 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
 
 }  // namespace
 
-PYBIND11_MODULE(_plan, m) {
+void bind_plan(py::module_& m) {
   m.doc() = "vtrn planner: per-rank memory and step time of FSDP/TP/PP/HSDP layouts (no torch)";
   m.def("presets", [] {
     py::list l;
@@ -226,3 +228,5 @@ PYBIND11_MODULE(_plan, m) {
         "Search (or, with layout='pp=1,replicate=1,shard=64,tp=8', evaluate) layouts; a dict with "
         "'layouts' best first.");
 }
+
+}  // namespace vtrn::bindings

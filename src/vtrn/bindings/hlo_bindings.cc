@@ -1,4 +1,4 @@
-// vtrn._hlo: the hlo / compiler / runtime-executor layers from Python (no torch).
+// vtrn._core.hlo: the hlo / compiler / runtime-executor layers from Python (no torch).
 //
 //   parse(text) -> str                       canonical printed module (raises ValueError)
 //   compile(text, opt_level=2, fusion=True) -> dict   kernels, modeled times, cache source
@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "vtrn/bindings/bindings.h"
 #include "vtrn/compiler/executable.h"
 #include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/printer.h"
@@ -18,7 +19,8 @@
 #include "vtrn/runtime/executor.h"
 
 namespace py = pybind11;
-using namespace vtrn;
+
+namespace vtrn::bindings {
 
 namespace {
 
@@ -116,7 +118,7 @@ runtime::CacheResult compile_text(const std::string& text, int opt_level, bool f
 
 }  // namespace
 
-PYBIND11_MODULE(_hlo, m) {
+void bind_hlo(py::module_& m) {
   m.doc() = "vtrn StableHLO parser, compiler (with the persistent compile cache) and executor";
   m.attr("COMPILER_VERSION") = compiler::kCompilerVersion;
   {
@@ -209,3 +211,5 @@ PYBIND11_MODULE(_hlo, m) {
     return py::make_tuple(c.neff_dir, c.hlo_dir);
   });
 }
+
+}  // namespace vtrn::bindings
