@@ -1,7 +1,7 @@
 """The layer order of the C++ sources: every `#include "vtrn/..."` points down (or within its
 own layer), and only src/vtrn/torch/ includes PyTorch headers.
 
-Order, bottom-up: hw, topo, coll, cost, plan, hlo, compiler, runtime, torch. The bindings
+Order, bottom-up: hw, topo, coll, cost, nki, plan, hlo, compiler, runtime, torch. The bindings
 (torch-free extension modules) sit above runtime, beside torch, and may not include it.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-LAYERS = ["hw", "topo", "coll", "cost", "plan", "hlo", "compiler", "runtime", "torch"]
+LAYERS = ["hw", "topo", "coll", "cost", "nki", "plan", "hlo", "compiler", "runtime", "torch"]
 # Beside torch: may include every layer below it, never torch.
 SIBLINGS_OF_TORCH = {"bindings"}
 
@@ -79,11 +79,11 @@ def test_an_upward_include_is_reported():
     }
     assert violations(files) == [
         "vtrn/bindings/core.cc:1: bindings includes torch, which is above it "
-        "(order: hw -> topo -> coll -> cost -> plan -> hlo -> compiler -> runtime -> torch)",
+        "(order: hw -> topo -> coll -> cost -> nki -> plan -> hlo -> compiler -> runtime -> torch)",
         "vtrn/hw/specs.cc:2: hw includes plan, which is above it "
-        "(order: hw -> topo -> coll -> cost -> plan -> hlo -> compiler -> runtime -> torch)",
+        "(order: hw -> topo -> coll -> cost -> nki -> plan -> hlo -> compiler -> runtime -> torch)",
         "vtrn/runtime/stream.cc:1: runtime includes torch, which is above it "
-        "(order: hw -> topo -> coll -> cost -> plan -> hlo -> compiler -> runtime -> torch)",
+        "(order: hw -> topo -> coll -> cost -> nki -> plan -> hlo -> compiler -> runtime -> torch)",
     ]
 
 

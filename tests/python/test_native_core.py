@@ -110,10 +110,11 @@ def test_an_executable_compiled_through_the_hlo_binding_is_a_memory_hit_for_the_
 def test_the_submodules_import_by_their_dotted_names():
     code = """
     import sys
-    import vtrn._core.hlo, vtrn._core.plan, vtrn._core.topology
+    import vtrn._core.hlo, vtrn._core.nki, vtrn._core.plan, vtrn._core.topology
     from vtrn import _core, _native
     assert _native.hlo is _core.hlo is sys.modules["vtrn._core.hlo"]
     assert _native.plan is _core.plan and _native.model is _core.topology
+    assert _native.nki is _core.nki
     assert "trn2.48xlarge" in _core.topology.instance_names()
     sys.exit("torch" in sys.modules)
     """
