@@ -82,12 +82,12 @@ py::dict schedule_dict(const Schedule& s) {
   return d;
 }
 
-hw::DType cost_dtype(const std::string& name) {
-  if (name == "bfloat16") return hw::DType::kBF16;
-  if (name == "float16") return hw::DType::kFP16;
-  if (name == "tfloat32") return hw::DType::kTF32;
-  if (name.rfind("float8", 0) == 0) return hw::DType::kFP8;
-  return hw::DType::kFP32;
+hw::TensorEngineDType cost_dtype(const std::string& name) {
+  if (name == "bfloat16") return hw::TensorEngineDType::kBF16;
+  if (name == "float16") return hw::TensorEngineDType::kFP16;
+  if (name == "tfloat32") return hw::TensorEngineDType::kTF32;
+  if (name.rfind("float8", 0) == 0) return hw::TensorEngineDType::kFP8;
+  return hw::TensorEngineDType::kFP32;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Instruction times against values computed by hand from the NeuronCore-v3 figures in
-// ../shared/research/trainium-hardware.md: Tensor 2.4 GHz, Vector 0.96 GHz, Scalar and GpSimd
+// Instruction times against values computed by hand from the NeuronCore-v3 figures (hw cites the
+// document each comes from): Tensor 2.4 GHz, Vector 0.96 GHz, Scalar and GpSimd
 // 1.2 GHz; MIN_II and MM_INIT_LATENCY 64 cycles; HBM share 2.9 TB/s / 8 = 362.5 GB/s, DMA
 // engines 16 x 23 B/ns = 368 GB/s; DMA latency 1,300 ns.
 #include "vtrn/cost/instruction_cost.h"
@@ -27,7 +27,7 @@ TEST(InstructionCostTest, FullTileMatmulsMatchTheKernelModelsPeak) {
   w.m = 128;
   w.k = 128;
   w.n = 16 * 512;
-  w.tensor_dtype = hw::DType::kBF16;
+  w.tensor_dtype = hw::TensorEngineDType::kBF16;
   const double kernel = CostModel::trn2().estimate(w).tensor_s;
   EXPECT_NEAR(16 * m().matmul_s(512, false) / kernel, 1.0, 0.01);
 }
