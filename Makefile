@@ -66,7 +66,8 @@ bench: install
 # holds more than one concept.
 CXX_SOURCES = $(shell git ls-files '*.cc' '*.cpp' '*.h')
 lint: setup
-	clang-format --dry-run -Werror $(CXX_SOURCES)
+	@echo "clang-format --dry-run -Werror (every C++ file)"
+	@clang-format --dry-run -Werror $(CXX_SOURCES)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	@git ls-files '*.cc' '*.cpp' '*.h' '*.py' | xargs wc -l | awk '$$2 != "total" && $$1 > 800 {print "lint: over 800 lines: " $$2 " (" $$1 ")"}'

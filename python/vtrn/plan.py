@@ -214,12 +214,25 @@ class PlanResult:
 
     @classmethod
     def from_native(cls, data: dict) -> PlanResult:
+        from vtrn.render.mesh_code import layout_code
+
+        model = _build(ModelSummary, data["model"])
+
+        def with_code(d: dict) -> Layout:
+            layout = Layout.from_native(d)
+            if "reason" not in d:  # the planner explained only the layouts it reports
+                return layout
+            code = layout_code(
+                layout, model=model.name, cluster=data["cluster"], schedule=data["schedule"]
+            )
+            return dataclasses.replace(layout, code=code)
+
         return _build(
             cls,
             data,
-            model=_build(ModelSummary, data["model"]),
-            layouts=[Layout.from_native(d) for d in data["layouts"]],
-            rejected=[Layout.from_native(d) for d in data.get("rejected", [])],
+            model=model,
+            layouts=[with_code(d) for d in data["layouts"]],
+            rejected=[with_code(d) for d in data.get("rejected", [])],
             placement_searches=data.get("placement_searches", 0),
             alternatives=list(data.get("alternatives", [])),
         )

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from vtrn import _native, plan, topology
+from vtrn.render import mesh_code
 from vtrn.render.units import format_bytes, format_seconds
 from vtrn.topology import Cluster
 
@@ -116,6 +117,45 @@ def test_plan_result_is_typed_and_consistent():
     assert "DeviceMesh" in best.code or "init_device_mesh" in best.code
     rates = [layout.tokens_per_second for layout in result.layouts]
     assert rates == sorted(rates, reverse=True)
+
+
+def test_plan_code_builds_its_mesh_with_the_mesh_command_s_generator():
+    # TP8 x FSDP8 on one trn2.48xlarge: the row-major mesh is not routable, so the planner's
+    # code builds the searched placement explicitly, exactly as `vtrn mesh --code` would.
+    result = plan.plan(
+        "llama2-13b",
+        seq=2048,
+        global_batch=512,
+        layout="pp=1,replicate=1,shard=8,tp=8",
+        micro_batches=[1],
+    )
+    layout = result.layouts[0]
+    assert layout.custom_placement and layout.placement is not None
+    report = Cluster().report_mesh(layout.mesh_shape, layout.mesh_axes, layout.placement)
+    # The groups computed from the placement are the ones the topology analysis forms.
+    assert mesh_code.axis_groups(layout.placement, layout.mesh_shape) == [
+        axis.groups for axis in report.analysis.axes
+    ]
+    mesh_part = mesh_code.mesh_code(report).split("import torch\n", 1)[1]
+    assert mesh_part in layout.code
+    assert 'fully_shard(block, mesh=mesh["shard"])' in layout.code
+    # A routable row-major layout uses init_device_mesh.
+    row_major = plan.plan(
+        "qwen3-32b", seq=2048, global_batch=512, layout="pp=1,replicate=1,shard=16,tp=4"
+    )
+    assert (
+        'mesh = init_device_mesh("neuron", (16, 4), mesh_dim_names=("shard", "tp"))'
+        in row_major.layouts[0].code
+    )
+
+
+def test_axis_groups_by_hand():
+    # Mesh (2, 3) over ranks 10..15 in row-major order.
+    placement = [10, 11, 12, 13, 14, 15]
+    assert mesh_code.axis_groups(placement, [2, 3]) == [
+        [[10, 13], [11, 14], [12, 15]],
+        [[10, 11, 12], [13, 14, 15]],
+    ]
 
 
 def test_plan_layout_names():

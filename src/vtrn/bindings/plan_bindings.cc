@@ -93,7 +93,6 @@ py::dict eval_dict(const plan::Planner& p, const plan::Evaluation& e, bool with_
   if (!e.tp_error.empty()) d["tp_error"] = e.tp_error;
   if (with_text) {
     d["reason"] = p.explain(e);
-    d["code"] = p.mesh_code(e);
   }
   return d;
 }

@@ -91,9 +91,6 @@ class Planner {
 
   LayoutSearchResult search(const LayoutSearchOptions& options = {}) const;
 
-  /// Runnable Python that builds the layout's DeviceMesh (init_device_mesh), or
-  /// DeviceMesh.from_group with the searched rank matrix for a custom placement.
-  std::string mesh_code(const Evaluation& e) const;
   /// A plain-language reason for the choice, in the guide's terms.
   std::string explain(const Evaluation& e) const;
 

@@ -128,7 +128,6 @@ TEST(Routing, Tp8Fsdp8NeedsTheCustomPlacement) {
   const Evaluation searched = p.evaluate(l, true);
   EXPECT_TRUE(searched.routable);
   EXPECT_TRUE(searched.custom_placement);
-  EXPECT_NE(p.mesh_code(searched).find("DeviceMesh.from_group"), std::string::npos);
 }
 
 TEST(StepTime, TermsFollowTheLayout) {
@@ -228,17 +227,6 @@ TEST(Errors, TpMustDivideTheHeads) {
   EXPECT_NE(e.tp_error.find("does not divide the 32 attention heads"), std::string::npos)
       << e.tp_error;
   for (const Evaluation& x : p.search().ranked) EXPECT_EQ(32 % x.layout.tp, 0);
-}
-
-TEST(MeshCode, DefaultPlacementUsesInitDeviceMesh) {
-  Planner p(find_preset("qwen3-32b"), topo::Cluster("trn2.48xlarge", 2, 1),
-            best_practices_workload(512));
-  Layout l;
-  l.shard = 16, l.tp = 4;
-  const std::string code = p.mesh_code(p.evaluate(l));
-  EXPECT_NE(code.find("init_device_mesh(\"neuron\", (16, 4), mesh_dim_names=(\"shard\", \"tp\"))"),
-            std::string::npos)
-      << code;
 }
 
 }  // namespace

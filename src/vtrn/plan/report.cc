@@ -85,67 +85,6 @@ void Planner::classify(Evaluation& e) const {
   }
 }
 
-std::string Planner::mesh_code(const Evaluation& e) const {
-  const Layout& l = e.layout;
-  const auto shape = l.mesh_shape();
-  const auto names = l.mesh_axes();
-  auto tuple_i = [](const std::vector<int>& v) {
-    std::string s = "(";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + (v.size() == 1 ? ",)" : ")");
-  };
-  auto tuple_s = [](const std::vector<std::string>& v) {
-    std::string s = "(";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + ("\"" + v[i] + "\"");
-    return s + (v.size() == 1 ? ",)" : ")");
-  };
-  std::string c;
-  c += "# " + model_.name + " on " + cluster_.describe() + ": " + l.describe() + ", micro-batch " +
-       std::to_string(l.micro_batch) + ", " + std::string(checkpointing_name(l.checkpointing)) +
-       " activation checkpointing\n";
-  if (!e.custom_placement) {
-    c += "from torch.distributed.device_mesh import init_device_mesh\n\n";
-    c += "mesh = init_device_mesh(\"neuron\", " + tuple_i(shape) +
-         ", mesh_dim_names=" + tuple_s(names) + ")\n";
-  } else {
-    c += "# The default rank order is not routable; this placement is (vtrn mesh --placement "
-         "auto).\n";
-    c += "import torch\nimport torch.distributed as dist\nfrom torch.distributed.device_mesh "
-         "import DeviceMesh\n\n";
-    c += "ranks = torch.tensor([";
-    for (size_t i = 0; i < e.placement.size(); ++i)
-      c += (i ? ", " : "") + std::to_string(e.placement[i]);
-    c += "]).reshape" + tuple_i(shape) + "\n";
-    c += "names = " + tuple_s(names) + "\n";
-    c += "groups = []\n";
-    c += "for dim in range(ranks.dim()):\n";
-    c += "    mine = None\n";
-    c += "    for members in ranks.movedim(dim, -1).reshape(-1, ranks.shape[dim]).tolist():\n";
-    c += "        group = dist.new_group(ranks=members, sort_ranks=False)\n";
-    c += "        if dist.get_rank() in members:\n";
-    c += "            mine = group\n";
-    c += "    groups.append(mine)\n";
-    c += "mesh = DeviceMesh.from_group(groups, device_type=\"neuron\", mesh=ranks, "
-         "mesh_dim_names=names)\n";
-  }
-  std::string dp_mesh;
-  if (l.replicate > 1 && l.shard > 1)
-    dp_mesh = "mesh[(\"replicate\", \"shard\")]  # HSDP";
-  else if (l.shard > 1)
-    dp_mesh = "mesh[\"shard\"]";
-  else if (l.replicate > 1)
-    dp_mesh = "mesh[\"replicate\"]  # DDP-style replication";
-  if (l.tp > 1)
-    c += "# tensor (and sequence) parallelism on mesh[\"tp\"]: parallelize_module(block, "
-         "mesh[\"tp\"], plan)\n";
-  if (!dp_mesh.empty())
-    c += "# FSDP2 per transformer block: fully_shard(block, mesh=" + dp_mesh + ")\n";
-  if (l.pp > 1)
-    c += "# pipeline stages on mesh[\"pp\"] (torch.distributed.pipelining, schedule " +
-         std::string(schedule_name(workload_.schedule)) + ")\n";
-  return c;
-}
-
 std::string Planner::explain(const Evaluation& e) const {
   const Layout& l = e.layout;
   const MemoryBreakdown& m = e.memory;
