@@ -29,6 +29,35 @@ def test_every_collective_on_four_processes():
     assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1", "2", "3"], result.stdout
 
 
+def test_every_reduce_op_matches_the_cpu_on_every_dtype():
+    # Four float dtypes x 6 ops, four integer dtypes x 8 ops, bool x 7 ops: 63 cases, each
+    # through all_reduce, reduce, reduce_scatter_tensor (and its untouched input) and
+    # reduce_scatter; AVG also over a 3-rank group (8 dtypes); PREMUL_SUM with a tensor factor.
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "reduce_ops.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    checked = [line for line in lines if line.startswith("ok ")]
+    assert len(checked) == 63 * 5 + 8 + 1, len(checked)
+    for case in (
+        "ok all_reduce PREMUL_SUM bfloat16",
+        "ok reduce_scatter_tensor PREMUL_SUM float16",
+        "ok all_reduce over 3 AVG bfloat16",
+        "ok all_reduce over 3 AVG int8",
+        "ok reduce_scatter BXOR int64",
+        "ok all_reduce SUM bool",
+        "ok reduce PRODUCT uint8",
+    ):
+        assert case in checked, case
+    refused = [line for line in lines if line.startswith("refused ")]
+    assert refused == [
+        "refused AVG bool",
+        "refused PREMUL_SUM int32",
+        "refused BAND float32",
+        "refused BXOR bfloat16",
+    ]
+    assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1", "2", "3"]
+
+
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
 def test_ddp_and_fsdp2_losses_match_the_cpu_run(mode):
     result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "train_ddp_fsdp.py"), mode)
