@@ -119,6 +119,40 @@ def test_two_processes_on_one_core_are_refused():
     )
 
 
+def test_two_processes_of_one_job_on_one_core_are_refused_with_both_named(tmp_path):
+    # Every process sees all the node's cores; two that allocate on neuron:0 collide.
+    script = tmp_path / "same_device.py"
+    script.write_text(
+        "import os, time, torch\n"
+        "if os.environ['LOCAL_RANK'] == '1':\n"
+        "    time.sleep(3)\n"
+        "try:\n"
+        "    torch.ones(1, device='neuron:0').cpu()\n"
+        "    print('ok', os.getpid(), flush=True)\n"
+        "    time.sleep(6)\n"
+        "except RuntimeError as err:\n"
+        "    print('ERROR', ' '.join(str(err).split()), flush=True)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+        + [str(script)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    holder = re.search(r"^ok (\d+)$", result.stdout, flags=re.MULTILINE)
+    errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR")]
+    assert holder and len(errors) == 1, result.stdout + result.stderr[-3000:]
+    assert (
+        f"neuron:0 is logical core 0 of this node (trn2.48xlarge, LNC2), which process "
+        f"{holder[1]} (RANK 0, LOCAL_RANK 0) already uses; process " in errors[0]
+    )
+    assert (
+        "(RANK 1, LOCAL_RANK 1) cannot use it too: a NeuronCore belongs to one process"
+        in (errors[0])
+    )
+
+
 def test_world_that_does_not_fit_the_instance_is_refused():
     result = vtrn_run("--nproc-per-node", "65", str(SCRIPTS / "misuse.py"), "x")
     assert result.returncode == 2
