@@ -194,3 +194,49 @@ def test_two_nodes_on_one_host_rendezvous_like_torchrun():
     assert all(p.returncode == 0 for p in launchers), [err[-3000:] for _, err in outputs]
     ranks = sorted(r for out, _ in outputs for r in re.findall(r"rank (\d) OK", out))
     assert ranks == ["0", "1", "2", "3"]
+
+
+def test_a_cuda_style_torchrun_script_matches_the_cpu_run():
+    # set_device(LOCAL_RANK), torch.device(f"neuron:{LOCAL_RANK}"), init_device_mesh("neuron",
+    # (2, 4)) without init_process_group, FSDP2 x TP, then DDP with device_ids=[local_rank].
+    result = vtrn_run("--nproc-per-node", "8", str(SCRIPTS / "torchrun_style.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    rows = [line.split() for line in result.stdout.splitlines()]
+    for name in ("fsdp_tp", "ddp"):
+        steps = [row for row in rows if row and row[0] == name]
+        assert len(steps) == 4, (name, result.stdout)
+        for _, step, distributed, cpu in steps:
+            assert float(distributed) == pytest.approx(float(cpu), rel=1e-5), (name, step)
+
+
+@pytest.mark.parametrize("factor", ["2", "3"])
+def test_fsdp2_gradient_divide_factor_matches_the_cpu(factor):
+    # Neither factor is the group size (4): FSDP2 reduce-scatters with PREMUL_SUM(1 / factor).
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "fsdp_divide.py"), factor)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    steps = [line.split() for line in lines if line.startswith("step ")]
+    assert len(steps) == 4
+    for _, step, distributed, cpu in steps:
+        assert float(distributed) == pytest.approx(float(cpu), rel=1e-5), step
+    (diff,) = [float(line.split()[1]) for line in lines if line.startswith("max_param_diff")]
+    assert diff < 1e-6
+
+
+def test_torch_multiprocessing_spawn_workers_pick_their_cores(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mp_spawn.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    workers = sorted(line for line in result.stdout.splitlines() if line.startswith("worker"))
+    # Each sees the node's 64 cores, runs on neuron:rank, which is logical core rank; the sum
+    # of rank + 1 over four ranks is 10.
+    assert workers == [
+        f"worker {k} neuron:{k} [10.0, 10.0, 10.0] core {k} sees 64" for k in range(4)
+    ]
+    (refusal,) = [line for line in result.stdout.splitlines() if line.startswith("intruder")]
+    assert "intruder ERROR neuron:0 is logical core 0 of this node" in refusal
+    assert "a NeuronCore belongs to one process" in refusal
