@@ -120,6 +120,15 @@ std::string node_key() {
   return std::to_string(parent) + "." + start_time(parent);
 }
 
+bool launched_worker(const EnvLookup& env) {
+  if (env("LOCAL_RANK")) return true;
+  // spawn: `python -c "from multiprocessing.spawn import spawn_main; ..." --multiprocessing-fork`;
+  // forkserver children are forks of `python -c "from multiprocessing.forkserver import main..."`.
+  const std::string cmdline = read_file("/proc/self/cmdline");
+  return cmdline.find("--multiprocessing-fork") != std::string::npos ||
+         cmdline.find("multiprocessing.forkserver") != std::string::npos;
+}
+
 std::string describe_process(int pid, const EnvLookup& env) {
   const bool self = pid == static_cast<int>(getpid());
   std::string text = "process " + std::to_string(pid);

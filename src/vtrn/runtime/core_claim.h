@@ -8,10 +8,11 @@
 // it exits (no lock file is left behind, nothing to clean up), and a contender that connects to
 // it learns the holder's pid (SO_PEERCRED).
 //
-// The node is the group of processes one launcher started: the children of one parent (the
-// torchrun agent of `vtrn run` / torchrun, the parent of torch.multiprocessing's spawned
-// workers). Processes with different parents never contend, so separate jobs on one host,
-// and separate test runs, are independent.
+// Claims are made by the workers a launcher starts (launched_worker()): torchrun's (`vtrn run`'s)
+// workers and torch.multiprocessing's. Their node is the group of processes one launcher
+// started: the children of one parent (the torchrun agent, the parent of the spawned workers).
+// Processes with different parents never contend, and processes no launcher started claim
+// nothing, so separate jobs on one host, independent scripts and test runs are independent.
 #pragma once
 
 #include <map>
@@ -55,6 +56,11 @@ class CoreClaims {
 /// The node of this process: its parent's pid and start time (so that a reused pid is another
 /// node).
 std::string node_key();
+
+/// True for a worker a launcher started: LOCAL_RANK is set (torchrun, `vtrn run`), or the
+/// process is a torch.multiprocessing / multiprocessing child (spawn or forkserver, seen in its
+/// command line).
+bool launched_worker(const EnvLookup& env);
 
 /// "process 1234 (RANK 3, LOCAL_RANK 3)": the pid and, when set, the torchrun ranks of |pid|,
 /// read from /proc with |env| for this process's own variables.

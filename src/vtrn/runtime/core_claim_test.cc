@@ -99,6 +99,12 @@ TEST(CoreClaimsTest, DescriptionNamesTheRanks) {
   EXPECT_EQ(describe_process(getpid(), env({})), "process " + std::to_string(getpid()));
 }
 
+TEST(CoreClaimsTest, LauncherWorkersClaimAndOtherProcessesDoNot) {
+  EXPECT_TRUE(launched_worker(env({{"LOCAL_RANK", "0"}})));
+  // This test binary is neither a torchrun nor a multiprocessing worker.
+  EXPECT_FALSE(launched_worker(env({})));
+}
+
 TEST(CoreClaimsTest, NodeKeyIsTheParentAndItsStartTime) {
   const std::string key = node_key();
   EXPECT_EQ(key.rfind(std::to_string(getppid()) + ".", 0), 0u);

@@ -120,7 +120,8 @@ c10::DeviceIndex adopt_process_device(c10::DeviceIndex index) {
 bool process_device_chosen() noexcept { return process_device.load() >= 0; }
 
 void claim_device(c10::DeviceIndex index) {
-  if (index < 0 || index >= kMaxDevices) return;
+  static const bool claims = runtime::launched_worker(runtime::process_env());
+  if (!claims || index < 0 || index >= kMaxDevices) return;
   if (claimed_devices[index].load(std::memory_order_acquire)) return;
   const runtime::DeviceConfig& config = device_config();
   const int core = config.visible_cores.at(index);

@@ -8,9 +8,9 @@
 //  * The current device is per thread, as on CUDA. A thread that never chose one uses the
 //    process's device: neuron:0 until the launcher or the first process group chooses the
 //    local rank's (as TorchNeuron does), so worker threads follow the process.
-//  * Every process of a node sees every core of the node; each core it allocates on is
-//    claimed for it, and a second process of the node allocating on the same core is refused
-//    with both processes named (runtime/core_claim.h).
+//  * Every process of a node sees every core of the node. A launcher's worker (torchrun,
+//    torch.multiprocessing) claims each core it allocates on, and a second worker of the node
+//    allocating on the same core is refused with both processes named (runtime/core_claim.h).
 //  * Device memory is host memory, 64-byte aligned and charged to the core's HBM bank, so a
 //    device tensor can be viewed as a CPU tensor over the same bytes without copying.
 #pragma once
@@ -59,8 +59,8 @@ c10::DeviceIndex adopt_process_device(c10::DeviceIndex index);
 /// True once adopt_process_device() chose the process's device.
 bool process_device_chosen() noexcept;
 
-/// Claims the node core of |index| for this process on its first use; throws a RuntimeError
-/// naming both processes when another process of the node holds it.
+/// Claims the node core of |index| for this process (a launcher's worker) on its first use;
+/// throws a RuntimeError naming both processes when another worker of the node holds it.
 void claim_device(c10::DeviceIndex index);
 
 /// Throws a c10::IndexError naming the valid range unless 0 <= |index| < device_count().
