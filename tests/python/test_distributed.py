@@ -123,15 +123,15 @@ def test_two_processes_of_one_job_on_one_core_are_refused_with_both_named(tmp_pa
     # Every process sees all the node's cores; two that allocate on neuron:0 collide.
     script = tmp_path / "same_device.py"
     script.write_text(
-        "import os, time, torch\n"
+        "import os, sys, time, torch\n"
         "if os.environ['LOCAL_RANK'] == '1':\n"
         "    time.sleep(3)\n"
         "try:\n"
         "    torch.ones(1, device='neuron:0').cpu()\n"
-        "    print('ok', os.getpid(), flush=True)\n"
+        "    sys.stdout.write(f'ok {os.getpid()}\\n')\n"
         "    time.sleep(6)\n"
         "except RuntimeError as err:\n"
-        "    print('ERROR', ' '.join(str(err).split()), flush=True)\n"
+        "    sys.stdout.write('ERROR ' + ' '.join(str(err).split()) + '\\n')\n"
     )
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]

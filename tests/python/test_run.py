@@ -12,11 +12,13 @@ import sysconfig
 
 import pytest
 
+# torchrun starts workers with `python -u`: print() writes each piece on its own, so the workers
+# write each line with one write() (atomic on a pipe) and lines of ranks never interleave.
 SHOW = """\
 import os, sys, torch
 x = torch.ones(1, device="neuron")
-print("worker", os.environ["RANK"], os.environ["LOCAL_RANK"], os.environ["WORLD_SIZE"],
-      x.device, sys.argv[1:], __name__, flush=True)
+sys.stdout.write(f"worker {os.environ['RANK']} {os.environ['LOCAL_RANK']} "
+                 f"{os.environ['WORLD_SIZE']} {x.device} {sys.argv[1:]} {__name__}\\n")
 """
 
 
@@ -99,7 +101,8 @@ def test_workers_use_the_active_virtualenv_interpreter(tmp_path, show):
     outer = sysconfig.get_paths()["purelib"]
     pathlib.Path(purelib, "outer.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
     pathlib.Path(purelib, "only_in_venv.py").write_text(
-        "import sys, torch\nprint('worker', sys.executable, torch.neuron.current_device())\n"
+        "import sys, torch\n"
+        "sys.stdout.write(f'worker {sys.executable} {torch.neuron.current_device()}\\n')\n"
     )
     env = dict(os.environ, VIRTUAL_ENV=str(venv), PATH=f"{venv}/bin:{os.environ['PATH']}")
     result = vtrn_run("--nproc-per-node", "2", "-m", "only_in_venv", env=env, cwd=tmp_path)
@@ -136,7 +139,7 @@ def test_max_restarts_restarts_the_workers(tmp_path):
     script.write_text(
         "import os, sys\n"
         "attempt = int(os.environ['TORCHELASTIC_RESTART_COUNT'])\n"
-        "print('attempt', attempt, os.environ['LOCAL_RANK'], flush=True)\n"
+        "sys.stdout.write(f\"attempt {attempt} {os.environ['LOCAL_RANK']}\\n\")\n"
         "sys.exit(1 if attempt == 0 else 0)\n"
     )
     result = vtrn_run("--nproc-per-node", "2", "--max-restarts", "1", str(script))
