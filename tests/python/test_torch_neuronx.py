@@ -154,21 +154,26 @@ def test_dynamo_metrics_record_compiled_graphs():
 
 
 # A plain HF training script: nothing in it names Neuron. The reference run differs only in
-# use_cpu=True.
+# use_cpu=True (and, for one process standing in for two, the batch). Lines are written with one
+# write() each: torchrun runs workers with `python -u`, where print() writes piece by piece.
 TRAIN = """
+import os
 import sys
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 from transformers.utils import is_torch_neuron_available
 from accelerate.utils import is_neuron_available
 
+def say(*parts):
+    sys.stdout.write(" ".join(str(part) for part in parts) + "\\n")
+
 args = TrainingArguments(
-    output_dir=sys.argv[2], per_device_train_batch_size=4, max_steps=4, learning_rate=1e-3,
-    logging_steps=1, report_to=[], use_cpu=sys.argv[1] == "cpu", save_strategy="no", seed=0,
-    disable_tqdm=True,
+    output_dir=sys.argv[2], per_device_train_batch_size=int(sys.argv[3]), max_steps=4,
+    learning_rate=1e-3, logging_steps=1, report_to=[], use_cpu=sys.argv[1] == "cpu",
+    save_strategy="no", seed=0, disable_tqdm=True,
 )
-print("detected", is_torch_neuron_available(), is_neuron_available(), flush=True)
-print("device", args.device, flush=True)
+say("detected", is_torch_neuron_available(), is_neuron_available())
+say("device", args.device)
 torch.manual_seed(0)
 config = LlamaConfig(
     vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -176,13 +181,13 @@ config = LlamaConfig(
 )
 model = LlamaForCausalLM(config)
 g = torch.Generator().manual_seed(1)
-data = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 64, (16, 16), generator=g)]
+data = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 64, (32, 16), generator=g)]
 trainer = Trainer(model=model, args=args, train_dataset=data)
 trainer.train()
-print("params", next(trainer.model.parameters()).device, flush=True)
+say("params", next(trainer.model.parameters()).device)
 for entry in trainer.state.log_history:
     if "loss" in entry:
-        print("loss", repr(entry["loss"]), flush=True)
+        say("loss", os.environ.get("RANK", "0"), repr(entry["loss"]))
 """
 
 
@@ -190,7 +195,7 @@ def test_hf_trainer_trains_on_neuron_and_matches_the_cpu(tmp_path):
     runs = {}
     for mode in ("neuron", "cpu"):
         result = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(TRAIN), mode, str(tmp_path / mode)],
+            [sys.executable, "-c", textwrap.dedent(TRAIN), mode, str(tmp_path / mode), "4"],
             capture_output=True,
             text=True,
             timeout=300,
@@ -200,35 +205,37 @@ def test_hf_trainer_trains_on_neuron_and_matches_the_cpu(tmp_path):
     assert "detected True True" in runs["neuron"]
     assert "device neuron:0" in runs["neuron"] and "params neuron:0" in runs["neuron"]
     assert "device cpu" in runs["cpu"] and "params cpu" in runs["cpu"]
-    losses = {
-        m: [float(line.split()[1]) for line in runs[m] if line.startswith("loss")] for m in runs
-    }
+    losses = {m: _losses(runs[m], "0") for m in runs}
     assert len(losses["neuron"]) == 4
     assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-5)
 
 
-def test_hf_trainer_under_vtrn_run_trains_ddp_on_each_rank_core(tmp_path):
-    # accelerate sees LOCAL_RANK and Trainium: init_process_group("neuron"), then each rank's
-    # device is torch.neuron.current_device(), its own core; DDP over two processes.
+def _losses(lines, rank):
+    return [float(line.split()[2]) for line in lines if line.startswith(f"loss {rank} ")]
+
+
+def test_hf_trainer_under_vtrn_run_trains_ddp_and_matches_one_cpu_process(tmp_path):
+    # As `accelerate launch` runs it: accelerate sees LOCAL_RANK and Trainium,
+    # init_process_group("neuron"), each rank's device is torch.neuron.current_device(), its own
+    # core; DDP over two processes with 4 samples each. The reference is one CPU process with
+    # the global batch of 8 (the same samples in the same order: accelerate's seeded sampler).
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(TRAIN))
+    command = {
+        "neuron": [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "2", str(script)]
+        + ["neuron", str(tmp_path / "neuron"), "4"],
+        "cpu": [sys.executable, str(script), "cpu", str(tmp_path / "cpu"), "8"],
+    }
     runs = {}
-    for mode in ("neuron", "cpu"):
-        result = subprocess.run(
-            [sys.executable, "-m", "vtrn.cli", "run", "--nproc-per-node", "2", str(script)]
-            + [mode, str(tmp_path / mode)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    for mode, argv in command.items():
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr[-4000:]
         runs[mode] = result.stdout.splitlines()
     assert sorted(line for line in runs["neuron"] if line.startswith("params")) == [
         "params neuron:0",
         "params neuron:1",
     ]
-    losses = {
-        m: [float(line.split()[1]) for line in runs[m] if line.startswith("loss")] for m in runs
-    }
-    assert len(losses["neuron"]) == 8  # both ranks log the four steps' averaged loss
-    assert sorted(losses["neuron"]) == pytest.approx(sorted(losses["cpu"]), rel=1e-5)
+    cpu = _losses(runs["cpu"], "0")
+    assert len(cpu) == 4
+    for rank in ("0", "1"):  # each rank logs the four steps' loss averaged over the ranks
+        assert _losses(runs["neuron"], rank) == pytest.approx(cpu, rel=1e-5), rank
