@@ -87,14 +87,16 @@ def test_run_subcommand_gives_each_process_its_own_core(tmp_path):
     script = tmp_path / "show_core.py"
     script.write_text(
         "import os, torch\n"
-        "print('core', os.environ['LOCAL_RANK'], os.environ['NEURON_RT_VISIBLE_CORES'],"
-        " torch.neuron.device_count(), torch.neuron.current_device())\n"
+        "x = torch.ones(1, device='neuron')\n"
+        "print('core', os.environ['LOCAL_RANK'], os.environ.get('NEURON_RT_VISIBLE_CORES'),"
+        " torch.neuron.device_count(), torch.neuron.current_device(), x.device)\n"
     )
     result = vtrn("run", "--nproc-per-node", "2", str(script), timeout=240, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = sorted(line for line in result.stdout.splitlines() if line.startswith("core"))
-    # Local rank i sees exactly logical core i, as its device 0.
-    assert lines == ["core 0 0 1 0", "core 1 1 1 0"]
+    # As under CUDA, each process sees every core of the node (64 at LNC2), and local rank i
+    # starts on neuron:i, its own core.
+    assert lines == ["core 0 None 64 0 neuron:0", "core 1 None 64 1 neuron:1"]
 
 
 def test_ops_subcommand_lists_one_op():

@@ -29,6 +29,35 @@ def test_every_collective_on_four_processes():
     assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1", "2", "3"], result.stdout
 
 
+def test_every_reduce_op_matches_the_cpu_on_every_dtype():
+    # Four float dtypes x 6 ops, four integer dtypes x 8 ops, bool x 7 ops: 63 cases, each
+    # through all_reduce, reduce, reduce_scatter_tensor (and its untouched input) and
+    # reduce_scatter; AVG also over a 3-rank group (8 dtypes); PREMUL_SUM with a tensor factor.
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "reduce_ops.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    checked = [line for line in lines if line.startswith("ok ")]
+    assert len(checked) == 63 * 5 + 8 + 1, len(checked)
+    for case in (
+        "ok all_reduce PREMUL_SUM bfloat16",
+        "ok reduce_scatter_tensor PREMUL_SUM float16",
+        "ok all_reduce over 3 AVG bfloat16",
+        "ok all_reduce over 3 AVG int8",
+        "ok reduce_scatter BXOR int64",
+        "ok all_reduce SUM bool",
+        "ok reduce PRODUCT uint8",
+    ):
+        assert case in checked, case
+    refused = [line for line in lines if line.startswith("refused ")]
+    assert refused == [
+        "refused AVG bool",
+        "refused PREMUL_SUM int32",
+        "refused BAND float32",
+        "refused BXOR bfloat16",
+    ]
+    assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1", "2", "3"]
+
+
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
 def test_ddp_and_fsdp2_losses_match_the_cpu_run(mode):
     result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "train_ddp_fsdp.py"), mode)
@@ -90,6 +119,40 @@ def test_two_processes_on_one_core_are_refused():
     )
 
 
+def test_two_processes_of_one_job_on_one_core_are_refused_with_both_named(tmp_path):
+    # Every process sees all the node's cores; two that allocate on neuron:0 collide.
+    script = tmp_path / "same_device.py"
+    script.write_text(
+        "import os, sys, time, torch\n"
+        "if os.environ['LOCAL_RANK'] == '1':\n"
+        "    time.sleep(3)\n"
+        "try:\n"
+        "    torch.ones(1, device='neuron:0').cpu()\n"
+        "    sys.stdout.write(f'ok {os.getpid()}\\n')\n"
+        "    time.sleep(6)\n"
+        "except RuntimeError as err:\n"
+        "    sys.stdout.write('ERROR ' + ' '.join(str(err).split()) + '\\n')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+        + [str(script)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    holder = re.search(r"^ok (\d+)$", result.stdout, flags=re.MULTILINE)
+    errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR")]
+    assert holder and len(errors) == 1, result.stdout + result.stderr[-3000:]
+    assert (
+        f"neuron:0 is logical core 0 of this node (trn2.48xlarge, LNC2), which process "
+        f"{holder[1]} (RANK 0, LOCAL_RANK 0) already uses; process " in errors[0]
+    )
+    assert (
+        "(RANK 1, LOCAL_RANK 1) cannot use it too: a NeuronCore belongs to one process"
+        in (errors[0])
+    )
+
+
 def test_world_that_does_not_fit_the_instance_is_refused():
     result = vtrn_run("--nproc-per-node", "65", str(SCRIPTS / "misuse.py"), "x")
     assert result.returncode == 2
@@ -131,3 +194,49 @@ def test_two_nodes_on_one_host_rendezvous_like_torchrun():
     assert all(p.returncode == 0 for p in launchers), [err[-3000:] for _, err in outputs]
     ranks = sorted(r for out, _ in outputs for r in re.findall(r"rank (\d) OK", out))
     assert ranks == ["0", "1", "2", "3"]
+
+
+def test_a_cuda_style_torchrun_script_matches_the_cpu_run():
+    # set_device(LOCAL_RANK), torch.device(f"neuron:{LOCAL_RANK}"), init_device_mesh("neuron",
+    # (2, 4)) without init_process_group, FSDP2 x TP, then DDP with device_ids=[local_rank].
+    result = vtrn_run("--nproc-per-node", "8", str(SCRIPTS / "torchrun_style.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    rows = [line.split() for line in result.stdout.splitlines()]
+    for name in ("fsdp_tp", "ddp"):
+        steps = [row for row in rows if row and row[0] == name]
+        assert len(steps) == 4, (name, result.stdout)
+        for _, step, distributed, cpu in steps:
+            assert float(distributed) == pytest.approx(float(cpu), rel=1e-5), (name, step)
+
+
+@pytest.mark.parametrize("factor", ["2", "3"])
+def test_fsdp2_gradient_divide_factor_matches_the_cpu(factor):
+    # Neither factor is the group size (4): FSDP2 reduce-scatters with PREMUL_SUM(1 / factor).
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "fsdp_divide.py"), factor)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    steps = [line.split() for line in lines if line.startswith("step ")]
+    assert len(steps) == 4
+    for _, step, distributed, cpu in steps:
+        assert float(distributed) == pytest.approx(float(cpu), rel=1e-5), step
+    (diff,) = [float(line.split()[1]) for line in lines if line.startswith("max_param_diff")]
+    assert diff < 1e-6
+
+
+def test_torch_multiprocessing_spawn_workers_pick_their_cores(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mp_spawn.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    workers = sorted(line for line in result.stdout.splitlines() if line.startswith("worker"))
+    # Each sees the node's 64 cores, runs on neuron:rank, which is logical core rank; the sum
+    # of rank + 1 over four ranks is 10.
+    assert workers == [
+        f"worker {k} neuron:{k} [10.0, 10.0, 10.0] core {k} sees 64" for k in range(4)
+    ]
+    (refusal,) = [line for line in result.stdout.splitlines() if line.startswith("intruder")]
+    assert "intruder ERROR neuron:0 is logical core 0 of this node" in refusal
+    assert "a NeuronCore belongs to one process" in refusal

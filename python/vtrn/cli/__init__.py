@@ -24,8 +24,15 @@ class CommandError(Exception):
     """Bad input, with a message already in the subcommand's words; exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors in one line (``vtrn run: error: ...``), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="vtrn",
         description="vtrn: a software Trainium for PyTorch. Topology, meshes and collectives of "
         "trn1/trn2/trn3 instances.",
@@ -41,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     from vtrn._native import NativeModuleMissing
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        prog = f"vtrn {args.command}" if getattr(args, "command", None) else "vtrn"
+        print(f"{prog}: error: unrecognized arguments: {' '.join(unknown)}", file=sys.stderr)
+        return 2
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

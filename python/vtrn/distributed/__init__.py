@@ -9,6 +9,8 @@ Gloo over the same host memory.
 ``placement`` says where each rank runs; ``backend`` builds the backend of one group.
 """
 
+import functools
+
 import torch
 import torch.distributed as dist
 
@@ -29,6 +31,34 @@ def modeled_collective_seconds(device=None) -> float:
 _registered = False
 
 
+def _default_backend_of_undefined_groups() -> None:
+    """``init_process_group()`` without a backend (as ``init_device_mesh`` calls it) creates
+    only the accelerator's backend, ``neuron``, but PyTorch 2.13 marks Gloo as the group's
+    default backend unless it is NCCL; DDP's constructor then asks for the Gloo backend and
+    fails ("Could not find backend type 1"). On CUDA the default is NCCL, which exists. Such
+    groups get their real default, the ``neuron`` (custom) backend."""
+    from torch.distributed import distributed_c10d as c10d
+
+    original = c10d._new_process_group_helper
+    if getattr(original, "_vtrn_default_backend", False):
+        return
+
+    @functools.wraps(original)
+    def new_process_group_helper(*args, **kwargs):
+        pg, prefix_store = original(*args, **kwargs)
+        backend = args[3] if len(args) > 3 else kwargs.get("backend")
+        if (
+            isinstance(pg, c10d.ProcessGroup)
+            and str(backend) == dist.Backend.UNDEFINED
+            and c10d.BackendConfig(backend).get_device_backend_map() == {"neuron": BACKEND}
+        ):
+            pg._set_default_backend(c10d.ProcessGroup.BackendType.CUSTOM)
+        return pg, prefix_store
+
+    new_process_group_helper._vtrn_default_backend = True
+    c10d._new_process_group_helper = new_process_group_helper
+
+
 def register():
     """Registers the backend with torch.distributed (once)."""
     global _registered
@@ -38,4 +68,5 @@ def register():
         dist.Backend.register_backend(
             BACKEND, create_backend, extended_api=True, devices=["neuron"]
         )
+    _default_backend_of_undefined_groups()
     _registered = True

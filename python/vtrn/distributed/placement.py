@@ -1,10 +1,12 @@
 """Where each rank of a group runs (node, logical core), exchanged through the group's store.
 
 Each process runs on one logical core of one node. The node is torchrun's ``GROUP_RANK`` (else
-``NODE_RANK``, else 0); the core is the process's only visible core when
-``NEURON_RT_VISIBLE_CORES`` names one (``vtrn run`` does this), else the visible core at index
-``LOCAL_RANK``. In a fake world (``torch.testing._internal.distributed.fake_pg``), which checks a
-large mesh in one process, rank r sits where a row-major launch puts it.
+``NODE_RANK``, else 0); the core is the one of the process's device. Every process sees the
+node's cores and picks its own, as under CUDA: ``torch.neuron.set_device(LOCAL_RANK)``, else the
+first process group picks the local rank's (as TorchNeuron does), or the only visible core when
+``NEURON_RT_VISIBLE_CORES`` names one. In a fake world
+(``torch.testing._internal.distributed.fake_pg``), which checks a large mesh in one process, rank
+r sits where a row-major launch puts it.
 """
 
 from __future__ import annotations
@@ -23,22 +25,41 @@ def device_config() -> dict:
     return _C.config()
 
 
-def _local_placement(global_rank: int):
-    """(node, logical core of the node) of this process, with clear errors."""
+def local_rank(global_rank: int) -> int:
+    """torchrun's ``LOCAL_RANK``; without a launcher, the global rank (one node)."""
+    return int(os.environ.get("LOCAL_RANK", str(global_rank)))
+
+
+def adopt_local_device(global_rank: int) -> int:
+    """Chooses the process's device once, as TorchNeuron's first process group does: the
+    calling thread's own if it chose one (``set_device``), else the local rank's; the only
+    visible core when the process sees one. Returns the calling thread's device."""
+    import torch
+
     config = device_config()
     visible = config["visible_cores"]
+    if not _C.process_device_chosen():
+        rank = local_rank(global_rank)
+        if len(visible) == 1:
+            index = 0
+        elif rank < len(visible):
+            index = rank
+        else:
+            raise RuntimeError(
+                f"rank {global_rank} (LOCAL_RANK {rank}) has no logical core: this process sees "
+                f"{len(visible)} cores of {config['instance']} (LNC{config['lnc']}), which runs at "
+                f"most {config['cores_per_node']} processes per node. Launch at most that many per "
+                f"node (vtrn run --nproc-per-node), or add nodes."
+            )
+        _C.adopt_process_device(index)
+    return torch.neuron.current_device()
+
+
+def _local_placement(global_rank: int):
+    """(node, logical core of the node) of this process: the core of its device."""
+    visible = device_config()["visible_cores"]
     node = int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
-    if len(visible) == 1:
-        return node, visible[0]
-    local_rank = int(os.environ.get("LOCAL_RANK", str(global_rank)))
-    if local_rank >= len(visible):
-        raise RuntimeError(
-            f"rank {global_rank} (LOCAL_RANK {local_rank}) has no logical core: this process sees "
-            f"{len(visible)} cores of {config['instance']} (LNC{config['lnc']}), which runs at most "
-            f"{config['cores_per_node']} processes per node. Launch at most that many per node "
-            f"(vtrn run --nproc-per-node), or add nodes."
-        )
-    return node, visible[local_rank]
+    return node, visible[adopt_local_device(global_rank)]
 
 
 def is_fake_store(store) -> bool:
@@ -74,8 +95,8 @@ def gather_placements(store, global_ranks, my_global_rank):
         if p in seen:
             raise RuntimeError(
                 f"ranks {seen[p]} and {r} both run on logical core {p[1]} of node {p[0]}: a NeuronCore "
-                f"belongs to one process. Give each process its own core (vtrn run sets "
-                f"NEURON_RT_VISIBLE_CORES per local rank)."
+                f"belongs to one process. Give each process its own core: "
+                f"torch.neuron.set_device(LOCAL_RANK), or NEURON_RT_VISIBLE_CORES per process."
             )
         seen[p] = r
     return placements

@@ -5,7 +5,12 @@
 //  * device_count() never throws (PyTorch calls it from noexcept contexts) and is fixed for
 //    the life of the process. A bad Neuron environment variable makes it 0; every other call
 //    then raises that configuration error.
-//  * The current device is per thread, as on CUDA.
+//  * The current device is per thread, as on CUDA. A thread that never chose one uses the
+//    process's device: neuron:0 until the launcher or the first process group chooses the
+//    local rank's (as TorchNeuron does), so worker threads follow the process.
+//  * Every process of a node sees every core of the node. A launcher's worker (torchrun,
+//    torch.multiprocessing) claims each core it allocates on, and a second worker of the node
+//    allocating on the same core is refused with both processes named (runtime/core_claim.h).
 //  * Device memory is host memory, 64-byte aligned and charged to the core's HBM bank, so a
 //    device tensor can be viewed as a CPU tensor over the same bytes without copying.
 #pragma once
@@ -33,16 +38,30 @@ int device_count() noexcept;
 /// DeviceIndex values; only the count 128 does not fit.
 c10::DeviceIndex torch_device_count() noexcept;
 
-/// The calling thread's current device index (0 until set).
+/// The calling thread's current device index: its own if it chose one, else the process's.
 c10::DeviceIndex current_device() noexcept;
 
-/// Makes |index| the calling thread's current device. Throws a c10::IndexError naming the
-/// valid range when |index| is out of it.
+/// Makes |index| the calling thread's device (torch.neuron.set_device). Throws a
+/// c10::IndexError naming the valid range when |index| is out of it.
 void set_device(c10::DeviceIndex index);
 
-/// set_device() without the range check, for DeviceGuard's noexcept uncheckedSetDevice:
-/// |index| must be one a checked call accepted before.
+/// A DeviceGuard's temporary switch to |index| (checked), which does not pin the thread.
+void switch_device(c10::DeviceIndex index);
+
+/// A DeviceGuard's restore, for its noexcept uncheckedSetDevice: |index| must be one a checked
+/// call accepted before.
 void set_current_device_unchecked(c10::DeviceIndex index) noexcept;
+
+/// Chooses the process's device once: the calling thread's own if it chose one, else |index|.
+/// Later calls keep the first choice. Returns the process's device. Throws like set_device().
+c10::DeviceIndex adopt_process_device(c10::DeviceIndex index);
+
+/// True once adopt_process_device() chose the process's device.
+bool process_device_chosen() noexcept;
+
+/// Claims the node core of |index| for this process (a launcher's worker) on its first use;
+/// throws a RuntimeError naming both processes when another worker of the node holds it.
+void claim_device(c10::DeviceIndex index);
 
 /// Throws a c10::IndexError naming the valid range unless 0 <= |index| < device_count().
 void check_device_index(c10::DeviceIndex index);

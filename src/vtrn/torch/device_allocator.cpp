@@ -33,6 +33,7 @@ class NeuronAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     const c10::DeviceIndex device = current_device();
     const c10::Device tagged(c10::kPrivateUse1, device);
+    claim_device(device);  // the core becomes this process's (one process per core)
     if (nbytes == 0) return {nullptr, nullptr, &free_device_block, tagged};
     runtime::OutOfMemory oom;
     void* ptr = device_memory().allocate(device, nbytes, &oom);

@@ -25,6 +25,7 @@
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/cluster.h"
 #include "vtrn/topo/link_graph.h"
+#include "vtrn/torch/reduce_op.h"
 #include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -124,7 +125,7 @@ class NeuronBackend final : public c10d::Backend {
  public:
   NeuronBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
                 const std::string& instance, int lnc, int nodes, const Placement& placement)
-      : c10d::Backend(rank, size), transport_(std::move(transport)) {
+      : c10d::Backend(rank, size), transport_(std::move(transport)), lnc_(lnc) {
     TORCH_CHECK(static_cast<int>(placement.size()) == size, "neuron backend: ", placement.size(),
                 " placements for a group of ", size);
     cluster_ = std::make_unique<topo::Cluster>(instance, lnc, nodes);
@@ -143,14 +144,19 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    return run("all_reduce", c10d::OpType::ALLREDUCE, coll::Collective::kAllReduce, tensors,
-               tensors, [&](auto& in, auto&) {
-                 c10d::AllreduceOptions o = opts;
-                 const bool avg = to_sum(o.reduceOp);
-                 auto work = transport_->allreduce(in, o);
-                 finish(work, avg, in);
-                 return work;
-               });
+    const ReducePlan plan = plan_for(opts.reduceOp, tensors, "all_reduce");
+    return run(
+        "all_reduce", c10d::OpType::ALLREDUCE, coll::Collective::kAllReduce, tensors, tensors,
+        [&](auto& in, auto&) {
+          c10d::AllreduceOptions o = opts;
+          o.reduceOp = plan.transport_op;
+          apply_pre_scale(plan, in);  // the input is the output: scaling it in place is safe
+          auto work = transport_->allreduce(in, o);
+          work->wait();
+          apply_average(plan, in, getSize());
+          return work;
+        },
+        reduce_op_seconds(plan, tensors, tensors));
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
@@ -167,14 +173,23 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override {
-    return run("reduce", c10d::OpType::REDUCE, coll::Collective::kAllReduce, tensors, tensors,
-               [&](auto& in, auto&) {
-                 c10d::ReduceOptions o = opts;
-                 const bool avg = to_sum(o.reduceOp);
-                 auto work = transport_->reduce(in, o);
-                 finish(work, avg && getRank() == o.rootRank, in);
-                 return work;
-               });
+    const ReducePlan plan = plan_for(opts.reduceOp, tensors, "reduce");
+    return run(
+        "reduce", c10d::OpType::REDUCE, coll::Collective::kAllReduce, tensors, tensors,
+        [&](auto& in, auto&) {
+          c10d::ReduceOptions o = opts;
+          o.reduceOp = plan.transport_op;
+          const bool root = getRank() == o.rootRank;
+          // A non-root rank's tensor keeps its value, as with NCCL (Gloo uses it as scratch):
+          // it sends a copy.
+          std::vector<at::Tensor> sent = root ? in : clones(in);
+          apply_pre_scale(plan, sent);
+          auto work = transport_->reduce(sent, o);
+          work->wait();
+          if (root) apply_average(plan, sent, getSize());
+          return work;
+        },
+        reduce_op_seconds(plan, tensors, tensors));
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -243,33 +258,52 @@ class NeuronBackend final : public c10d::Backend {
     check_neuron("reduce_scatter", flat_in);
     sync_all(flat_in);
     auto in_alias = alias_lists(inputs);
-    return run("reduce_scatter", c10d::OpType::REDUCE_SCATTER, coll::Collective::kReduceScatter,
-               outputs, outputs, [&](auto& out, auto&) {
-                 c10d::ReduceScatterOptions o = opts;
-                 const bool avg = to_sum(o.reduceOp);
-                 auto work = transport_->reduce_scatter(out, in_alias, o);
-                 finish(work, avg, out);
-                 return work;
-               });
+    const ReducePlan plan = plan_for(opts.reduceOp, flat_in, "reduce_scatter");
+    return run(
+        "reduce_scatter", c10d::OpType::REDUCE_SCATTER, coll::Collective::kReduceScatter, outputs,
+        outputs,
+        [&](auto& out, auto&) {
+          c10d::ReduceScatterOptions o = opts;
+          o.reduceOp = plan.transport_op;
+          if (plan.pre_scale) {  // the inputs keep their values: scaled copies are sent
+            for (auto& list : in_alias) {
+              list = clones(list);
+              apply_pre_scale(plan, list);
+            }
+          }
+          auto work = transport_->reduce_scatter(out, in_alias, o);
+          work->wait();
+          apply_average(plan, out, getSize());
+          return work;
+        },
+        reduce_op_seconds(plan, flat_in, outputs));
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
     std::vector<at::Tensor> in{input}, out{output};
     check_neuron("reduce_scatter_tensor", out);
-    return run("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE,
-               coll::Collective::kReduceScatter, in, out, [&](auto& in_alias, auto& out_alias) {
-                 c10d::ReduceScatterOptions o = opts;
-                 const bool avg = to_sum(o.reduceOp);
-                 // Gloo's reduce-scatter writes its output once more after wait() returns
-                 // (seen as a division undone): it gets a staging buffer, copied out once final.
-                 at::Tensor staging = at::empty_like(out_alias[0]);
-                 auto work = transport_->_reduce_scatter_base(staging, in_alias[0], o);
-                 std::vector<at::Tensor> result{staging};
-                 finish(work, avg, result);
-                 out_alias[0].copy_(staging);
-                 return work;
-               });
+    const ReducePlan plan = plan_for(opts.reduceOp, in, "reduce_scatter_tensor");
+    return run(
+        "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE,
+        coll::Collective::kReduceScatter, in, out,
+        [&](auto& in_alias, auto& out_alias) {
+          c10d::ReduceScatterOptions o = opts;
+          o.reduceOp = plan.transport_op;
+          // The input keeps its value: PREMUL_SUM sends a scaled copy.
+          std::vector<at::Tensor> sent = plan.pre_scale ? clones(in_alias) : in_alias;
+          apply_pre_scale(plan, sent);
+          // Gloo's reduce-scatter writes its output once more after wait() returns
+          // (seen as a division undone): it gets a staging buffer, copied out once final.
+          at::Tensor staging = at::empty_like(out_alias[0]);
+          auto work = transport_->_reduce_scatter_base(staging, sent[0], o);
+          work->wait();
+          std::vector<at::Tensor> result{staging};
+          apply_average(plan, result, getSize());
+          out_alias[0].copy_(staging);
+          return work;
+        },
+        reduce_op_seconds(plan, in, out));
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
@@ -333,19 +367,31 @@ class NeuronBackend final : public c10d::Backend {
   }
 
  private:
-  static bool to_sum(c10d::ReduceOp& op) {
-    // Gloo has no AVG: sum, then divide by the group size.
-    if (op.op_ != c10d::ReduceOp::AVG) return false;
-    op = c10d::ReduceOp(c10d::ReduceOp::SUM);
-    return true;
+  /// The reduction of |tensors| (all of one dtype), checked before any data moves.
+  static ReducePlan plan_for(const c10d::ReduceOp& op, const std::vector<at::Tensor>& tensors,
+                             const char* collective) {
+    const at::ScalarType dtype =
+        !tensors.empty() && tensors[0].defined() ? tensors[0].scalar_type() : at::kFloat;
+    return plan_reduce(op, dtype, collective);
   }
 
-  void finish(const c10::intrusive_ptr<c10d::Work>& work, bool average,
-              std::vector<at::Tensor>& results) {
-    work->wait();
-    if (average) {
-      for (auto& t : results) t.div_(getSize());
-    }
+  /// Modeled time of the elementwise passes of |plan| (PREMUL_SUM's scaling, AVG's division).
+  double reduce_op_seconds(const ReducePlan& plan, const std::vector<at::Tensor>& inputs,
+                           const std::vector<at::Tensor>& outputs) const {
+    int64_t in_elements = 0, out_elements = 0;
+    for (const auto& t : inputs) in_elements += t.defined() ? t.numel() : 0;
+    for (const auto& t : outputs) out_elements += t.defined() ? t.numel() : 0;
+    const at::ScalarType dtype =
+        !inputs.empty() && inputs[0].defined() ? inputs[0].scalar_type() : at::kFloat;
+    return modeled_reduce_op_seconds(plan, cluster_->spec(), lnc_, dtype, in_elements,
+                                     out_elements);
+  }
+
+  static std::vector<at::Tensor> clones(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> out;
+    out.reserve(tensors.size());
+    for (const auto& t : tensors) out.push_back(t.clone());
+    return out;
   }
 
   void check_route(const char* op) {
@@ -436,11 +482,13 @@ class NeuronBackend final : public c10d::Backend {
   }
 
   /// Checks, waits for the producers, runs |call|(input aliases, output aliases) on the
-  /// transport, waits for it, and charges the modeled time.
+  /// transport, waits for it, and charges the modeled time (plus |extra_seconds| of the
+  /// reduction's own elementwise passes).
   template <typename Call>
   c10::intrusive_ptr<c10d::Work> run(const char* op, c10d::OpType type, coll::Collective collective,
                                      std::vector<at::Tensor>& inputs,
-                                     std::vector<at::Tensor>& outputs, Call call) {
+                                     std::vector<at::Tensor>& outputs, Call call,
+                                     double extra_seconds = 0) {
     check_neuron(op, inputs);
     check_neuron(op, outputs);
     check_route(op);
@@ -454,14 +502,16 @@ class NeuronBackend final : public c10d::Backend {
     for (const auto& t : (collective == coll::Collective::kReduceScatter ? inputs : outputs)) {
       if (t.defined()) bytes += t.nbytes();
     }
-    if (!outputs.empty() && outputs[0].defined() && getSize() > 1) {
-      add_modeled_seconds(outputs[0].device().index(),
-                          coll::estimate(*cluster_, route_, collective, bytes).seconds);
+    if (!outputs.empty() && outputs[0].defined()) {
+      const double transfer =
+          getSize() > 1 ? coll::estimate(*cluster_, route_, collective, bytes).seconds : 0.0;
+      add_modeled_seconds(outputs[0].device().index(), transfer + extra_seconds);
     }
     return done(type, outputs);
   }
 
   c10::intrusive_ptr<c10d::Backend> transport_;
+  int lnc_;
   std::unique_ptr<topo::Cluster> cluster_;
   std::unique_ptr<topo::LinkGraph> graph_;
   std::vector<int> cluster_ranks_;

@@ -20,7 +20,7 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::Device exchangeDevice(c10::Device device) const override {
     TORCH_INTERNAL_ASSERT(device.is_privateuseone());
     const c10::Device old = getDevice();
-    if (old.index() != device.index()) set_device(device.index());
+    if (old.index() != device.index()) switch_device(device.index());
     return old;
   }
 

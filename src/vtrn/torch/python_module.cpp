@@ -47,6 +47,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_count", [] { return adapter::device_count(); });
   m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
   m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });
+  m.def(
+      "adopt_process_device",
+      [](int index) {
+        return static_cast<int>(
+            adapter::adopt_process_device(static_cast<c10::DeviceIndex>(index)));
+      },
+      "Chooses the device of the threads that chose none (once): the caller's own if it chose "
+      "one, else |index|. Returns the process's device.");
+  m.def("process_device_chosen", [] { return adapter::process_device_chosen(); });
   // Every call that may wait for queued work releases the GIL: the work may drop the last
   // reference to a tensor that Python also knows, which takes the GIL on the worker thread.
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
