@@ -4,6 +4,7 @@ waiting for their work."""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -144,15 +145,58 @@ def get_amp_supported_dtype() -> list:
     return [torch.bfloat16, torch.float16, torch.float32]
 
 
+def _autograd_device_threads() -> set[int]:
+    """Devices whose autograd worker thread (``pt_autograd_<index>``) this process has started."""
+    indices = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return indices
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                name = comm.read().strip()
+        except OSError:
+            continue
+        if name.startswith("pt_autograd_") and name[len("pt_autograd_") :].isdigit():
+            indices.add(int(name[len("pt_autograd_") :]))
+    return indices
+
+
+def _drain_autograd_device_thread(index: int) -> None:
+    """Returns once neuron:<index>'s autograd thread has let go of every finished backward.
+
+    The thread drops its reference to a backward's GraphTask only after the caller has been told
+    that the backward finished. The GraphTask's thread-local state holds the Python context that
+    ``torch.autograd.backward`` stashes, and releasing it takes the GIL; once the interpreter is
+    finalizing, CPython ends a thread that asks for the GIL with pthread_exit, whose unwinding
+    through PyTorch's noexcept destructors aborts the process ("terminate called without an
+    active exception"). The thread works through its queue in order, so a backward that runs on
+    it, called straight through the engine (which stashes nothing) with a view of an empty
+    tensor (no kernel, no allocation), returns only after the earlier ones were released.
+    """
+    device = torch.device("neuron", index)
+    leaf = torch.empty(0, device=device, requires_grad=True)
+    torch.autograd.Variable._execution_engine.run_backward(
+        (leaf.view(0),), (torch.empty(0, device=device),), False, False, (), True, True
+    )
+
+
 def register_exit_sync() -> None:
-    """Waits for every device's queued work when the interpreter exits."""
-    # Queued work must not outlive the interpreter: wait for it at exit.
+    """Waits for every device's queued work, and its autograd thread, when the interpreter exits."""
     import atexit
 
     def _sync_all():
         for index in range(device_count()):
             try:
                 _C.synchronize(index)
+            except Exception as err:  # noqa: BLE001 - report, never raise at exit
+                warnings.warn(f"neuron:{index}: {err}", RuntimeWarning, stacklevel=2)
+        for index in sorted(_autograd_device_threads()):
+            if index >= device_count() or torch.accelerator.max_memory_allocated(index) == 0:
+                continue  # no backward ran there; allocating would claim an unused core
+            try:
+                _drain_autograd_device_thread(index)
             except Exception as err:  # noqa: BLE001 - report, never raise at exit
                 warnings.warn(f"neuron:{index}: {err}", RuntimeWarning, stacklevel=2)
 
