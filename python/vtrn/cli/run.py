@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 
@@ -64,6 +65,22 @@ def _cores_per_node(env) -> int:
     return _native.model.Cluster(instance, int(lnc_text), 1).world
 
 
+def _check_launch(args: argparse.Namespace) -> None:
+    """What torchrun would only refuse with a traceback: a script that is not there, an --nnodes
+    that is not N or MIN:MAX."""
+    if not os.path.isfile(args.script):
+        problem = "is a directory" if os.path.isdir(args.script) else "does not exist"
+        raise CommandError(f"script {args.script} {problem}; give the path of a Python file")
+    match = re.fullmatch(r"(\d{1,9})(?::(\d{1,9}))?", args.nnodes)
+    low, high = (int(match[1]), int(match[2] or match[1])) if match else (0, 0)
+    most = _native.model.MAX_NODES
+    if not 1 <= low <= high <= most:
+        raise CommandError(
+            f"--nnodes {args.nnodes} is not a node count; give N or MIN:MAX with "
+            f"1 <= MIN <= MAX <= {most}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Replaces this process with torchrun, whose workers run ``python -m vtrn.cli.run``."""
     env = dict(os.environ)
@@ -81,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             f"--nproc-per-node {nproc} does not fit: {env.get('NEURON_RT_FAKE_INSTANCE_TYPE', DEFAULT_INSTANCE)}"
             f" has {cores} logical cores per node, one process each. Use 1 to {cores}, or add nodes."
         )
+    _check_launch(args)
     env.pop("NEURON_RT_VISIBLE_CORES", None)
     env.pop("NEURON_RT_NUM_CORES", None)
     torchrun = [
