@@ -260,7 +260,18 @@ def plan(
     """Searches every layout of ``model`` (a preset name or a JSON model file) on ``nodes``
     instances, or evaluates exactly ``layout`` (``"pp=1,replicate=1,shard=16,tp=4"``, with
     optional ``micro_batch=`` and ``checkpointing=``). ``lnc`` 0 is the instance's default;
-    ``precision`` is ``bf16-fp32-master`` or ``bf16``; ``schedule`` ``1f1b`` or ``gpipe``."""
+    ``precision`` is ``bf16-fp32-master`` or ``bf16``; ``schedule`` ``1f1b`` or ``gpipe``.
+    Integers beyond the planner's limits (2^24 for seq, global_batch, micro-batches and
+    prefetch) are a ValueError."""
+    most = _native.plan.MAX_WORKLOAD_VALUE
+    limits = {"seq": (seq, 1), "global_batch": (global_batch, 1), "prefetch": (prefetch, 0)}
+    limits.update({f"micro_batches[{i}]": (mb, 1) for i, mb in enumerate(micro_batches)})
+    for name, (value, low) in limits.items():
+        if not low <= value <= most:
+            raise ValueError(f"{name}={value} is outside {low}..{most} (2^24)")
+    for name, value in (("lnc", lnc), ("nodes", nodes), ("top", top)):
+        if not -(2**31) <= value < 2**31:
+            raise ValueError(f"{name}={value} does not fit a 32-bit integer")
     return PlanResult.from_native(
         _native.plan.plan(
             model,

@@ -217,7 +217,7 @@ def test_json_model_file(tmp_path, capsys):
         ),
         (["--model", "llama2-7b", "--layout", "shard=32"], "has 32 ranks"),
         (["--model", "llama2-7b", "--layout", "tp=64"], "does not divide the 32 attention heads"),
-        (["--model", "llama2-7b", "--seq", "0"], "sequence length 0"),
+        (["--model", "llama2-7b", "--seq", "0"], "--seq 0 is out of range 1..16777216"),
         (["--model", "llama2-7b", "--out", "x.txt"], "SVG or PNG"),
     ],
 )

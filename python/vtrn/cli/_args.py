@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 
 from vtrn import topology
+from vtrn.cli._files import read_regular_file
 
 _SIZE_UNITS = {
     "": 1,
@@ -21,10 +23,23 @@ _SIZE_UNITS = {
     "g": 1 << 30,
     "gib": 1 << 30,
     "gb": 1000**3,
+    "t": 1 << 40,
+    "tib": 1 << 40,
+    "tb": 1000**4,
 }
 
 # Largest message size modeled: 1 TiB, above the whole HBM of a trn2 node (16 x 96 GiB).
 MAX_MESSAGE_BYTES = 1 << 40
+# Largest placement file read: a rank matrix of the largest world (2^20 ranks) as JSON.
+MAX_PLACEMENT_FILE_BYTES = 64 << 20
+
+
+def check_int(flag: str, value: int, low: int, high: int, what: str = "") -> int:
+    """``value`` when ``low <= value <= high``, else a ValueError naming the flag, the value and
+    the range (a value too wide for a C++ int is bad input, not a TypeError from the bindings)."""
+    if not low <= value <= high:
+        raise ValueError(f"{flag} {value} is out of range {low}..{high}{what}")
+    return value
 
 
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
@@ -119,13 +134,22 @@ def parse_sizes(text: str | None) -> list[int] | None:
 def load_placement_file(path: str, shape: list[int]) -> list[int]:
     """A rank matrix from JSON, flattened row-major: a nested list of the mesh's shape, or an
     object with ``placement`` (such as the output of ``vtrn mesh --placement auto --json``)."""
+    text = read_regular_file(
+        path, "placement", MAX_PLACEMENT_FILE_BYTES, name=f"placement file {path!r}"
+    )
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as err:
-        raise ValueError(f"cannot read placement file {path!r}: {err.strerror}") from None
+        data = json.loads(text.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"placement file {path!r} is not UTF-8 text: {err.reason}") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"placement file {path!r} is not valid JSON: {err}") from None
+    except RecursionError:
+        # json recurses once per level; a rank matrix nests one level per mesh axis.
+        raise ValueError(
+            f"placement file {path!r} nests deeper than Python's recursion limit "
+            f"({sys.getrecursionlimit()}); a rank matrix for mesh shape {tuple(shape)} nests "
+            f"{len(shape)} levels"
+        ) from None
     if isinstance(data, dict):
         if "placement" not in data:
             raise ValueError(

@@ -5,9 +5,12 @@ Parses, verifies and compiles a StableHLO module through the compile cache
 kernel's modeled NeuronCore time and whether the cache was hit. With ``--run`` it runs the module
 on the given ``.npy`` inputs and writes each output as ``DIR/out0.npy``, ``DIR/out1.npy``, ...
 
-bfloat16 tensors travel as uint16 arrays of bf16 bits (numpy has no bfloat16). Exit status 2
-for a file that is not StableHLO text or does not parse or verify, for inputs of the wrong dtype
-or shape, and for outputs larger than the memory available. Never imports torch.
+bfloat16 tensors travel as uint16 arrays of bf16 bits (numpy has no bfloat16); a big-endian
+``.npy`` is read in its own byte order, and a 0-d ``.npy`` is a scalar parameter's input. Exit
+status 2 for a file that is not StableHLO text or does not parse or verify (or is not a regular
+file of at most 1 GiB), for inputs of the wrong dtype or shape, for an ``--outputs`` that is not
+a directory (checked before the module runs), and for outputs larger than the memory available.
+Never imports torch.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ import os
 
 from vtrn import _native
 from vtrn.cli import CommandError
+from vtrn.cli._files import open_regular_file, read_regular_file
 from vtrn.render.units import format_bytes, format_seconds
+
+# Largest module text read: 1 GiB (dense constants make jax's text large, but not this large).
+MAX_MODULE_BYTES = 1 << 30
 
 _CACHE_TEXT = {"compiled": "miss (compiled)", "memory": "hit (memory)", "disk": "hit (disk)"}
 
@@ -64,10 +71,9 @@ def _available_memory() -> int:
 
 def _read_text(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as err:
-        raise CommandError(f"cannot read {path}: {err.strerror}") from None
+        data = read_regular_file(path, "module", MAX_MODULE_BYTES)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -77,8 +83,32 @@ def _read_text(path: str) -> str:
         ) from None
 
 
+def _check_outputs_dir(path: str) -> None:
+    """--outputs must be a directory, or a path one can be made at; checked before the module
+    runs, so a mistake costs no run."""
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise CommandError(
+                f"--outputs {path} is not a directory; give a directory for out0.npy, out1.npy, ..."
+            )
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CommandError(f"--outputs {path} is a directory you cannot write to")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise CommandError(
+            f"--outputs {path} cannot be created: {parent} is not a directory; give a directory"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"--outputs {path} cannot be created: {parent} is not writable")
+
+
 def run(args: argparse.Namespace) -> int:
     hlo = _native.hlo
+    if args.run:
+        _check_outputs_dir(args.outputs)
     text = _read_text(args.file)
     fusion = not args.no_fusion
     try:
@@ -116,9 +146,19 @@ def _load_inputs(inputs: str, expected) -> list:
     arrays = []
     for i, (p, (dtype, dims)) in enumerate(zip(paths, expected)):
         try:
-            a = np.load(p, allow_pickle=False)
-        except (OSError, ValueError) as err:
+            with open_regular_file(p, f"input {i}") as f:
+                a = np.load(f, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:
             raise CommandError(f"cannot load {p}: {err}") from None
+        except MemoryError:
+            raise CommandError(
+                f"cannot load {p}: its header asks for more memory than is available"
+            ) from None
+        if not isinstance(a, np.ndarray):  # an .npz archive
+            raise CommandError(f"input {i} ({p}) is not a .npy file holding one array")
+        if a.dtype.byteorder not in ("=", "|"):
+            # A big-endian .npy holds the same values; the executor reads native byte order.
+            a = a.astype(a.dtype.newbyteorder("="))
         if a.dtype.name != hlo.NUMPY_DTYPES[dtype]:
             carried = " (numpy uint16 holding the bf16 bits)" if dtype == "bf16" else ""
             raise CommandError(
@@ -155,8 +195,11 @@ def _run_and_save(args: argparse.Namespace, text: str, fusion: bool, arrays, out
             f"out of memory running {args.file} (outputs {need} bytes, "
             f"{_size(available)} available)"
         ) from None
-    os.makedirs(args.outputs, exist_ok=True)
     for i, out in enumerate(results):
         path = os.path.join(args.outputs, f"out{i}.npy")
-        np.save(path, out)
+        try:
+            os.makedirs(args.outputs, exist_ok=True)
+            np.save(path, out)
+        except OSError as err:
+            raise CommandError(f"cannot write {path}: {err.strerror}") from None
         print(f"wrote {path} {out.dtype}{list(out.shape)}")

@@ -45,8 +45,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--micro-batch",
         type=int,
-        default=0,
-        help="fix the micro-batch (default: search 1, 2, 4, 8)",
+        default=None,
+        help="fix the micro-batch, at least 1 (default: search 1, 2, 4, 8)",
     )
     p.add_argument(
         "--checkpointing",
@@ -92,6 +92,23 @@ def register(subparsers) -> None:
     p.set_defaults(handler=run)
 
 
+def _check_ranges(args: argparse.Namespace) -> None:
+    """Every integer flag within what the planner models, before it reaches the native planner
+    (where a value beyond a C++ int would be a TypeError, not a message)."""
+    from vtrn import _native, topology
+    from vtrn.cli._args import check_int
+
+    most = _native.plan.MAX_WORKLOAD_VALUE
+    check_int("--nodes", args.nodes, 1, topology.max_nodes(), " (instances of one cluster)")
+    check_int("--lnc", args.lnc, 0, 2, " (0: the instance's default; 1 or 2)")
+    check_int("--seq", args.seq, 1, most, " tokens (2^24 is the longest sequence planned)")
+    check_int("--global-batch", args.global_batch, 1, most, " sequences (2^24 at most)")
+    if args.micro_batch is not None:
+        check_int("--micro-batch", args.micro_batch, 1, most, " sequences (2^24 at most)")
+    check_int("--prefetch", args.prefetch, 0, most, " FSDP units")
+    check_int("--top", args.top, 1, 2**31 - 1, " layouts")
+
+
 def run(args: argparse.Namespace) -> int:
     from vtrn import plan
     from vtrn.render.plan import layouts_json, report_lines, save_picture
@@ -100,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--nodes {args.nodes}: the cluster needs at least one node")
     if args.top < 1:
         raise ValueError(f"--top {args.top}: show at least one layout")
+    _check_ranges(args)
     check_picture_path(args.out)
     layout = args.layout
     if layout and args.micro_batch and "micro_batch" not in layout:

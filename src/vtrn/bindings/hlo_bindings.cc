@@ -168,7 +168,11 @@ void bind_hlo(py::module_& m) {
                 "input " + std::to_string(i) + " has dtype " + have + ", expected " +
                 std::string(hlo::dtype_name(t.dtype)) + " (numpy " + want +
                 (t.dtype == hlo::DType::kBF16 ? " holding the bf16 bits" : "") + ")");
-          a = np.attr("ascontiguousarray")(a);
+          // C order and native byte order; a big-endian array holds the same values, so it is
+          // swapped, not refused. np.require keeps a 0-d array 0-d (ascontiguousarray would make
+          // it shape (1,), and a scalar parameter would then refuse it).
+          const py::object native_dtype = a.dtype().attr("newbyteorder")("=");
+          a = np.attr("require")(a, native_dtype, "C");
           std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
           if (shape != t.dims)
             throw py::value_error("input " + std::to_string(i) + " has shape " +

@@ -199,6 +199,9 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
 
 void bind_plan(py::module_& m) {
   m.doc() = "vtrn planner: per-rank memory and step time of FSDP/TP/PP/HSDP layouts (no torch)";
+  m.attr("MAX_WORKLOAD_VALUE") = plan::kMaxWorkloadValue;
+  m.attr("MAX_MODEL_DIM") = plan::kMaxModelDim;
+  m.attr("MAX_MODEL_PARAMS") = plan::kMaxModelParams;
   m.def("presets", [] {
     py::list l;
     for (const auto& p : plan::presets()) l.append(model_dict(p));

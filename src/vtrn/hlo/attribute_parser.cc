@@ -59,10 +59,17 @@ TensorType AttributeParser::tensor_type() {
     std::int64_t d = 0;
     while (std::isdigit(static_cast<unsigned char>(peek_char()))) {
       d = d * 10 + (t_[p_++] - '0');
-      if (d > kMaxElements) error("dimension too large", ds);
+      if (d > kMaxElements) error("dimension too large: more than 2^40 (1099511627776)", ds);
     }
-    total *= std::max<std::int64_t>(d, 1);
-    if (total > kMaxElements) error("tensor has too many elements (more than 2^40)", ds);
+    // Checked before multiplying: total and d are each at most 2^40, so their product could
+    // wrap int64 (2^40 x 2^24 is 2^64, which wraps to 0) and slip under the limit.
+    const std::int64_t factor = std::max<std::int64_t>(d, 1);
+    if (total > kMaxElements / factor)
+      error(
+          "tensor has too many elements: the dimensions so far multiply to more than 2^40 "
+          "(1099511627776), the most vtrn supports",
+          ds);
+    total *= factor;
     t.dims.push_back(d);
     if (peek_char() != 'x') error("expected 'x' after a dimension size in a tensor type");
     ++p_;

@@ -449,5 +449,24 @@ TEST(ParserTest, DeepNestingIsRejectedNotCrashing) {
   EXPECT_THROW(parse_module(text), ParseError);
 }
 
+TEST(ParserTest, ElementCountOverflowIsRejectedAtTheLimit) {
+  auto module_with = [](const std::string& type) {
+    return "func.func @main(%a: " + type + ") -> " + type + " {\n  return %a : " + type + "\n}";
+  };
+  // 2^40 x 2^24 is 2^64, which wraps int64 to 0; 2^32 x 2^32 x 2^32 wraps the same way. Each
+  // dimension alone is within the limit, so only the product can catch them.
+  for (const char* type :
+       {"tensor<1099511627776x16777216xf32>", "tensor<4294967296x4294967296x4294967296xf32>",
+        "tensor<1099511627776x2xf32>", "tensor<2x1099511627776xf32>"}) {
+    const std::string e = parse_error(module_with(type));
+    EXPECT_NE(e.find("more than 2^40"), std::string::npos) << type << ":\n" << e;
+  }
+  EXPECT_NE(parse_error(module_with("tensor<1099511627777xf32>")).find("dimension too large"),
+            std::string::npos);
+  // Exactly 2^40 elements, and a zero-size tensor with a 2^40 dimension, are accepted.
+  EXPECT_NO_THROW(parse_module(module_with("tensor<1048576x1048576xi8>")));
+  EXPECT_NO_THROW(parse_module(module_with("tensor<0x1099511627776xf32>")));
+}
+
 }  // namespace
 }  // namespace vtrn::hlo

@@ -1,5 +1,7 @@
 #include "vtrn/plan/layout.h"
 
+#include <cstdint>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -95,6 +97,10 @@ Layout parse_layout(std::string_view text) {
     }
     if (v < 1)
       throw std::invalid_argument("layout part '" + part + "': degrees must be at least 1");
+    if (v > kMaxWorkloadValue)
+      throw std::invalid_argument("layout part '" + part + "': " + std::to_string(v) +
+                                  " is more than " + std::to_string(kMaxWorkloadValue) +
+                                  " (2^24), the most vtrn plans for");
     if (key == "pp")
       l.pp = v;
     else if (key == "replicate" || key == "dp")
@@ -111,6 +117,16 @@ Layout parse_layout(std::string_view text) {
     any = true;
   }
   if (!any) throw std::invalid_argument("empty layout; write e.g. pp=1,replicate=1,shard=64,tp=8");
+  // The degrees multiply to the world size; an int product of four of them could wrap, so the
+  // product is formed in int64 and checked after each factor (each is at most 2^24).
+  std::int64_t world = 1;
+  for (const int degree : {l.pp, l.replicate, l.shard, l.tp}) {
+    world *= degree;
+    if (world > kMaxWorkloadValue)
+      throw std::invalid_argument("layout '" + s + "': the degrees multiply to more than " +
+                                  std::to_string(kMaxWorkloadValue) +
+                                  " (2^24) ranks; they must multiply to the world size");
+  }
   return l;
 }
 

@@ -24,6 +24,10 @@ Precision parse_precision(std::string_view name);
 Checkpointing parse_checkpointing(std::string_view name);
 Schedule parse_schedule(std::string_view name);
 
+/// Largest sequence length, global batch, micro-batch and FSDP prefetch depth planned: 2^24 each
+/// (16M tokens, 16M sequences), far beyond any training run, so token counts stay exact.
+inline constexpr int kMaxWorkloadValue = 1 << 24;
+
 struct Workload {
   int seq = 4096;           ///< tokens per sequence
   int global_batch = 1024;  ///< sequences per optimizer step

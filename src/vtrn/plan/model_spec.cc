@@ -1,9 +1,16 @@
 #include "vtrn/plan/model_spec.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace vtrn::plan {
 
@@ -69,6 +76,16 @@ void ModelSpec::validate() const {
                                 std::to_string(value) + " is not valid; it must be " +
                                 std::string(need));
   };
+  const std::pair<std::string_view, int> fields[] = {
+      {"layers", layers},        {"hidden", hidden},
+      {"heads", heads},          {"kv_heads", kv_heads},
+      {"head_dim", head_dim},    {"ffn", ffn},
+      {"vocab", vocab},          {"position_embeddings", position_embeddings},
+      {"experts", experts},      {"top_k", top_k},
+      {"expert_ffn", expert_ffn}};
+  for (const auto& [field, value] : fields)
+    if (value > kMaxModelDim)
+      bad(field, value, "at most " + std::to_string(kMaxModelDim) + " (2^24)");
   if (layers < 1) bad("layers", layers, "at least 1");
   if (hidden < 1) bad("hidden", hidden, "at least 1");
   if (heads < 1) bad("heads", heads, "at least 1");
@@ -87,6 +104,28 @@ void ModelSpec::validate() const {
     if (expert_ffn < 1) bad("expert_ffn", expert_ffn, "at least 1 for a mixture-of-experts model");
   } else if (ffn < 1) {
     bad("ffn", ffn, "at least 1 for a dense model");
+  }
+  // Every field is now at most 2^24, so these products fit an int64; the int accessors
+  // (attention_dim, kv_dim) need heads x head_dim within the same limit.
+  const std::int64_t head = head_dim > 0 ? head_dim : hidden / heads;
+  if (static_cast<std::int64_t>(heads) * head > kMaxModelDim)
+    bad("heads x head_dim", static_cast<std::int64_t>(heads) * head,
+        "at most " + std::to_string(kMaxModelDim) + " (2^24)");
+  // The parameter count, in long double: layers x experts x 3 x hidden x expert_ffn can reach
+  // 2^122, beyond int64, before total_params() would be safe to call.
+  const long double mlp =
+      static_cast<long double>(mlp_params(is_moe() ? expert_ffn : ffn)) * (is_moe() ? experts : 1);
+  const long double block = static_cast<long double>(attention_params()) + mlp +
+                            static_cast<long double>(hidden) * experts + block_norm_params();
+  const long double total =
+      block * layers + embedding_params() + head_params() + final_norm_params();
+  if (total > static_cast<long double>(kMaxModelParams)) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3Le", total);
+    throw std::invalid_argument("model '" + name + "': it has " + count +
+                                " parameters, more than the " + std::to_string(kMaxModelParams) +
+                                " (2^50) vtrn plans for; check layers, hidden, ffn, experts and "
+                                "vocab");
   }
 }
 
@@ -197,7 +236,40 @@ const ModelSpec& find_preset(std::string_view name) {
                               ", or give the path of a JSON model file (see docs/planner.md)");
 }
 
+namespace {
+
+// The deepest nesting of [ and { in |text| outside strings. Checked before parsing, so a file of
+// a million '[' is a clear error, not a deep recursion.
+int json_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 ModelSpec parse_model_json(std::string_view text) {
+  if (json_depth(text) > kMaxModelJsonDepth)
+    throw std::invalid_argument("model JSON nests deeper than " +
+                                std::to_string(kMaxModelJsonDepth) +
+                                " levels; a model file is one object of numbers, strings and "
+                                "booleans");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -210,6 +282,7 @@ ModelSpec parse_model_json(std::string_view text) {
   ModelSpec m;
   m.name = "custom";
   auto get_int = [&](const char* key, int& out, bool required) {
+    // Range-checked before the conversion to int: 4294967328 must not become 32.
     if (!j.contains(key)) {
       if (required)
         throw std::invalid_argument(std::string("model JSON: the field '") + key +
@@ -219,8 +292,17 @@ ModelSpec parse_model_json(std::string_view text) {
     const auto& v = j[key];
     if (!v.is_number_integer())
       throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " +
-                                  v.dump() + "; it must be an integer");
-    out = v.get<int>();
+                                  v.dump() + "; it must be an integer of at most " +
+                                  std::to_string(kMaxModelDim) + " (2^24)");
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > std::uint64_t{kMaxModelDim}
+                               : v.get<std::int64_t>() > kMaxModelDim)
+      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " +
+                                  v.dump() + "; it must be at most " +
+                                  std::to_string(kMaxModelDim) + " (2^24)");
+    if (v.get<std::int64_t>() < -kMaxModelDim)
+      throw std::invalid_argument(std::string("model JSON: the field '") + key + "' is " +
+                                  v.dump() + "; it must be positive (or 0 where 0 means none)");
+    out = static_cast<int>(v.get<std::int64_t>());
   };
   auto get_bool = [&](const char* key, bool& out) {
     if (!j.contains(key)) return;
@@ -305,14 +387,53 @@ ModelSpec parse_model_json(std::string_view text) {
 }
 
 ModelSpec load_model_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw std::invalid_argument("cannot read the model file '" + path + "'; give a preset (" +
-                                preset_names() + ") or a readable JSON file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string hint = "; give a preset (" + preset_names() + ") or a readable JSON file";
+  // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; fstat then
+  // refuses anything but a regular file, so neither a FIFO nor /dev/zero can hang the read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    throw std::invalid_argument("cannot read the model file '" + path +
+                                "': " + std::strerror(errno) + hint);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw std::invalid_argument("cannot examine the model file '" + path +
+                                "': " + std::strerror(errno) + hint);
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "a special file";
+    throw std::invalid_argument("the model file '" + path + "' is " + kind +
+                                ", not a regular file" + hint);
+  }
+  if (st.st_size > kMaxModelFileBytes)
+    throw std::invalid_argument("the model file '" + path + "' is " + std::to_string(st.st_size) +
+                                " bytes, more than the limit of " +
+                                std::to_string(kMaxModelFileBytes) +
+                                " (1 MiB); a model file is a few hundred bytes of JSON");
+  // One byte more than the limit, to notice a file that grew after fstat.
+  std::string text(static_cast<std::size_t>(kMaxModelFileBytes) + 1, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw std::invalid_argument("cannot read the model file '" + path +
+                                  "': " + std::strerror(errno) + hint);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got > static_cast<std::size_t>(kMaxModelFileBytes))
+    throw std::invalid_argument("the model file '" + path + "' is more than the limit of " +
+                                std::to_string(kMaxModelFileBytes) + " bytes (1 MiB)");
+  text.resize(got);
   try {
-    return parse_model_json(ss.str());
+    return parse_model_json(text);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(path + ": " + e.what());
   }

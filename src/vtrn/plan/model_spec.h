@@ -19,6 +19,17 @@ enum class Norm { kRMSNorm, kLayerNorm };
 std::string_view activation_name(Activation a);  ///< "swiglu", "gelu"
 std::string_view norm_name(Norm n);              ///< "rmsnorm", "layernorm"
 
+/// Largest value of any integer field of a model (layers, hidden, heads, ffn, vocab, ...), and of
+/// heads x head_dim: 2^24, far above any published model, so every product the planner forms of
+/// them fits an int64 instead of wrapping.
+inline constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 24;
+/// Largest parameter count planned: 2^50 (about 1.1e15), a thousand times the largest published
+/// models; it keeps the byte counts derived from it far inside an int64.
+inline constexpr std::int64_t kMaxModelParams = std::int64_t{1} << 50;
+/// Largest JSON model file read, and the deepest nesting accepted in one (a model file is flat).
+inline constexpr std::int64_t kMaxModelFileBytes = std::int64_t{1} << 20;
+inline constexpr int kMaxModelJsonDepth = 16;
+
 struct ModelSpec {
   std::string name;
   std::string source;  ///< where the figures come from
@@ -84,7 +95,8 @@ const ModelSpec& find_preset(std::string_view name);
 /// Parses a JSON model description (the fields of ModelSpec, by the names in docs/planner.md).
 /// Throws std::invalid_argument naming the field that is missing or wrong.
 ModelSpec parse_model_json(std::string_view text);
-/// Reads |path| and parses it. Throws std::invalid_argument when the file cannot be read.
+/// Reads |path| and parses it. Throws std::invalid_argument when the file cannot be read, is not
+/// a regular file (a FIFO or /dev/zero is refused without blocking) or exceeds kMaxModelFileBytes.
 ModelSpec load_model_file(const std::string& path);
 /// A preset name, or a path to a .json file.
 ModelSpec resolve_model(const std::string& name_or_path);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 
 namespace vtrn::plan {
 namespace {
@@ -105,6 +106,55 @@ TEST(ModelJson, MixtureOfExpertsNeedsNoDenseFfn) {
       parse_model_json(R"({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "vocab": 32000,
       "experts": 8, "top_k": 2, "expert_ffn": 14336})");
   EXPECT_EQ(m.total_params(), find_preset("mixtral-8x7b").total_params());
+}
+
+std::string json_error(const std::string& text) {
+  try {
+    parse_model_json(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ModelJson, ValuesBeyondTheLimitAreRefusedNotWrapped) {
+  // 4294967328 = 2^32 + 32 would become a 32-layer model as an int.
+  for (const char* value : {"4294967328", "2147483648", "1000000000000000", "16777217",
+                            "18446744073709551615", "-9223372036854775808"}) {
+    const std::string e = json_error(std::string(R"({"layers": )") + value +
+                                     R"(, "hidden": 64, "heads": 4, "vocab": 100, "ffn": 128})");
+    EXPECT_NE(e.find("'layers'"), std::string::npos) << value << ": " << e;
+    EXPECT_NE(e.find(value), std::string::npos) << value << ": " << e;
+  }
+  EXPECT_NE(json_error(R"({"layers": 2, "hidden": 64, "heads": 4, "vocab": 1e15, "ffn": 128})")
+                .find("must be an integer of at most 16777216"),
+            std::string::npos);
+  // Each field at the limit, but 2^24 layers of 3 x 2^23 x 2^23 MLP weights: about 2^62.
+  EXPECT_NE(json_error(R"({"layers": 16777216, "hidden": 8388608, "heads": 8, "vocab": 100,
+      "ffn": 8388608})")
+                .find("more than the 1125899906842624 (2^50)"),
+            std::string::npos);
+  // heads x head_dim beyond 2^24 would wrap the int accessors.
+  EXPECT_NE(json_error(R"({"layers": 2, "hidden": 64, "heads": 65536, "kv_heads": 1,
+      "head_dim": 65536, "vocab": 100, "ffn": 128})")
+                .find("heads x head_dim = 4294967296"),
+            std::string::npos);
+}
+
+TEST(ModelJson, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(json_error(deep).find("nests deeper than 16 levels"), std::string::npos);
+}
+
+TEST(ModelFile, ADirectoryOrDeviceIsRefusedWithoutReading) {
+  for (const char* path : {"/dev/zero", "/"}) {
+    try {
+      load_model_file(path);
+      ADD_FAILURE() << path;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -15,13 +15,16 @@ namespace vtrn::plan {
 Planner::Planner(ModelSpec model, const topo::Cluster& cluster, Workload workload)
     : model_(std::move(model)), cluster_(cluster), workload_(workload) {
   model_.validate();
-  if (workload_.seq < 1)
+  const std::string most = std::to_string(kMaxWorkloadValue) + " (2^24)";
+  if (workload_.seq < 1 || workload_.seq > kMaxWorkloadValue)
     throw std::invalid_argument("sequence length " + std::to_string(workload_.seq) +
-                                " must be at least 1");
-  if (workload_.global_batch < 1)
+                                " must be between 1 and " + most);
+  if (workload_.global_batch < 1 || workload_.global_batch > kMaxWorkloadValue)
     throw std::invalid_argument("global batch " + std::to_string(workload_.global_batch) +
-                                " must be at least 1 sequence");
-  if (workload_.prefetch < 0) throw std::invalid_argument("prefetch must be 0 or more FSDP units");
+                                " must be between 1 and " + most + " sequences");
+  if (workload_.prefetch < 0 || workload_.prefetch > kMaxWorkloadValue)
+    throw std::invalid_argument("prefetch " + std::to_string(workload_.prefetch) +
+                                " must be between 0 and " + most + " FSDP units");
 }
 
 double Planner::budget_bytes() const { return hbm_budget_bytes(cluster_); }
@@ -39,6 +42,10 @@ Evaluation Planner::evaluate(const Layout& layout, bool search_placement) const 
                                 cluster_.describe() + " has " + std::to_string(cluster_.world()) +
                                 "; the degrees must multiply to the world size");
   Layout l = layout;
+  if (l.micro_batch > kMaxWorkloadValue)
+    throw std::invalid_argument("micro-batch " + std::to_string(l.micro_batch) +
+                                " must be at most " + std::to_string(kMaxWorkloadValue) +
+                                " (2^24)");
   if (l.micro_batch < 1) l.micro_batch = 1;
   Routing r;
   route(l, search_placement, r);
