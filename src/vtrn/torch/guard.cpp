@@ -7,6 +7,7 @@
 
 #include "vtrn/runtime/stream.h"
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/gil.h"
 #include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -88,7 +89,9 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeEvent(void* event) const override {
-    if (event != nullptr) static_cast<runtime::Event*>(event)->synchronize();
+    if (event == nullptr) return;
+    const WithoutGil no_gil;
+    static_cast<runtime::Event*>(event)->synchronize();
   }
 
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {

@@ -16,6 +16,7 @@
 
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/eager/pending_group.h"
+#include "vtrn/torch/gil.h"
 
 namespace vtrn::torch_adapter {
 
@@ -131,6 +132,7 @@ void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work
   runtime::Stream& stream = runtime_stream(current_stream(device));
   stream.enqueue(op, std::move(work));
   if (launch_blocking()) {
+    const WithoutGil no_gil;
     try {
       stream.synchronize();
     } catch (const runtime::QueuedOpError& e) {
@@ -140,6 +142,7 @@ void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work
 }
 
 void sync_current_stream(c10::DeviceIndex device) {
+  const WithoutGil no_gil;  // released before the flush too: it may wait for another flush
   try {
     runtime_stream(current_stream(device)).synchronize();
   } catch (const runtime::QueuedOpError& e) {
@@ -148,6 +151,7 @@ void sync_current_stream(c10::DeviceIndex device) {
 }
 
 void synchronize(c10::DeviceIndex index) {
+  const WithoutGil no_gil;
   flush_pending(index);
   std::string first_error;
   for (runtime::Stream* stream : streams_of(index).all()) {
@@ -179,6 +183,7 @@ c10::Stream exchange_stream(const c10::Stream& stream) {
 }
 
 void synchronize_stream(const c10::Stream& stream) {
+  const WithoutGil no_gil;
   try {
     runtime_stream(stream).synchronize();
   } catch (const runtime::QueuedOpError& e) {

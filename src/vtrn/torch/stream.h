@@ -13,6 +13,7 @@
 //    Anything that touches a stream first runs the ops Adaptive Eager Execution still holds.
 //  * An error of queued work is raised (c10::Error) at the next synchronization point, or at
 //    once under NEURON_LAUNCH_BLOCKING=1.
+//  * Every wait releases the GIL while it blocks (see gil.h).
 #pragma once
 
 #include <functional>

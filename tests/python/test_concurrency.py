@@ -1,0 +1,97 @@
+"""Waits that must not hold the GIL.
+
+Queued work may need the GIL when it finishes (it can drop the last C++ reference to a storage
+Python holds), so no wait may hold the GIL. Each case that could hang runs in a child process
+under a timeout, so a regression fails instead of hanging."""
+
+import subprocess
+
+import pytest
+from conftest import run_python
+
+HANG_TIMEOUT = 60  # seconds; each child needs a few
+
+
+def run_child(code: str, env=None) -> subprocess.CompletedProcess:
+    try:
+        return run_python(code, env=env, timeout=HANG_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child hung for {HANG_TIMEOUT} s; its output: {e.stdout!r} {e.stderr!r}")
+
+
+#
+# Waits release the GIL
+#
+
+# The queued multiply holds |t|'s storage behind half a second of other work; |t| dies, so when
+# the multiply finishes the worker drops the last C++ reference to a storage that Python holds
+# (|s|) and needs the GIL for it, while the main thread waits for that very work.
+WAIT_FOR_WORK_THAT_NEEDS_THE_GIL = """
+import threading, torch, vtrn
+
+def queue_work_that_needs_the_gil():
+    t = torch.ones(1 << 12, device="neuron")
+    s = t.untyped_storage()
+    torch.neuron._sleep(0.5)
+    u = t * 2
+    del t
+    return s, u
+
+waits = {
+    "storage.resize_(0)": lambda s: s.resize_(0),
+    "storage.resize_ to grow": lambda s: s.resize_(s.nbytes() * 2),
+    "torch.neuron.synchronize": lambda s: torch.neuron.synchronize(),
+    "stream.synchronize": lambda s: torch.neuron.current_stream().synchronize(),
+    "event.synchronize": lambda s: torch.neuron.current_stream().record_event().synchronize(),
+}
+for name, wait in waits.items():
+    s, u = queue_work_that_needs_the_gil()
+    wait(s)
+    assert u.cpu().eq(2).all(), name
+    print("returned:", name, flush=True)
+
+# The same wait from a second thread, while the main thread wants the GIL too.
+s, u = queue_work_that_needs_the_gil()
+waiter = threading.Thread(target=lambda: s.resize_(0))
+waiter.start(); waiter.join()
+print("returned: from a thread", s.nbytes(), flush=True)
+"""
+
+
+def test_waits_release_the_gil_for_work_that_needs_it():
+    result = run_child(WAIT_FOR_WORK_THAT_NEEDS_THE_GIL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in (
+        "storage.resize_(0)",
+        "storage.resize_ to grow",
+        "torch.neuron.synchronize",
+        "stream.synchronize",
+        "event.synchronize",
+        "from a thread 0",
+    ):
+        assert f"returned: {name}" in result.stdout, result.stdout
+
+
+def test_ctrl_c_during_a_wait_raises_keyboard_interrupt():
+    # As on CUDA, the wait finishes its work, then Python raises KeyboardInterrupt. Before the
+    # waits released the GIL, the signal could not even be delivered: the process hung.
+    result = run_child(
+        """
+        import os, signal, threading, torch
+        t = torch.ones(1 << 12, device="neuron")
+        s = t.untyped_storage()
+        torch.neuron._sleep(1.0)
+        u = t * 2
+        del t
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            s.resize_(0)
+            for _ in range(100):  # the interrupt is raised between bytecodes
+                pass
+            print("no interrupt")
+        except KeyboardInterrupt:
+            print("interrupted after the wait;", s.nbytes(), u.cpu()[0].item())
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "interrupted after the wait; 0 2.0" in result.stdout, result.stdout
