@@ -1,9 +1,12 @@
-"""Waits that must not hold the GIL.
+"""Several threads on one device, and waits that must not hold the GIL.
 
-Queued work may need the GIL when it finishes (it can drop the last C++ reference to a storage
-Python holds), so no wait may hold the GIL. Each case that could hang runs in a child process
-under a timeout, so a regression fails instead of hanging."""
+DataLoader workers, torch.compile workers and user threads all issue work to the same device.
+As on CUDA, ops from two threads on one stream run in issue order, and a thread's host read
+sees its own earlier ops. Queued work may need the GIL when it finishes (it can drop the last
+C++ reference to a storage Python holds), so no wait may hold the GIL. Each case that could
+hang runs in a child process under a timeout, so a regression fails instead of hanging."""
 
+import os
 import subprocess
 
 import pytest
@@ -17,6 +20,67 @@ def run_child(code: str, env=None) -> subprocess.CompletedProcess:
         return run_python(code, env=env, timeout=HANG_TIMEOUT)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the child hung for {HANG_TIMEOUT} s; its output: {e.stdout!r} {e.stderr!r}")
+
+
+#
+# Adaptive Eager Execution with several threads
+#
+
+AEE_THREADS = """
+import threading, torch, vtrn
+
+THREADS, ITERS, STEPS = 8, 120, 3
+failures = []
+
+def step(x, y):
+    # A fusable elementwise chain, in-place updates that carry state to the next step (so an
+    # op run out of order, or a stale read, changes every later value) and a reduction.
+    z = (x * 1.5 + y).relu() - y * 0.25
+    x.mul_(0.5).add_(z)
+    y.sub_(x * 0.125).clamp_(-4.0, 4.0)
+    return z, (x + y).sum()
+
+def worker(k):
+    g = torch.Generator().manual_seed(k)
+    # Half the threads share the default stream, half have their own stream.
+    stream = torch.neuron.Stream() if k % 2 else torch.neuron.default_stream()
+    with torch.neuron.stream(stream):
+        for i in range(ITERS):
+            # A length of its own per thread and iteration: every group is a new composition,
+            # so ending one compiles, which is when another thread's read could overtake it.
+            n = 64 + 8 * i + k
+            a, b = torch.randn(n, generator=g), torch.randn(n, generator=g)
+            x, y = a.to("neuron"), b.to("neuron")
+            for _ in range(STEPS):
+                z_cpu, s_cpu = step(a, b)
+                z, s = step(x, y)
+                got_z, got_s = z.cpu(), s.item()  # host reads
+                if not torch.allclose(got_z, z_cpu, rtol=1e-4, atol=1e-4) or (
+                        abs(got_s - s_cpu.item()) > 1e-3 * max(1.0, abs(s_cpu.item()))):
+                    failures.append((k, i, (got_z - z_cpu).abs().max().item()))
+                    return
+                a.copy_(x.cpu()); b.copy_(y.cpu())  # the next step starts from equal values
+
+threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
+for t in threads: t.start()
+for t in threads: t.join()
+m = vtrn.metrics()
+print("fused_groups", m["fused_groups"], "fused_ops", m["fused_ops"])
+print("failures", len(failures), failures[:5])
+"""
+
+
+def test_threads_sharing_a_device_under_aee_get_the_cpu_results(tmp_path):
+    env = dict(
+        os.environ,
+        TORCH_NEURONX_ENABLE_CONCATENATION="1",
+        TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path),  # groups compile: no disk cache hits
+    )
+    result = run_child(AEE_THREADS, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    fused = result.stdout.split("fused_groups ")[1].split()[0]
+    assert int(fused) > 0, result.stdout  # AEE really fused groups
+    assert "failures 0 []" in result.stdout, result.stdout
 
 
 #

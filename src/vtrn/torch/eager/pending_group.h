@@ -8,6 +8,12 @@
 //    group limit (64 ops). Anything that touches a stream calls flush_pending() first.
 //  * A group of one runs its op's own executable under the op's name; a larger group runs one
 //    composed executable, compiled once per composition and kept in memory.
+//  * Any number of threads may issue work to a device at once (DataLoader workers, compile
+//    workers, user threads): the group is shared by them, as the stream is, and ending a group
+//    puts its work on the stream before any other thread can append to the group, end it, or
+//    pass it with a host read. So each thread's ops run in its issue order, and a host read
+//    sees every op issued before it, as on CUDA (ops from two threads on one stream run in
+//    issue order).
 //  * A buffer the group allocated whose tensor died before the group ran is not written; every
 //    other buffer receives its final value.
 //  * Intermediates stay in float32 inside a group (a round to bfloat16/float16 and back is
