@@ -83,6 +83,57 @@ def test_threads_sharing_a_device_under_aee_get_the_cpu_results(tmp_path):
     assert "failures 0 []" in result.stdout, result.stdout
 
 
+# DataLoader workers fork while other threads keep issuing work. The forked child has only the
+# forking thread: it must neither find a group locked forever by a thread it does not have, nor
+# lose the forking thread's own pending ops that another thread was ending at that moment. The
+# other threads use streams of their own (switching streams ends the group, which then holds
+# the forking thread's ops), so the child's read waits only for the forking thread's work.
+FORK_WHILE_THREADS_ISSUE = """
+import os, signal, threading, time, torch
+
+stop = threading.Event()
+
+def hammer(k):
+    with torch.neuron.stream(torch.neuron.Stream()):
+        x = torch.full((64 + k,), float(k), device="neuron")
+        while not stop.is_set():
+            y = (x * 2 + 1).relu() - x
+            y.sum().item()
+
+threads = [threading.Thread(target=hammer, args=(k,)) for k in range(3)]
+for t in threads: t.start()
+results = []
+for i in range(20):
+    a = torch.full((32,), float(i), device="neuron")
+    b = a * 3 + 1  # pending in the group when the fork happens
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if b.cpu().eq(3 * i + 1).all() else 1)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            results.append(os.waitstatus_to_exitcode(status))
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            results.append("hung")
+            break
+        time.sleep(0.01)
+stop.set()
+for t in threads: t.join()
+print("children", results)
+"""
+
+
+def test_fork_while_threads_issue_work_under_aee():
+    env = dict(os.environ, TORCH_NEURONX_ENABLE_CONCATENATION="1")
+    result = run_child(FORK_WHILE_THREADS_ISSUE, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"children {[0] * 20}" in result.stdout, result.stdout
+
+
 #
 # Waits release the GIL
 #

@@ -54,6 +54,15 @@ void Stream::recover_from_fork() {
   if (!worker_.joinable() || worker_generation_ == current_fork_generation()) return;
   restart_after_fork();
   std::lock_guard<std::mutex> lock(mutex_);
+  // Every task not in the queue any more ran in the parent, or was running there (and then
+  // cannot finish here): count it done, so that waits in the child return.
+  const uint64_t taken = enqueued_.load(std::memory_order_relaxed) - tasks_.size();
+  if (const char* op = running_.exchange(nullptr); op != nullptr && error_.empty()) {
+    error_ = "queued op '" + std::string(op) + "' on " + label_ +
+             " was running when the process forked: its result is missing in the child. "
+             "Synchronize before fork() when a child reads the device.";
+  }
+  completed_.store(taken, std::memory_order_release);
   if (!tasks_.empty()) start_worker_locked();  // work the parent queued before the fork
 }
 
@@ -79,6 +88,7 @@ void Stream::run() {
       if (tasks_.empty()) return;  // stopping, and everything ran
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      running_.store(task.op, std::memory_order_relaxed);
     }
     std::string error;
     try {
@@ -88,6 +98,7 @@ void Stream::run() {
     } catch (...) {
       error = "unknown exception";
     }
+    running_.store(nullptr, std::memory_order_relaxed);
     task.work = nullptr;  // release what the task captured before reporting completion
     {
       std::lock_guard<std::mutex> lock(mutex_);

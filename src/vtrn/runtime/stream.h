@@ -10,6 +10,9 @@
 //    Event::block() makes a stream wait for the most recent record, as it stood when block()
 //    was called. An event never recorded is complete.
 //  * A task owns what it captures and destroys it on the worker thread after running.
+//  * A forked child runs the work its parent queued and had not started. A task that was
+//    running at the fork cannot finish in the child (its worker is gone): it counts as done
+//    there, with an error naming it, raised by the child's next synchronize.
 #pragma once
 
 #include <atomic>
@@ -79,6 +82,8 @@ class Stream {
   std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> completed_{0};
   std::string error_;  ///< first error since the last synchronize; empty if none
+  /// The task the worker is running, if any: read only in a forked child.
+  std::atomic<const char*> running_{nullptr};
   bool stopping_ = false;
   std::thread worker_;              ///< started on the first enqueue (and again in a forked child)
   uint64_t worker_generation_ = 0;  ///< fork generation the worker was started in

@@ -1,9 +1,12 @@
 #include "vtrn/runtime/stream.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -74,6 +77,44 @@ TEST(StreamTest, TwoStreamsAreOrderedOnlyByEvents) {
     b.synchronize();
     EXPECT_EQ(seen, use_event ? 42 : 0) << "use_event=" << use_event;
   }
+}
+
+// A forked child has no workers: a task running in the parent at the fork cannot finish there.
+// The child's waits must return (with an error naming the task), and queued work must run.
+TEST(StreamTest, TaskRunningAtForkIsReportedInTheChildInsteadOfHanging) {
+  Stream s("neuron:0 stream 3");
+  std::atomic<bool> started{false};
+  std::atomic<int> after{0};
+  s.enqueue("long op", [&] {
+    started = true;
+    std::this_thread::sleep_for(300ms);
+  });
+  s.enqueue("queued op", [&] { after = 1; });
+  while (!started.load()) std::this_thread::yield();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      s.synchronize();
+      code = 1;  // the lost task was not reported
+    } catch (const QueuedOpError& e) {
+      if (std::string(e.what()).find("'long op' on neuron:0 stream 3 was running when the "
+                                     "process forked") == std::string::npos)
+        code = 2;
+    }
+    if (after.load() != 1) code = 3;  // the task the parent had not started ran here
+    s.enqueue("child op", [&] { after = 2; });
+    s.synchronize();
+    if (after.load() != 2) code = 4;
+    _exit(code);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  s.synchronize();  // the parent's stream is untouched
+  EXPECT_EQ(after.load(), 1);
 }
 
 TEST(EventTest, QueryElapsedAndNeverRecorded) {

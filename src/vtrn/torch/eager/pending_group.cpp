@@ -3,11 +3,14 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "vtrn/torch/eager/pending_group.h"
 
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <utility>
 
@@ -66,8 +69,28 @@ enum class BufferWord : int64_t {
   kWritten = 1,  // a buffer that receives its final value
 };
 
+std::array<PendingGroup, 128> groups;
+
+// fork() copies only the calling thread. A group another thread is ending at that moment may
+// hold the forking thread's ops too, and its lock would stay held in the child forever: fork
+// waits until every group is on its stream (the runtime restarts queued work in the child).
+// The child's locks are made anew: the child's thread has a new id, so it does not own them.
+void lock_groups_for_fork() {
+  for (PendingGroup& g : groups) g.issue.lock();
+}
+void unlock_groups_in_parent() {
+  for (auto g = groups.rbegin(); g != groups.rend(); ++g) g->issue.unlock();
+}
+void renew_locks_in_child() {
+  for (PendingGroup& g : groups) new (&g.issue) std::recursive_mutex();
+}
+
 PendingGroup& pending_group(int device) {
-  static std::array<PendingGroup, 128> groups;
+  static const bool fork_safe = [] {
+    return pthread_atfork(&lock_groups_for_fork, &unlock_groups_in_parent, &renew_locks_in_child) ==
+           0;
+  }();
+  (void)fork_safe;
   return groups.at(static_cast<size_t>(device));
 }
 

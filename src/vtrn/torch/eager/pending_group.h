@@ -13,7 +13,8 @@
 //    puts its work on the stream before any other thread can append to the group, end it, or
 //    pass it with a host read. So each thread's ops run in its issue order, and a host read
 //    sees every op issued before it, as on CUDA (ops from two threads on one stream run in
-//    issue order).
+//    issue order). fork() waits while another thread is ending a group, so a forked child
+//    (a DataLoader worker) finds every group whole and unlocked.
 //  * A buffer the group allocated whose tensor died before the group ran is not written; every
 //    other buffer receives its final value.
 //  * Intermediates stay in float32 inside a group (a round to bfloat16/float16 and back is
