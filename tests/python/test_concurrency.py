@@ -7,19 +7,34 @@ C++ reference to a storage Python holds), so no wait may hold the GIL. Each case
 hang runs in a child process under a timeout, so a regression fails instead of hanging."""
 
 import os
+import signal
 import subprocess
+import sys
+import textwrap
 
 import pytest
-from conftest import run_python
 
 HANG_TIMEOUT = 60  # seconds; each child needs a few
 
 
 def run_child(code: str, env=None) -> subprocess.CompletedProcess:
+    """Runs |code| in a fresh interpreter in a session of its own; on a hang, kills the whole
+    session (forked grandchildren included) and fails."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
-        return run_python(code, env=env, timeout=HANG_TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"the child hung for {HANG_TIMEOUT} s; its output: {e.stdout!r} {e.stderr!r}")
+        out, err = proc.communicate(timeout=HANG_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the child hung for {HANG_TIMEOUT} s; its output: {out!r} {err!r}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 #
