@@ -3,6 +3,8 @@
 // stream per device.
 #include "vtrn/torch/stream.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -90,6 +92,7 @@ class DeviceStreams {
 
 DeviceStreams& streams_of(c10::DeviceIndex device) {
   static std::vector<std::unique_ptr<DeviceStreams>>* all = [] {
+    register_fork_handlers();
     auto* v = new std::vector<std::unique_ptr<DeviceStreams>>();  // leaked: workers run until exit
     for (int d = 0; d < device_count(); ++d) {
       v->push_back(std::make_unique<DeviceStreams>(static_cast<c10::DeviceIndex>(d)));
@@ -98,6 +101,26 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
   }();
   check_device_index(device);
   return *(*all)[device];
+}
+
+// fork(): groups first (a thread ending one enqueues on a stream), then the streams' workers.
+// The wait for a running task releases the GIL: finishing it may drop the last C++ reference
+// to a storage Python holds.
+void hold_everything_for_fork() {
+  lock_pending_groups_for_fork();
+  const WithoutGil no_gil;
+  for (int d = 0; d < device_count(); ++d) {
+    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+      stream->hold_for_fork();
+  }
+}
+
+void release_everything_in_parent() {
+  for (int d = 0; d < device_count(); ++d) {
+    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+      stream->release_after_fork();
+  }
+  unlock_pending_groups_in_parent();
 }
 
 thread_local std::vector<c10::StreamId> tls_current_streams;
@@ -115,6 +138,14 @@ c10::StreamId& current_stream_id(c10::DeviceIndex device) {
 }
 
 }  // namespace
+
+void register_fork_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(&hold_everything_for_fork, &release_everything_in_parent,
+                   &renew_pending_group_locks_in_child);
+  });
+}
 
 c10::Stream current_stream(c10::DeviceIndex device) {
   check_device_index(device);

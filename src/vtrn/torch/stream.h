@@ -14,6 +14,11 @@
 //  * An error of queued work is raised (c10::Error) at the next synchronization point, or at
 //    once under NEURON_LAUNCH_BLOCKING=1.
 //  * Every wait releases the GIL while it blocks (see gil.h).
+//  * fork() (a DataLoader worker, a subprocess) first waits, without the GIL, until no thread
+//    is ending a fused group and every stream's worker is between tasks, and holds them there
+//    until the fork is done. So a child finds the groups whole and unlocked, no lock held by a
+//    worker it does not have, and every op its parent issued either run or still queued (the
+//    child runs those). The wait is for the task each worker is running, not the queue.
 #pragma once
 
 #include <functional>
@@ -41,6 +46,9 @@ void sync_current_stream(c10::DeviceIndex device);
 
 /// Waits for |stream|; raises (c10::Error) the first error of its work.
 void synchronize_stream(const c10::Stream& stream);
+
+/// Installs the fork handlers described above; called before any group or stream exists.
+void register_fork_handlers();
 
 /// Waits for every stream of |device|; raises the first error of their work.
 void synchronize(c10::DeviceIndex index);

@@ -3,8 +3,6 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "vtrn/torch/eager/pending_group.h"
 
-#include <pthread.h>
-
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -71,26 +69,8 @@ enum class BufferWord : int64_t {
 
 std::array<PendingGroup, 128> groups;
 
-// fork() copies only the calling thread. A group another thread is ending at that moment may
-// hold the forking thread's ops too, and its lock would stay held in the child forever: fork
-// waits until every group is on its stream (the runtime restarts queued work in the child).
-// The child's locks are made anew: the child's thread has a new id, so it does not own them.
-void lock_groups_for_fork() {
-  for (PendingGroup& g : groups) g.issue.lock();
-}
-void unlock_groups_in_parent() {
-  for (auto g = groups.rbegin(); g != groups.rend(); ++g) g->issue.unlock();
-}
-void renew_locks_in_child() {
-  for (PendingGroup& g : groups) new (&g.issue) std::recursive_mutex();
-}
-
 PendingGroup& pending_group(int device) {
-  static const bool fork_safe = [] {
-    return pthread_atfork(&lock_groups_for_fork, &unlock_groups_in_parent, &renew_locks_in_child) ==
-           0;
-  }();
-  (void)fork_safe;
+  register_fork_handlers();
   return groups.at(static_cast<size_t>(device));
 }
 
@@ -153,6 +133,21 @@ bool concatenation_enabled() {
     return v != nullptr && std::strcmp(v, "1") == 0;
   }();
   return on;
+}
+
+// fork() copies only the calling thread. A group another thread is ending at that moment may
+// hold the forking thread's ops too, and its lock would stay held in the child forever: fork
+// waits until every group is on its stream.
+void lock_pending_groups_for_fork() {
+  for (eager::PendingGroup& g : eager::groups) g.issue.lock();
+}
+
+void unlock_pending_groups_in_parent() {
+  for (auto g = eager::groups.rbegin(); g != eager::groups.rend(); ++g) g->issue.unlock();
+}
+
+void renew_pending_group_locks_in_child() {
+  for (eager::PendingGroup& g : eager::groups) new (&g.issue) std::recursive_mutex();
 }
 
 void flush_pending(int device) {

@@ -34,6 +34,13 @@ namespace vtrn::torch_adapter {
 /// that must see the results of queued work: host reads, synchronize, collectives.
 void flush_pending(int device);
 
+/// For fork() (see stream.h): waits until no thread is ending a group and keeps every group
+/// as it is; the parent then unlocks them, a child makes their locks anew (its thread does not
+/// own them).
+void lock_pending_groups_for_fork();
+void unlock_pending_groups_in_parent();
+void renew_pending_group_locks_in_child();
+
 /// Whether Adaptive Eager Execution is on (TORCH_NEURONX_ENABLE_CONCATENATION=1, read once).
 bool concatenation_enabled();
 
