@@ -163,3 +163,51 @@ def test_forked_child_can_use_the_device():
     proc.join(timeout=60)
     assert proc.exitcode == 0
     assert queue.get(timeout=5) == [7.0] * 4
+
+
+def thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_thousands_of_streams_keep_the_thread_count_bounded():
+    x = torch.arange(8.0, device="neuron")
+    before = thread_count()
+    for i in range(3000):
+        s = torch.neuron.Stream()
+        s.wait_stream(torch.neuron.current_stream())
+        with torch.neuron.stream(s):
+            y = x + i
+        s.synchronize()  # y was written on s, which the default stream does not wait for
+        assert y.cpu().tolist() == [float(v + i) for v in range(8)]
+        del s, y
+    # At most every stream of the device's pools got a worker: 4 priorities x 32.
+    assert thread_count() - before <= 4 * 32
+
+
+def test_new_streams_cycle_through_a_pool_of_32_per_priority():
+    streams = [torch.neuron.Stream() for _ in range(32)]
+    assert len({s.stream_id for s in streams}) == 32
+    assert torch.neuron.default_stream() not in streams
+    again = torch.neuron.Stream()  # the 33rd is the first again, as on CUDA
+    assert again == streams[0] and hash(again) == hash(streams[0])
+    assert all(s.priority == 0 for s in streams)
+    high = [torch.neuron.Stream(priority=-1) for _ in range(32)]
+    assert not set(s.stream_id for s in high) & set(s.stream_id for s in streams)
+
+
+def test_stream_priorities_match_cuda():
+    assert torch.neuron.Stream.priority_range() == (0, -3)
+    assert torch.neuron.default_stream().priority == 0
+    assert torch.neuron.Stream(priority=-2).priority == -2
+    # Out-of-range priorities are clamped into the range, as CUDA clamps them.
+    assert torch.neuron.Stream(priority=-10).priority == -3
+    assert torch.neuron.Stream(priority=3).priority == 0
+    assert torch.Stream(device="neuron", priority=-1).stream_id in {
+        torch.neuron.Stream(priority=-1).stream_id for _ in range(32)
+    }
+
+
+def test_a_stream_id_outside_the_pool_is_an_error():
+    bogus = torch.neuron.Stream(stream_id=10_000, device_index=0, device_type=20)
+    with pytest.raises(RuntimeError, match="neuron:0 has no stream 10000: stream ids are 0"):
+        bogus.synchronize()

@@ -13,7 +13,10 @@ _PRIVATEUSE1_TYPE = 20  # c10::DeviceType::PrivateUse1, as torch.Stream.device_t
 
 class Stream(torch.Stream):
     """An in-order queue of work on a neuron device. Work on two streams is ordered only by
-    events (``wait_stream``, ``wait_event``)."""
+    events (``wait_stream``, ``wait_event``).
+
+    As ``torch.cuda.Stream``, a new stream is the next of a pool of 32 per priority and device,
+    handed out round-robin: the 33rd new stream of a priority is the first one again."""
 
     def __new__(cls, device=None, priority: int = 0, **kwargs):
         if "stream_id" in kwargs:  # rebuilt from (stream_id, device_index, device_type)
@@ -23,6 +26,16 @@ class Stream(torch.Stream):
 
     def __repr__(self):
         return f"<torch.neuron.Stream device=neuron:{self.device_index} id={self.stream_id}>"
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority: 0 (the default) down to -3 (the highest), as on CUDA."""
+        return _C._stream_priority(self.stream_id)
+
+    @staticmethod
+    def priority_range() -> tuple:
+        """(lowest, highest) priority a stream can have; others are clamped into it."""
+        return tuple(_C._stream_priority_range())
 
 
 def _as_neuron_stream(s: torch.Stream) -> Stream:

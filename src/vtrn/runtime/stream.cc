@@ -54,16 +54,35 @@ void Stream::recover_from_fork() {
   if (!worker_.joinable() || worker_generation_ == current_fork_generation()) return;
   restart_after_fork();
   std::lock_guard<std::mutex> lock(mutex_);
+  // Every task not in the queue any more ran in the parent, or was running there (and then
+  // cannot finish here): count it done, so that waits in the child return.
+  const uint64_t taken = enqueued_.load(std::memory_order_relaxed) - tasks_.size();
+  uint64_t done = taken;
+  if (busy_ && current_.restartable) {
+    tasks_.push_front(std::move(current_));  // an event wait: it waits again here
+    --done;
+  } else if (const char* op = running_.exchange(nullptr); op != nullptr && error_.empty()) {
+    error_ = "queued op '" + std::string(op) + "' on " + label_ +
+             " was running when the process forked: its result is missing in the child. "
+             "Synchronize before fork() when a child reads the device.";
+  }
+  running_.store(nullptr, std::memory_order_relaxed);
+  busy_ = held_ = false;
+  completed_.store(done, std::memory_order_release);
   if (!tasks_.empty()) start_worker_locked();  // work the parent queued before the fork
 }
 
 uint64_t Stream::enqueue(const char* op, std::function<void()> work) {
+  return enqueue_task(Task{op, std::move(work)});
+}
+
+uint64_t Stream::enqueue_task(Task task) {
   recover_from_fork();
   uint64_t sequence;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) start_worker_locked();
-    tasks_.push_back(Task{op, std::move(work)});
+    tasks_.push_back(std::move(task));
     sequence = enqueued_.fetch_add(1, std::memory_order_release) + 1;
   }
   work_ready_.notify_one();
@@ -72,32 +91,50 @@ uint64_t Stream::enqueue(const char* op, std::function<void()> work) {
 
 void Stream::run() {
   for (;;) {
-    Task task;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      work_ready_.wait(lock, [this] { return stopping_ || (!tasks_.empty() && !held_); });
       if (tasks_.empty()) return;  // stopping, and everything ran
-      task = std::move(tasks_.front());
+      current_ = std::move(tasks_.front());
       tasks_.pop_front();
+      busy_ = true;
+      running_.store(current_.op, std::memory_order_relaxed);
     }
     std::string error;
     try {
-      task.work();
+      current_.work();
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
       error = "unknown exception";
     }
-    task.work = nullptr;  // release what the task captured before reporting completion
+    running_.store(nullptr, std::memory_order_relaxed);
+    current_.work = nullptr;  // release what the task captured before reporting completion
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error.empty() && error_.empty()) {
-        error_ = "queued op '" + std::string(task.op) + "' on " + label_ + " failed: " + error;
+        error_ = "queued op '" + std::string(current_.op) + "' on " + label_ + " failed: " + error;
       }
+      busy_ = false;
       completed_.fetch_add(1, std::memory_order_release);
     }
     work_done_.notify_all();
   }
+}
+
+void Stream::hold_for_fork() {
+  recover_from_fork();
+  std::unique_lock<std::mutex> lock(mutex_);
+  held_ = true;
+  work_done_.wait(lock, [this] { return !busy_ || current_.restartable; });
+}
+
+void Stream::release_after_fork() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_ = false;
+  }
+  work_ready_.notify_all();
 }
 
 bool Stream::query() const {
@@ -141,7 +178,9 @@ void Event::record(Stream& stream) {
 void Event::block(Stream& stream) {
   const Point target = point();
   if (target.reached()) return;  // nothing to wait for
-  stream.enqueue("event wait", [target] { target.stream->wait_until_done(target.sequence); });
+  stream.enqueue_task(Stream::Task{"event wait",
+                                   [target] { target.stream->wait_until_done(target.sequence); },
+                                   /*restartable=*/true});
 }
 
 bool Event::query() const { return point().reached(); }

@@ -10,6 +10,13 @@
 //    Event::block() makes a stream wait for the most recent record, as it stood when block()
 //    was called. An event never recorded is complete.
 //  * A task owns what it captures and destroys it on the worker thread after running.
+//  * A forked child runs the work its parent queued and had not started. hold_for_fork() lets
+//    the worker finish (and release) its task and keeps it from starting another, so a fork
+//    made while every stream is held finds each stream between tasks; an event wait, which
+//    changes nothing, is not waited for and runs again in the child. A task that was running
+//    at a fork made without holding the stream cannot finish in the child (its worker is
+//    gone): it counts as done there, with an error naming it, raised by the child's next
+//    synchronize.
 #pragma once
 
 #include <atomic>
@@ -60,12 +67,21 @@ class Stream {
 
   const std::string& label() const { return label_; }
 
+  /// For fork(): waits until the worker is between tasks (or in an event wait), and keeps it
+  /// from starting another until release_after_fork(). Enqueueing still works meanwhile.
+  void hold_for_fork();
+  /// Lets the worker run again (in the parent; a child's worker starts afresh).
+  void release_after_fork();
+
  private:
   struct Task {
     const char* op;
     std::function<void()> work;
+    bool restartable = false;  ///< changes nothing (an event wait): may run again
   };
 
+  friend class Event;  // queues its waits as restartable tasks
+  uint64_t enqueue_task(Task task);
   void run();
   void restart_after_fork();
   void recover_from_fork();
@@ -79,6 +95,11 @@ class Stream {
   std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> completed_{0};
   std::string error_;  ///< first error since the last synchronize; empty if none
+  /// The task the worker is running, if any: read only in a forked child.
+  std::atomic<const char*> running_{nullptr};
+  Task current_;       ///< the task the worker took; touched by the worker alone while busy_
+  bool busy_ = false;  ///< the worker took a task and has not yet reported it done
+  bool held_ = false;  ///< hold_for_fork(): the worker starts no task
   bool stopping_ = false;
   std::thread worker_;              ///< started on the first enqueue (and again in a forked child)
   uint64_t worker_generation_ = 0;  ///< fork generation the worker was started in

@@ -1,9 +1,12 @@
 #include "vtrn/runtime/stream.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -74,6 +77,98 @@ TEST(StreamTest, TwoStreamsAreOrderedOnlyByEvents) {
     b.synchronize();
     EXPECT_EQ(seen, use_event ? 42 : 0) << "use_event=" << use_event;
   }
+}
+
+// A forked child has no workers: a task running in the parent at the fork cannot finish there.
+// The child's waits must return (with an error naming the task), and queued work must run.
+TEST(StreamTest, TaskRunningAtForkIsReportedInTheChildInsteadOfHanging) {
+  Stream s("neuron:0 stream 3");
+  std::atomic<bool> started{false};
+  std::atomic<int> after{0};
+  s.enqueue("long op", [&] {
+    started = true;
+    std::this_thread::sleep_for(300ms);
+  });
+  s.enqueue("queued op", [&] { after = 1; });
+  while (!started.load()) std::this_thread::yield();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      s.synchronize();
+      code = 1;  // the lost task was not reported
+    } catch (const QueuedOpError& e) {
+      if (std::string(e.what()).find("'long op' on neuron:0 stream 3 was running when the "
+                                     "process forked") == std::string::npos)
+        code = 2;
+    }
+    if (after.load() != 1) code = 3;  // the task the parent had not started ran here
+    s.enqueue("child op", [&] { after = 2; });
+    s.synchronize();
+    if (after.load() != 2) code = 4;
+    _exit(code);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  s.synchronize();  // the parent's stream is untouched
+  EXPECT_EQ(after.load(), 1);
+}
+
+// Held for the fork, the stream finishes its running task first: the child loses nothing.
+// An event wait is not waited for (its event may depend on a held stream): it waits again in
+// the child.
+TEST(StreamTest, HeldForForkTheChildLosesNoTaskAndEventWaitsRunAgain) {
+  Stream s("neuron:0 stream 1"), other("neuron:0 stream 2");
+  std::atomic<bool> started{false};
+  std::atomic<int> long_done{0}, after{0};
+  other.enqueue("slow op", [] { std::this_thread::sleep_for(50ms); });
+  Event e;
+  e.record(other);
+  other.hold_for_fork();  // the record's marker stays queued: |e| is not reached
+  s.enqueue("long op", [&] {
+    started = true;
+    std::this_thread::sleep_for(300ms);
+    long_done = 1;
+  });
+  s.enqueue("queued op", [&] { after = 1; });
+  while (!started.load()) std::this_thread::yield();
+  s.hold_for_fork();  // returns once 'long op' ran
+  EXPECT_EQ(long_done.load(), 1);
+  Stream waiter("neuron:0 stream 3");
+  std::atomic<int> after_wait{0};
+  e.block(waiter);
+  waiter.enqueue("after the wait", [&] { after_wait = other.completed() >= 2 ? 1 : 2; });
+  std::this_thread::sleep_for(50ms);  // the worker is in the wait: |other| holds its record
+  waiter.hold_for_fork();             // returns although the wait goes on
+  EXPECT_EQ(waiter.completed(), 0u);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      s.synchronize();
+      waiter.synchronize();
+    } catch (const QueuedOpError&) {
+      code = 1;  // a task was lost
+    }
+    if (after.load() != 1) code = 2;       // the queued task ran here
+    if (after_wait.load() != 1) code = 3;  // the event wait held back the task after it
+    _exit(code);
+  }
+  ASSERT_GT(pid, 0);
+  s.release_after_fork();
+  other.release_after_fork();
+  waiter.release_after_fork();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  s.synchronize();
+  waiter.synchronize();
+  EXPECT_EQ(after.load(), 1);
+  EXPECT_EQ(after_wait.load(), 1);
 }
 
 TEST(EventTest, QueryElapsedAndNeverRecorded) {

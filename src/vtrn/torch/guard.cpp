@@ -7,6 +7,7 @@
 
 #include "vtrn/runtime/stream.h"
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/gil.h"
 #include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -43,15 +44,17 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return c10::Stream(c10::Stream::DEFAULT, c10::Device(static_type, index_of(device)));
   }
 
-  c10::Stream getStreamFromGlobalPool(c10::Device device, bool /*high_priority*/) const override {
-    const c10::DeviceIndex index = index_of(device);
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index), pool_stream_id(index));
+  // As on CUDA, a high-priority stream has the highest priority there is.
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool high_priority) const override {
+    return getNewStream(device, high_priority ? stream_priority_range().second : 0);
   }
 
-  // Priorities are accepted and ignored: each stream has its own worker.
-  c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
+  // As on CUDA, a "new" stream is the next stream of its priority's pool (torch.Stream() and
+  // torch.neuron.Stream() come here). Priorities order nothing: each stream has its own worker.
+  c10::Stream getNewStream(c10::Device device, int priority) const override {
     const c10::DeviceIndex index = index_of(device);
-    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index), new_stream_id(index));
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(static_type, index),
+                       pool_stream_id(index, priority));
   }
 
   c10::Stream exchangeStream(c10::Stream stream) const override { return exchange_stream(stream); }
@@ -86,7 +89,9 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
 
   void synchronizeEvent(void* event) const override {
-    if (event != nullptr) static_cast<runtime::Event*>(event)->synchronize();
+    if (event == nullptr) return;
+    const WithoutGil no_gil;
+    static_cast<runtime::Event*>(event)->synchronize();
   }
 
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {

@@ -62,6 +62,8 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); },
       no_gil);
+  m.def("_stream_priority", [](int64_t stream_id) { return adapter::stream_priority(stream_id); });
+  m.def("_stream_priority_range", [] { return adapter::stream_priority_range(); });
   m.def("manual_seed", [](int index, uint64_t seed) {
     adapter::manual_seed(static_cast<c10::DeviceIndex>(index), seed);
   });

@@ -1,10 +1,15 @@
-// The streams of each neuron device: the default stream, a round-robin pool and new streams,
-// each a runtime queue with its own worker; the calling thread's current stream per device.
+// The streams of each neuron device: the default stream and CUDA's round-robin pools, one per
+// priority, each stream a runtime queue with its own worker; the calling thread's current
+// stream per device.
 #include "vtrn/torch/stream.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -13,6 +18,7 @@
 
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/eager/pending_group.h"
+#include "vtrn/torch/gil.h"
 
 namespace vtrn::torch_adapter {
 
@@ -26,74 +32,67 @@ bool launch_blocking() {
   return value;
 }
 
-// Stream id 0 is each device's default stream; ids 1..kPoolSize are the pool that
-// getStreamFromGlobalPool hands out round-robin; higher ids are new streams.
-constexpr c10::StreamId kPoolSize = 8;
+// Stream id 0 is each device's default stream; 1 + level * kStreamsPerPool + index is stream
+// |index| of the pool of priority -level. The pools are CUDA's: 32 streams per priority, and
+// PyTorch's CUDA streams offer the priorities 0 to -3 ("max_compile_time_stream_priorities").
+constexpr int kStreamsPerPool = 32;
+constexpr int kPriorityLevels = 4;
+constexpr c10::StreamId kStreamCount = 1 + kPriorityLevels * kStreamsPerPool;
+
+int priority_level(int priority) { return std::clamp(-priority, 0, kPriorityLevels - 1); }
+
+[[noreturn]] void no_such_stream(c10::DeviceIndex device, c10::StreamId id) {
+  TORCH_CHECK(false, "neuron:", static_cast<int>(device), " has no stream ", id,
+              ": stream ids are 0 (the default stream) to ", kStreamCount - 1,
+              " (the pool streams). Get streams from torch.neuron.Stream() or "
+              "torch.neuron.current_stream() rather than building them from an id.");
+}
 
 class DeviceStreams {
  public:
   explicit DeviceStreams(c10::DeviceIndex device) : device_(device) {}
 
   runtime::Stream& get(c10::StreamId id) {
+    if (id < 0 || id >= kStreamCount) no_such_stream(device_, id);
+    // Every enqueue looks its stream up: once created, a stream is read without the lock.
+    runtime::Stream* stream = slots_[id].load(std::memory_order_acquire);
+    if (stream != nullptr) return *stream;
     std::lock_guard<std::mutex> lock(mutex_);
-    TORCH_CHECK(id >= 0, "neuron:", static_cast<int>(device_), " has no stream ", id);
-    return slot_locked(id);
+    stream = slots_[id].load(std::memory_order_relaxed);
+    if (stream == nullptr) {
+      // Leaked: a stream's worker runs until exit, and queued work may name the stream.
+      stream = new runtime::Stream("neuron:" + std::to_string(device_) + " stream " +
+                                   std::to_string(id));
+      slots_[id].store(stream, std::memory_order_release);
+    }
+    return *stream;
   }
 
-  c10::StreamId next_pool_id() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    next_pool_ = next_pool_ % kPoolSize + 1;
-    return next_pool_;
-  }
-
-  c10::StreamId new_id() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const c10::StreamId id = kPoolSize + 1 + static_cast<c10::StreamId>(created_.size());
-    created_.push_back(nullptr);
-    slot_locked(id);
-    return id;
+  c10::StreamId next_pool_id(int priority) {
+    const int level = priority_level(priority);
+    const uint32_t index = next_[level].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
+    return 1 + level * kStreamsPerPool + static_cast<c10::StreamId>(index);
   }
 
   /// Every stream created so far.
-  std::vector<runtime::Stream*> all() {
-    std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<runtime::Stream*> all() const {
     std::vector<runtime::Stream*> out;
-    for (auto& s : pool_) {
-      if (s) out.push_back(s.get());
-    }
-    for (auto& s : created_) {
-      if (s) out.push_back(s.get());
+    for (const auto& slot : slots_) {
+      if (runtime::Stream* stream = slot.load(std::memory_order_acquire)) out.push_back(stream);
     }
     return out;
   }
 
  private:
-  runtime::Stream& slot_locked(c10::StreamId id) {
-    std::unique_ptr<runtime::Stream>* slot;
-    if (id <= kPoolSize) {
-      slot = &pool_[id];
-    } else {
-      const size_t index = static_cast<size_t>(id - kPoolSize - 1);
-      TORCH_CHECK(index < created_.size(), "neuron:", static_cast<int>(device_), " has no stream ",
-                  id);
-      slot = &created_[index];
-    }
-    if (!*slot) {
-      *slot = std::make_unique<runtime::Stream>("neuron:" + std::to_string(device_) + " stream " +
-                                                std::to_string(id));
-    }
-    return **slot;
-  }
-
   c10::DeviceIndex device_;
-  std::mutex mutex_;
-  std::unique_ptr<runtime::Stream> pool_[kPoolSize + 1];  // [0] is the default stream
-  std::deque<std::unique_ptr<runtime::Stream>> created_;
-  c10::StreamId next_pool_ = 0;
+  std::mutex mutex_;  // serialises creation
+  std::array<std::atomic<runtime::Stream*>, kStreamCount> slots_{};
+  std::array<std::atomic<uint32_t>, kPriorityLevels> next_{};
 };
 
 DeviceStreams& streams_of(c10::DeviceIndex device) {
   static std::vector<std::unique_ptr<DeviceStreams>>* all = [] {
+    register_fork_handlers();
     auto* v = new std::vector<std::unique_ptr<DeviceStreams>>();  // leaked: workers run until exit
     for (int d = 0; d < device_count(); ++d) {
       v->push_back(std::make_unique<DeviceStreams>(static_cast<c10::DeviceIndex>(d)));
@@ -102,6 +101,26 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
   }();
   check_device_index(device);
   return *(*all)[device];
+}
+
+// fork(): groups first (a thread ending one enqueues on a stream), then the streams' workers.
+// The wait for a running task releases the GIL: finishing it may drop the last C++ reference
+// to a storage Python holds.
+void hold_everything_for_fork() {
+  lock_pending_groups_for_fork();
+  const WithoutGil no_gil;
+  for (int d = 0; d < device_count(); ++d) {
+    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+      stream->hold_for_fork();
+  }
+}
+
+void release_everything_in_parent() {
+  for (int d = 0; d < device_count(); ++d) {
+    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+      stream->release_after_fork();
+  }
+  unlock_pending_groups_in_parent();
 }
 
 thread_local std::vector<c10::StreamId> tls_current_streams;
@@ -120,6 +139,14 @@ c10::StreamId& current_stream_id(c10::DeviceIndex device) {
 
 }  // namespace
 
+void register_fork_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(&hold_everything_for_fork, &release_everything_in_parent,
+                   &renew_pending_group_locks_in_child);
+  });
+}
+
 c10::Stream current_stream(c10::DeviceIndex device) {
   check_device_index(device);
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device),
@@ -136,6 +163,7 @@ void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work
   runtime::Stream& stream = runtime_stream(current_stream(device));
   stream.enqueue(op, std::move(work));
   if (launch_blocking()) {
+    const WithoutGil no_gil;
     try {
       stream.synchronize();
     } catch (const runtime::QueuedOpError& e) {
@@ -145,6 +173,7 @@ void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work
 }
 
 void sync_current_stream(c10::DeviceIndex device) {
+  const WithoutGil no_gil;  // released before the flush too: it may wait for another flush
   try {
     runtime_stream(current_stream(device)).synchronize();
   } catch (const runtime::QueuedOpError& e) {
@@ -153,6 +182,7 @@ void sync_current_stream(c10::DeviceIndex device) {
 }
 
 void synchronize(c10::DeviceIndex index) {
+  const WithoutGil no_gil;
   flush_pending(index);
   std::string first_error;
   for (runtime::Stream* stream : streams_of(index).all()) {
@@ -165,9 +195,16 @@ void synchronize(c10::DeviceIndex index) {
   if (!first_error.empty()) raise_queued_error(runtime::QueuedOpError(first_error));
 }
 
-c10::StreamId pool_stream_id(c10::DeviceIndex device) { return streams_of(device).next_pool_id(); }
+c10::StreamId pool_stream_id(c10::DeviceIndex device, int priority) {
+  return streams_of(device).next_pool_id(priority);
+}
 
-c10::StreamId new_stream_id(c10::DeviceIndex device) { return streams_of(device).new_id(); }
+int stream_priority(c10::StreamId id) {
+  if (id < 0 || id >= kStreamCount) no_such_stream(current_device(), id);
+  return id == 0 ? 0 : -static_cast<int>((id - 1) / kStreamsPerPool);
+}
+
+std::pair<int, int> stream_priority_range() { return {0, -(kPriorityLevels - 1)}; }
 
 c10::Stream exchange_stream(const c10::Stream& stream) {
   const c10::Stream old = current_stream(stream.device_index());
@@ -177,6 +214,7 @@ c10::Stream exchange_stream(const c10::Stream& stream) {
 }
 
 void synchronize_stream(const c10::Stream& stream) {
+  const WithoutGil no_gil;
   try {
     runtime_stream(stream).synchronize();
   } catch (const runtime::QueuedOpError& e) {

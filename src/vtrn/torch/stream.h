@@ -1,17 +1,28 @@
 // The streams of the `neuron` device and the queues kernels enqueue work on.
 //
 // Promises:
-//  * Each device has a default stream (id 0), a pool of 8 that getStreamFromGlobalPool hands
-//    out round-robin, and any number of new streams; each is created on first use and lives
-//    until exit.
+//  * Each device has a default stream (id 0) and, as CUDA does, a pool of 32 streams for each of
+//    the priorities 0 (lowest), -1, -2 and -3 (highest). A new stream (torch.neuron.Stream(),
+//    getNewStream, getStreamFromGlobalPool) is the next pool stream of its priority,
+//    round-robin: the 33rd new stream of a priority is the first again. So a process never has
+//    more than 129 streams, and stream workers, per device, however many streams it asks for.
+//    A priority above 0 counts as 0 and one below -3 as -3 (CUDA clamps the same way). Each
+//    stream is created on first use and lives until exit.
 //  * Each device's current stream is per thread, as on CUDA (the default stream until set).
 //  * Work enqueued on a stream runs in order on that stream's worker; host reads wait for it.
 //    Anything that touches a stream first runs the ops Adaptive Eager Execution still holds.
 //  * An error of queued work is raised (c10::Error) at the next synchronization point, or at
 //    once under NEURON_LAUNCH_BLOCKING=1.
+//  * Every wait releases the GIL while it blocks (see gil.h).
+//  * fork() (a DataLoader worker, a subprocess) first waits, without the GIL, until no thread
+//    is ending a fused group and every stream's worker is between tasks, and holds them there
+//    until the fork is done. So a child finds the groups whole and unlocked, no lock held by a
+//    worker it does not have, and every op its parent issued either run or still queued (the
+//    child runs those). The wait is for the task each worker is running, not the queue.
 #pragma once
 
 #include <functional>
+#include <utility>
 
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
@@ -36,14 +47,21 @@ void sync_current_stream(c10::DeviceIndex device);
 /// Waits for |stream|; raises (c10::Error) the first error of its work.
 void synchronize_stream(const c10::Stream& stream);
 
+/// Installs the fork handlers described above; called before any group or stream exists.
+void register_fork_handlers();
+
 /// Waits for every stream of |device|; raises the first error of their work.
 void synchronize(c10::DeviceIndex index);
 
-/// The id of the next pool stream of |device| (round-robin over the pool).
-c10::StreamId pool_stream_id(c10::DeviceIndex device);
+/// The id of the next pool stream of |device| with |priority| (round-robin over its pool).
+c10::StreamId pool_stream_id(c10::DeviceIndex device, int priority);
 
-/// The id of a stream of |device| created by this call.
-c10::StreamId new_stream_id(c10::DeviceIndex device);
+/// The priority of the stream |id|: 0 for the default stream, else its pool's priority.
+/// Throws when |id| names no stream.
+int stream_priority(c10::StreamId id);
+
+/// The priorities streams can have, as (lowest, highest): (0, -3), as PyTorch's CUDA streams.
+std::pair<int, int> stream_priority_range();
 
 /// Makes |stream| the calling thread's current stream on its device; returns the previous one.
 /// Throws when |stream| names no stream of its device.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <utility>
 
@@ -18,6 +19,7 @@
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/eager/word_key.h"
+#include "vtrn/torch/gil.h"
 #include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -34,8 +36,19 @@ struct PendingOp {
   std::vector<BufferRef> inputs, outputs;
 };
 
+// A device's group is shared by every thread that issues work to the device, as the stream is.
+// |issue| is held from the moment an op joins the group, or the group ends, until its work is
+// on the stream, so the group and the stream's queue behave as one queue: each thread's ops
+// reach the stream in its issue order, and a host read, once it holds |issue|, finds every op
+// issued before it either on the stream or still in the group (which it then runs). Ending a
+// group enqueues it, so |issue| is recursive.
+//
+// Whoever holds |issue| must never need the GIL, or a thread holding the GIL and waiting for
+// |issue| deadlocks: the ops a group ends with are destroyed only after |issue| is released
+// (dropping the last C++ reference to a storage that Python knows takes the GIL), and every
+// BufferRef made or dropped under it is a copy of one those ops still hold.
 struct PendingGroup {
-  std::mutex mu;
+  std::recursive_mutex issue;
   c10::StreamId stream = 0;
   std::vector<PendingOp> ops;
 };
@@ -54,8 +67,10 @@ enum class BufferWord : int64_t {
   kWritten = 1,  // a buffer that receives its final value
 };
 
+std::array<PendingGroup, 128> groups;
+
 PendingGroup& pending_group(int device) {
-  static std::array<PendingGroup, 128> groups;
+  register_fork_handlers();
   return groups.at(static_cast<size_t>(device));
 }
 
@@ -107,7 +122,7 @@ void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
   }
 }
 
-void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id);
+void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::StreamId stream_id);
 
 }  // namespace
 }  // namespace eager
@@ -120,18 +135,29 @@ bool concatenation_enabled() {
   return on;
 }
 
+// fork() copies only the calling thread. A group another thread is ending at that moment may
+// hold the forking thread's ops too, and its lock would stay held in the child forever: fork
+// waits until every group is on its stream.
+void lock_pending_groups_for_fork() {
+  for (eager::PendingGroup& g : eager::groups) g.issue.lock();
+}
+
+void unlock_pending_groups_in_parent() {
+  for (auto g = eager::groups.rbegin(); g != eager::groups.rend(); ++g) g->issue.unlock();
+}
+
+void renew_pending_group_locks_in_child() {
+  for (eager::PendingGroup& g : eager::groups) new (&g.issue) std::recursive_mutex();
+}
+
 void flush_pending(int device) {
   if (!eager::any_pending.load(std::memory_order_acquire) || device < 0 || device >= 128) return;
   eager::PendingGroup& g = eager::pending_group(device);
-  std::vector<eager::PendingOp> ops;
-  c10::StreamId stream;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    if (g.ops.empty()) return;
-    ops.swap(g.ops);
-    stream = g.stream;
-  }
-  eager::run_group(std::move(ops), static_cast<c10::DeviceIndex>(device), stream);
+  std::vector<eager::PendingOp> ended;  // destroyed after |issue| is released
+  const auto lock = lock_without_gil(g.issue);
+  if (g.ops.empty()) return;
+  ended.swap(g.ops);
+  eager::run_group(ended, static_cast<c10::DeviceIndex>(device), g.stream);
 }
 
 namespace eager {
@@ -139,8 +165,9 @@ namespace {
 
 // Composes the group into one module: external buffers become parameters, a buffer written by
 // an earlier op feeds later readers directly, and each buffer's final value is written once
-// (or not at all, when the group's own temporary died unread).
-void run_group(std::vector<PendingOp> ops, c10::DeviceIndex device, c10::StreamId stream_id) {
+// (or not at all, when the group's own temporary died unread). Runs with the group's |issue|
+// held; |ops| outlive it (see PendingGroup).
+void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::StreamId stream_id) {
   const c10::StreamGuard stream_guard(
       c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
   if (ops.size() == 1) {
@@ -317,34 +344,30 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
   if (fusable) {
     PendingGroup& g = pending_group(device);
     const c10::StreamId stream = current_stream(device).id();
+    std::vector<PendingOp> ended, full;  // groups this call ran; destroyed after |issue|
+    const auto lock = lock_without_gil(g.issue);
+    // A partial overlap with a buffer of the group would need ordering the group can't
+    // express: end the group first.
     bool conflict = false;
-    std::vector<PendingOp> full;
-    {
-      std::lock_guard<std::mutex> lock(g.mu);
-      // A partial overlap with a buffer of the group would need ordering the group can't
-      // express: end the group first.
-      for (const PendingOp& p : g.ops) {
-        for (const BufferRef& a : p.outputs) {
-          for (const BufferRef& b : launch.inputs)
-            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
-          for (const BufferRef& b : launch.outputs)
-            conflict = conflict || (a.overlaps(b) && !a.same_view(b));
-        }
-      }
-      if (!g.ops.empty() && (conflict || g.stream != stream)) {
-        full.swap(g.ops);
+    for (const PendingOp& p : g.ops) {
+      for (const BufferRef& a : p.outputs) {
+        for (const BufferRef& b : launch.inputs)
+          conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+        for (const BufferRef& b : launch.outputs)
+          conflict = conflict || (a.overlaps(b) && !a.same_view(b));
       }
     }
-    if (!full.empty()) run_group(std::move(full), device, g.stream);
-    std::vector<PendingOp> ready;
-    {
-      std::lock_guard<std::mutex> lock(g.mu);
-      g.stream = stream;
-      g.ops.push_back(PendingOp{op, name, std::move(launch.inputs), std::move(launch.outputs)});
-      any_pending.store(true, std::memory_order_release);
-      if (g.ops.size() >= kMaxGroupOps) ready.swap(g.ops);
+    if (!g.ops.empty() && (conflict || g.stream != stream)) {
+      ended.swap(g.ops);
+      run_group(ended, device, g.stream);
     }
-    if (!ready.empty()) run_group(std::move(ready), device, stream);
+    g.stream = stream;
+    g.ops.push_back(PendingOp{op, name, std::move(launch.inputs), std::move(launch.outputs)});
+    any_pending.store(true, std::memory_order_release);
+    if (g.ops.size() >= kMaxGroupOps) {
+      full.swap(g.ops);
+      run_group(full, device, stream);
+    }
     return;
   }
   flush_pending(device);

@@ -8,6 +8,13 @@
 //    group limit (64 ops). Anything that touches a stream calls flush_pending() first.
 //  * A group of one runs its op's own executable under the op's name; a larger group runs one
 //    composed executable, compiled once per composition and kept in memory.
+//  * Any number of threads may issue work to a device at once (DataLoader workers, compile
+//    workers, user threads): the group is shared by them, as the stream is, and ending a group
+//    puts its work on the stream before any other thread can append to the group, end it, or
+//    pass it with a host read. So each thread's ops run in its issue order, and a host read
+//    sees every op issued before it, as on CUDA (ops from two threads on one stream run in
+//    issue order). fork() waits while another thread is ending a group, so a forked child
+//    (a DataLoader worker) finds every group whole and unlocked.
 //  * A buffer the group allocated whose tensor died before the group ran is not written; every
 //    other buffer receives its final value.
 //  * Intermediates stay in float32 inside a group (a round to bfloat16/float16 and back is
@@ -26,6 +33,13 @@ namespace vtrn::torch_adapter {
 /// Runs the pending fused group of |device|'s current stream, if any. Called before anything
 /// that must see the results of queued work: host reads, synchronize, collectives.
 void flush_pending(int device);
+
+/// For fork() (see stream.h): waits until no thread is ending a group and keeps every group
+/// as it is; the parent then unlocks them, a child makes their locks anew (its thread does not
+/// own them).
+void lock_pending_groups_for_fork();
+void unlock_pending_groups_in_parent();
+void renew_pending_group_locks_in_child();
 
 /// Whether Adaptive Eager Execution is on (TORCH_NEURONX_ENABLE_CONCATENATION=1, read once).
 bool concatenation_enabled();
