@@ -65,6 +65,10 @@ struct ArgSpec {
 struct OpCall {
   std::vector<ArgSpec> args;      ///< schema order
   std::vector<DType> out_dtypes;  ///< dtypes of the out=/in-place outputs (empty: functional)
+  /// The outputs are arguments the op updates in place (self, a foreach list), not out=.
+  bool in_place = false;
+  /// torch.get_default_dtype(): the dtype of Python floats and of integer true division.
+  DType default_float = DType::kF32;
 };
 
 class Lowerer;
@@ -100,15 +104,16 @@ struct LoweredCall {
 
 /// Builds the one-op module for |call| with |entry|. Its parameters are one per tensor, tensor
 /// list element and runtime Scalar of the call, in schema order. Results are converted to the
-/// out=/in-place dtypes. Throws Unsupported or hlo::Error.
+/// in-place dtypes. Throws Unsupported or hlo::Error.
 LoweredCall lower_call(const OpLowering& entry, const OpCall& call);
 
-/// torch.result_type over tensors and scalars, categories included.
+/// torch.result_type over tensors and scalars, categories included. A wrapped float scalar
+/// takes |default_float| (torch.get_default_dtype()), a wrapped integer int64.
 struct PromotionInput {
   DType dtype;
   enum Kind { kDimTensor, kZeroDimTensor, kWrappedScalar } kind;
 };
-DType result_type(const std::vector<PromotionInput>& inputs);
+DType result_type(const std::vector<PromotionInput>& inputs, DType default_float = DType::kF32);
 /// PyTorch's promoteTypes table.
 DType promote_types(DType a, DType b);
 /// The dtype PyTorch computes |dtype| in: float32 for float16/bfloat16, the dtype otherwise.
@@ -147,9 +152,20 @@ class Lowerer {
   bool flag(int i) const;
   /// How argument |i| promotes (tensor, 0-d tensor, or wrapped scalar) with its dtype.
   PromotionInput promotion(int i) const;
-  /// The dtype of out=/in-place output |k|, or |otherwise| (the result's own dtype) for a
-  /// functional call. Throws Unsupported when |otherwise| can't be cast to the output's dtype.
-  DType out_dtype(int k, DType otherwise) const;
+  /// torch.result_type of |inputs| under the call's default dtype.
+  DType result_type(const std::vector<PromotionInput>& inputs) const {
+    return lowering::result_type(inputs, call.default_float);
+  }
+  /// Tensor (or Scalar) argument |i| promoted as TensorIterator does: converted to |common|
+  /// (rounded, as the CPU's promoted copy is), then to opmath(|common|) to compute.
+  Value promoted(int i, DType common);
+  /// The dtype to round result |k| to before it is stored: |result|, which lower_call then casts
+  /// to an in-place output's dtype, as TensorIterator does. Throws Unsupported (the CPU then
+  /// decides, and raises its error where it refuses) for an out= output of another dtype, or
+  /// an in-place output |result| can't be cast to.
+  DType out_dtype(int k, DType result) const;
+  /// The dtype of out= output |k|, when the call has one.
+  std::optional<DType> given_out_dtype(int k) const;
 
   // Helpers.
   DType dtype(Value v) const { return b.type(v).dtype; }

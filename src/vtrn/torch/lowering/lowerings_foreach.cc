@@ -71,6 +71,8 @@ LowerFn foreach_of(std::string base, std::vector<FeedSpec> feeds) {
         values.push_back(std::move(v));
       }
       if (!L.call.out_dtypes.empty()) sub.out_dtypes = {L.call.out_dtypes.at(i)};
+      sub.in_place = L.call.in_place;
+      sub.default_float = L.call.default_float;
       Lowerer element(L.b, sub, *entry, std::move(values));
       std::vector<Value> r = entry->lower(element);
       if (r.size() != 1) throw Unsupported("foreach: " + base + " has several results");
