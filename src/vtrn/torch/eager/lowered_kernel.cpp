@@ -179,9 +179,11 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
+        case Slot::kCheckedScalar:
           if (v.isNone()) break;
           a.kind = lowering::ArgKind::kScalar;
           a.types = {scalar_type(v)};
+          if (info_.slots[i] == Slot::kCheckedScalar) a.ints = {fitting_dtypes(v)};
           break;
         case Slot::kScalarList:
           if (v.isNone()) break;
@@ -301,6 +303,7 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
+        case Slot::kCheckedScalar:
           if (!v.isNone()) launch.inputs.push_back(scalar_ref(v));
           break;
         case Slot::kScalarList:

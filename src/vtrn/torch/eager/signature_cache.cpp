@@ -128,6 +128,10 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
         }
         break;
       }
+      case Slot::kCheckedScalar:
+        if (!v.isNone() && (v.isDouble() || v.isInt() || v.isBool()))
+          key.push_back(fitting_dtypes(v));
+        [[fallthrough]];
       case Slot::kScalar:
       case Slot::kRuntimeFloat:
         if (v.isNone())

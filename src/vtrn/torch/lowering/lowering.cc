@@ -278,6 +278,15 @@ DType Lowerer::out_dtype(int k, DType result) const {
   return result;
 }
 
+void Lowerer::check_fits(int i, DType d) const {
+  if (i >= static_cast<int>(call.args.size())) return;
+  const ArgSpec& a = arg(i);
+  if (a.kind != ArgKind::kScalar || a.ints.empty()) return;
+  if (((a.ints[0] >> static_cast<int>(d)) & 1) == 0)
+    throw Unsupported(entry.name + ": argument " + std::to_string(i) + " does not fit " +
+                      torch_dtype_name(d));
+}
+
 std::optional<DType> Lowerer::given_out_dtype(int k) const {
   if (call.in_place || k >= static_cast<int>(call.out_dtypes.size())) return std::nullopt;
   return call.out_dtypes[static_cast<std::size_t>(k)];

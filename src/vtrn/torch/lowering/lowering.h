@@ -39,7 +39,8 @@ enum class ArgKind : std::uint8_t {
   kNone,        ///< an optional argument that is None (or an argument lowerings ignore)
   kTensor,      ///< types[0]
   kTensorList,  ///< types, one per element (None elements of Tensor?[] are not supported)
-  kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind)
+  kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind);
+                ///< ints[0], when present, has bit d set when the value fits DType d
   kScalarList,  ///< runtime 0-d parameters, one per element (Scalar[])
   kInt,         ///< ints[0] (also SymInt)
   kInts,        ///< ints
@@ -83,6 +84,9 @@ struct OpLowering {
   /// Execution may fuse it with its neighbours, and it may write in place over an input.
   bool elementwise = false;
   std::vector<int> static_scalars;  ///< Scalar arguments baked into the module (kFloat)
+  /// Scalar arguments the CPU converts to the op's dtype with a range check (alpha, clamp's
+  /// bounds): their ArgSpec's ints[0] says which dtypes the value fits (see check_fits).
+  std::vector<int> checked_scalars;
   std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
 };
 
@@ -164,6 +168,10 @@ class Lowerer {
   /// decides, and raises its error where it refuses) for an out= output of another dtype, or
   /// an in-place output |result| can't be cast to.
   DType out_dtype(int k, DType result) const;
+  /// Throws Unsupported (the CPU raises "value cannot be converted to type ... without
+  /// overflow") when Scalar argument |i| does not fit |dtype|. A no-op for an argument that
+  /// carries no range (not a checked Scalar).
+  void check_fits(int i, DType dtype) const;
   /// The dtype of out= output |k|, when the call has one.
   std::optional<DType> given_out_dtype(int k) const;
 

@@ -37,6 +37,7 @@ LowerFn binary(BinaryFn f, bool true_division = false, Other read_other = Other:
     DType common = L.result_type({L.promotion(0), L.promotion(1)});
     if (true_division && !hlo::is_float(common)) common = L.call.default_float;
     L.require_claimed(common);
+    L.check_fits(1, common);  // a checked Scalar `other` (clamp_min's bound)
     const DType compute = opmath(common);
     const bool unrounded = read_other == Other::kOneElementUnrounded && compute != common &&
                            numel(L, L.tensor(1)) == 1;
@@ -63,6 +64,7 @@ LowerFn add_like(bool subtract) {
           (alpha == DType::kPred && common != DType::kPred))
         throw Unsupported("alpha of another category than the result");
     }
+    L.check_fits(2, common);  // alpha.to<scalar_t>()
     auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
     // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this. The
     // CPU kernel reads it in the common dtype (alpha.to<scalar_t>()).
@@ -211,8 +213,10 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   const auto numeric = floats_and_ints();
   const auto any = all_types();
 
-  add(r, {"add.Tensor", "add_.Tensor", "add.out"}, entry(numeric, add_like(false), true));
-  add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"}, entry(numeric, add_like(true), true));
+  add(r, {"add.Tensor", "add_.Tensor", "add.out"},
+      with_checked_scalars(entry(numeric, add_like(false), true), {2}));
+  add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"},
+      with_checked_scalars(entry(numeric, add_like(true), true), {2}));
   add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
       entry(numeric,
             binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }, false,
@@ -316,56 +320,72 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           [](Lowerer& L) -> std::vector<Value> {
             const DType common = L.result_type({L.promotion(1), L.promotion(2)});
             L.require_claimed(common);
+            const DType cond = L.dtype(L.tensor(0));
+            if (cond != DType::kPred && cond != DType::kU8)
+              throw Unsupported("where of a non-boolean condition");  // the CPU raises
             auto v = L.broadcast({is_true(L, L.tensor(0)), L.convert(L.tensor(1), common),
                                   L.convert(L.tensor(2), common)});
             return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
           },
           true));
   add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
-      entry(
-          any,
-          [](Lowerer& L) -> std::vector<Value> {
-            Value self = L.tensor(0);
-            const DType d = L.dtype(self);
-            L.require_claimed(d);
-            Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
-            Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
-            return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
-          },
-          true));
+      with_checked_scalars(
+          entry(
+              any,
+              [](Lowerer& L) -> std::vector<Value> {
+                Value self = L.tensor(0);
+                const DType d = L.dtype(self);
+                L.require_claimed(d);
+                if (L.dtype(L.tensor(1)) != DType::kPred)
+                  throw Unsupported("masked_fill of a non-boolean mask");  // the CPU raises
+                L.check_fits(2, d);                                        // value.to<scalar_t>()
+                Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
+                Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
+                return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
+              },
+              true),
+          {2}));
 
   // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
   add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
-      entry(
-          numeric,
-          [](Lowerer& L) -> std::vector<Value> {
-            std::vector<PromotionInput> p{L.promotion(0)};
-            if (L.has(1)) p.push_back(L.promotion(1));
-            if (L.has(2)) p.push_back(L.promotion(2));
-            if (!L.has(1) && !L.has(2))
-              throw Unsupported("clamp: at least one of 'min' or 'max' must not be None");
-            const DType common = L.result_type(p);
-            L.require_claimed(common);
-            Value x = L.promoted(0, common);
-            std::vector<Value> parts{x};
-            if (L.has(1)) parts.push_back(L.promoted(1, common));
-            if (L.has(2)) parts.push_back(L.promoted(2, common));
-            parts = L.broadcast(parts);
-            x = parts[0];
-            std::size_t k = 1;
-            if (L.has(1)) x = L.b.max(x, parts[k++]);
-            if (L.has(2)) x = L.b.min(x, parts[k]);
-            return {L.convert(x, L.out_dtype(0, common))};
-          },
-          true));
+      with_checked_scalars(entry(
+                               numeric,
+                               [](Lowerer& L) -> std::vector<Value> {
+                                 std::vector<PromotionInput> p{L.promotion(0)};
+                                 if (L.has(1)) p.push_back(L.promotion(1));
+                                 if (L.has(2)) p.push_back(L.promotion(2));
+                                 if (!L.has(1) && !L.has(2))
+                                   throw Unsupported(
+                                       "clamp: at least one of 'min' or 'max' must not be None");
+                                 const DType common = L.result_type(p);
+                                 L.require_claimed(common);
+                                 L.check_fits(1, common);  // min.to<scalar_t>()
+                                 L.check_fits(2, common);
+                                 Value x = L.promoted(0, common);
+                                 std::vector<Value> parts{x};
+                                 if (L.has(1)) parts.push_back(L.promoted(1, common));
+                                 if (L.has(2)) parts.push_back(L.promoted(2, common));
+                                 parts = L.broadcast(parts);
+                                 x = parts[0];
+                                 std::size_t k = 1;
+                                 if (L.has(1)) x = L.b.max(x, parts[k++]);
+                                 if (L.has(2)) x = L.b.min(x, parts[k]);
+                                 return {L.convert(x, L.out_dtype(0, common))};
+                               },
+                               true),
+                           {1, 2}));
   add(r,
       {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
        "clamp_min.Tensor_out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+      with_checked_scalars(
+          entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true),
+          {1}));
   add(r,
       {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
        "clamp_max.Tensor_out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+      with_checked_scalars(
+          entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true),
+          {1}));
 
   // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
   add(r,
@@ -399,12 +419,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
         [divide](Lowerer& L) -> std::vector<Value> {
           const DType common = L.result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
           L.require_claimed(common);
-          // An integer op converts `value` with a range check (value.to<scalar_t>()) that a
-          // runtime parameter cannot make: a float value is left to the CPU.
-          if (!hlo::is_float(common) && L.arg(3).kind == ArgKind::kScalar &&
-              hlo::is_float(L.arg(3).types.at(0).dtype))
-            throw Unsupported("a float value for an integer addcmul");
           const DType c = opmath(common);
+          L.check_fits(3, c);  // value.to<opmath_t>()
           auto v =
               L.broadcast({L.promoted(0, common), L.promoted(1, common), L.promoted(2, common)});
           Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
@@ -413,6 +429,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
         },
         true);
+    e.checked_scalars = {3};
     if (divide)
       add(r, {"addcdiv", "addcdiv_", "addcdiv.out"}, e);
     else
@@ -505,19 +522,22 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             }),
             true));
   add(r, {"threshold_backward", "threshold_backward.grad_input"},
-      entry(
-          numeric,
-          [](Lowerer& L) -> std::vector<Value> {
-            const DType common = L.result_type({L.promotion(0), L.promotion(1)});
-            L.require_claimed(common);
-            const DType c = opmath(common);
-            auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
-            Value below =
-                L.b.compare(Comparison::kLE, v[1], L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
-            return {
-                L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]), L.out_dtype(0, common))};
-          },
-          true));
+      with_checked_scalars(
+          entry(
+              numeric,
+              [](Lowerer& L) -> std::vector<Value> {
+                const DType common = L.result_type({L.promotion(0), L.promotion(1)});
+                L.require_claimed(common);
+                const DType c = opmath(common);
+                L.check_fits(2, c);  // threshold.to<opmath_t>()
+                auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
+                Value below = L.b.compare(Comparison::kLE, v[1],
+                                          L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
+                return {L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]),
+                                  L.out_dtype(0, common))};
+              },
+              true),
+          {2}));
 }
 
 }  // namespace vtrn::lowering

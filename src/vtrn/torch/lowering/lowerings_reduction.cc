@@ -136,6 +136,9 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
+    // dtype= may widen, not narrow (the CPU raises).
+    if (L.has(4) && promote_types(in, L.arg(4).dtype) != L.arg(4).dtype)
+      throw Unsupported("linalg_vector_norm dtype narrower than the input");
     const DType result = L.out_dtype(0, L.has(4) ? L.arg(4).dtype : in);
     if (!hlo::is_float(result)) throw Unsupported("linalg_vector_norm of a non-float result");
     const double ord = L.real(1);
