@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -371,6 +372,9 @@ OUT_AND_IN_PLACE = {
         .new_empty(0)
         .copy_(torch.empty(0))
     ),
+    "clamp(half, out=double)": lambda d: torch.clamp(
+        _t([1.1], torch.float16, d), 0, 1.0, out=torch.empty(1, dtype=torch.float64, device=d)
+    ),
     "where(out=half)": lambda d: torch.where(
         _t([True], torch.bool, d),
         _t([0.1], torch.float32, d),
@@ -432,6 +436,29 @@ VALIDATION = {
         _t([2.0], torch.float32, d), _t([0.5], torch.bfloat16, d)
     ),
     "random_(5, 2)": lambda d: torch.empty(3, device=d).random_(5, 2),
+    "random_(-3)": lambda d: torch.empty(3, device=d).random_(-3),
+    "uint8 random_(-1, 5)": lambda d: torch.empty(3, dtype=torch.uint8, device=d).random_(-1, 5),
+    "uint8 random_(0, 300)": lambda d: torch.empty(3, dtype=torch.uint8, device=d).random_(0, 300),
+    "bool random_(0, 3)": lambda d: torch.empty(3, dtype=torch.bool, device=d).random_(0, 3),
+    "int8 random_(200)": lambda d: torch.empty(3, dtype=torch.int8, device=d).random_(200),
+    "float16 random_(0, 1e5)": lambda d: torch.empty(3, dtype=torch.float16, device=d).random_(
+        0, 100000
+    ),
+    "view_as_complex of a transpose": lambda d: torch.view_as_complex(
+        torch.ones(2, 3, device=d).t()
+    ),
+    "view_as_complex of every other column": lambda d: torch.view_as_complex(
+        torch.ones(3, 4, device=d)[:, ::2]
+    ),
+    "view_as_complex of an odd offset": lambda d: torch.view_as_complex(
+        torch.ones(7, device=d)[1:].view(3, 2)
+    ),
+    "view_as_complex of a last dim of 3": lambda d: torch.view_as_complex(
+        torch.ones(3, 3, device=d)
+    ),
+    "view_as_complex of an int64": lambda d: torch.view_as_complex(
+        torch.ones(3, 2, dtype=torch.int64, device=d)
+    ),
     "clamp()": lambda d: torch.clamp(torch.ones(2, device=d)),
     "mm of mismatched dtypes": lambda d: torch.mm(
         _t([[1.0]], torch.float32, d), _t([[1.0]], torch.bfloat16, d)
@@ -507,6 +534,27 @@ VALIDATION = {
 @pytest.mark.parametrize("case", VALIDATION.values(), ids=VALIDATION.keys())
 def test_arguments_the_cpu_refuses_are_refused(case):
     check(case)
+
+
+@pytest.mark.parametrize(
+    "dtype, bounds, below",
+    [
+        # 65503 rounds to 65504 in float16: the CPU moves 'to' down to 65472, the float16 below.
+        (torch.float16, (0, 65504), 65504),
+        (torch.bfloat16, (0, 300), 300),
+        (torch.uint8, (250, None), 256),
+    ],
+    ids=["float16 [0, 65504)", "bfloat16 [0, 300)", "uint8 [250, 255]"],
+)
+def test_random_draws_stay_below_to_after_the_cast(dtype, bounds, below):
+    torch.manual_seed(0)
+    with (
+        pytest.warns(UserWarning, match="out of bounds")
+        if dtype.is_floating_point
+        else nullcontext()
+    ):
+        x = torch.empty(100_000, dtype=dtype, device=n()).random_(*bounds).cpu().double()
+    assert bounds[0] <= x.min().item() and x.max().item() < below
 
 
 @pytest.mark.parametrize("keepdim", [False, True])

@@ -162,11 +162,26 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // that mixes float64 with float32 (lerp(float64, float32), an out= of the other one) is
   // checked, and typed, by the CPU kernel on copies in the real dtypes first.
   std::optional<ReturnDtypes> dtypes;
-  if ((f64 && f32) || (c128 && c64))
+  const bool checked = (f64 && f32) || (c128 && c64);
+  if (checked)
     dtypes = cpu_return_dtypes(op, *stack);
   else
     dtypes = meta_return_dtypes(op, *stack);
-  call_cpu_kernel(op, stack, {.stand_in_returns = dtypes ? &*dtypes : nullptr});
+  if (!dtypes || checked) {
+    call_cpu_kernel(op, stack, {.stand_in_returns = dtypes ? &*dtypes : nullptr});
+    return;
+  }
+  const torch::jit::Stack arguments(stack->end() - static_cast<std::ptrdiff_t>(num_args),
+                                    stack->end());
+  try {
+    call_cpu_kernel(op, stack, {.stand_in_returns = &*dtypes});
+  } catch (const c10::Error&) {
+    // A shape function that accepts what the CPU kernel refuses (clamp.out of a half into a
+    // float64 out=): the CPU kernel on copies in the real dtypes raises the CPU's own error,
+    // which names Double where the stand-ins' would name Float.
+    cpu_return_dtypes(op, arguments);
+    throw;
+  }
 }
 
 namespace {
