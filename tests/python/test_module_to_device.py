@@ -48,8 +48,14 @@ def test_set_data_moves_a_parameter_to_neuron_and_back():
     assert str(torch._C._dispatch_keys(p)) == str(
         torch._C._dispatch_keys(torch.zeros(1, requires_grad=True))
     )
+    # The gradient still on neuron would be accumulated into: as on CUDA, a CPU gradient
+    # added to it raises, and clearing it first starts a CPU one.
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        (p * 3).sum().backward()
+    p.grad = None
     (p * 3).sum().backward()  # a new accumulator on the CPU for the CPU data
-    assert p.grad is not None
+    assert p.grad.device.type == "cpu"
+    torch.testing.assert_close(p.grad, torch.full((2, 3), 3.0))
 
 
 class SharedWeight(nn.Module):

@@ -9,14 +9,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <ATen/native/CPUFallback.h>
-#include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
 
+#include "vtrn/torch/cpu_call.h"
+#include "vtrn/torch/device_check.h"
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/op_tracking.h"
 #include "vtrn/torch/stream.h"
@@ -33,9 +32,9 @@ bool fallback_is_error() {
 }
 
 template <typename Fn>
-void for_each_tensor_arg(torch::jit::Stack* stack, size_t first, size_t count, Fn fn) {
+void for_each_tensor_arg(const torch::jit::Stack& stack, size_t first, size_t count, Fn fn) {
   for (size_t i = first; i < first + count; ++i) {
-    c10::IValue& value = (*stack)[i];
+    const c10::IValue& value = stack[i];
     if (value.isTensor()) {
       fn(value.toTensor());
     } else if (value.isTensorList()) {
@@ -58,70 +57,130 @@ void warn_float64_once() {
   });
 }
 
-// Trainium has no float64 arithmetic: float64 inputs are computed as float32 and the results
-// stored back as float64. Mutated float64 arguments get the float32 result written back.
-void fallback_as_float32(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t first) {
-  const auto& arguments = op.schema().arguments();
-  std::vector<std::pair<at::Tensor, at::Tensor>> written;  // (float64 original, float32 stand-in)
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    c10::IValue& value = (*stack)[first + i];
-    if (!value.isTensor()) continue;
-    const at::Tensor& t = value.toTensor();
-    if (!t.defined() || t.is_cpu() || t.scalar_type() != at::kDouble) continue;
-    at::Tensor stand_in = t.to(at::kFloat);
-    const auto* alias = arguments[i].alias_info();
-    if (alias != nullptr && alias->isWrite()) written.emplace_back(t, stand_in);
-    value = stand_in;
+bool is_foreach(const c10::OperatorHandle& op) {
+  return op.schema().name().rfind("aten::_foreach_", 0) == 0;
+}
+
+bool is_scalar_list(const c10::IValue& v) { return v.isList() && !v.isTensorList(); }
+
+/// The length every tensor list and Scalar list argument of a foreach op shares, or nullopt
+/// when they differ (the CPU kernel raises PyTorch's error for that).
+std::optional<size_t> shared_list_length(const torch::jit::Stack& stack, size_t first,
+                                         size_t count) {
+  std::optional<size_t> length;
+  for (size_t i = first; i < first + count; ++i) {
+    const c10::IValue& v = stack[i];
+    if (!v.isTensorList() && !is_scalar_list(v)) continue;
+    const size_t n = v.isTensorList() ? v.toTensorList().size() : v.toListRef().size();
+    if (length && *length != n) return std::nullopt;
+    length = n;
   }
-  at::native::cpu_fallback(op, stack);
-  // An out= argument takes the shape the op gave its stand-in (arange, linspace and eye
-  // resize theirs), as cpu_fallback resizes the outputs it copies back.
-  for (auto& [original, stand_in] : written) at::_copy_from_and_resize(stand_in, original);
-  const size_t returns = op.schema().returns().size();
-  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
-    c10::IValue& value = (*stack)[i];
-    if (!value.isTensor()) continue;
-    const at::Tensor& t = value.toTensor();
-    bool replaced = false;
-    for (auto& [original, stand_in] : written) {
-      if (t.is_same(stand_in)) {
-        value = original;
-        replaced = true;
-        break;
+  return length;
+}
+
+/// A foreach op whose lists span devices runs index by index, as CUDA's slow path does: each
+/// index is a one-element call of the same op, so each is checked (and lowered) on its own.
+void foreach_by_index(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t first,
+                      size_t count, size_t length) {
+  const size_t num_returns = op.schema().returns().size();
+  std::vector<std::vector<at::Tensor>> returned(num_returns);
+  for (size_t i = 0; i < length; ++i) {
+    torch::jit::Stack call;
+    for (size_t a = first; a < first + count; ++a) {
+      const c10::IValue& v = (*stack)[a];
+      if (v.isTensorList()) {
+        call.emplace_back(c10::List<at::Tensor>({v.toTensorList().get(i)}));
+      } else if (is_scalar_list(v)) {
+        c10::impl::GenericList one(v.toList().elementType());
+        one.push_back(v.toList().get(i));
+        call.emplace_back(std::move(one));
+      } else {
+        call.push_back(v);
       }
     }
-    if (!replaced && t.defined() && t.scalar_type() == at::kFloat) value = t.to(at::kDouble);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &call);
+    for (size_t r = 0; r < num_returns; ++r) {
+      const c10::IValue& v = call[call.size() - num_returns + r];
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList()) returned[r].push_back(t);
+    }
   }
+  torch::jit::drop(*stack, count);
+  for (auto& tensors : returned) stack->emplace_back(c10::List<at::Tensor>(std::move(tensors)));
 }
 
 }  // namespace
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t num_args = op.schema().arguments().size();
+  const size_t first = stack->size() - num_args;
+  if (is_foreach(op)) {
+    const std::optional<size_t> length = shared_list_length(*stack, first, num_args);
+    if (length && *length > 1 && spans_devices(*stack, first, num_args))
+      return foreach_by_index(op, stack, first, num_args, *length);
+    if (length) check_same_device(op, *stack, first);
+  } else {
+    check_same_device(op, *stack, first);
+  }
   count_fallback();
   const std::string name = c10::toString(op.operator_name());
   TORCH_CHECK_NOT_IMPLEMENTED(
       !fallback_is_error(), "CPU fallback is disabled for operation=", name,
       ": VTRN_FALLBACK=error makes an op without a native neuron implementation an error. "
       "Unset VTRN_FALLBACK to run it on the CPU.");
-  const size_t num_args = op.schema().arguments().size();
-  const size_t first = stack->size() - num_args;
   // The CPU reads device memory directly: wait for the work that produces the inputs.
-  bool has_float64 = false;
+  bool has_wide = false;
+  bool f64 = false, f32 = false, c128 = false, c64 = false;  // dtypes of the tensors
   std::vector<c10::DeviceIndex> devices;
-  for_each_tensor_arg(stack, first, num_args, [&](const at::Tensor& t) {
-    if (!t.defined() || t.is_cpu()) return;
+  for_each_tensor_arg(*stack, first, num_args, [&](const at::Tensor& t) {
+    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return;
+    const at::ScalarType d = t.scalar_type();
+    f64 = f64 || d == at::kDouble;
+    f32 = f32 || d == at::kFloat;
+    c128 = c128 || d == at::kComplexDouble;
+    c64 = c64 || d == at::kComplexFloat;
+    if (!t.is_privateuseone()) return;
     const c10::DeviceIndex device = t.device().index();
     if (std::find(devices.begin(), devices.end(), device) == devices.end())
       devices.push_back(device);
-    has_float64 = has_float64 || t.scalar_type() == at::kDouble;
+    has_wide = has_wide || d == at::kDouble || d == at::kComplexDouble;
   });
   for (c10::DeviceIndex d : devices) sync_current_stream(d);
   record_fallback(name);
-  if (has_float64) {
-    warn_float64_once();
-    fallback_as_float32(op, stack, first);
-  } else {
-    at::native::cpu_fallback(op, stack);
+  if (!has_wide) {
+    // float64 results computed from narrower inputs (the default dtype's promotions) are
+    // rounded as if computed in float32.
+    call_cpu_kernel(op, stack, {.round_results = true});
+    return;
+  }
+  warn_float64_once();
+  // The stand-ins change the dtypes the CPU kernel sees, so the CPU's result dtypes come from
+  // elsewhere. When every float tensor is float64 (complex, complex128) the stand-ins keep
+  // the relations between dtypes that the CPU kernel checks, and the op's shape function gives
+  // the dtypes; an op without one, or whose shape function rejects the call, runs in its own
+  // dtypes (the CPU kernel decides, and raises its error when the call is invalid). A call
+  // that mixes float64 with float32 (lerp(float64, float32), an out= of the other one) is
+  // checked, and typed, by the CPU kernel on copies in the real dtypes first.
+  std::optional<ReturnDtypes> dtypes;
+  const bool checked = (f64 && f32) || (c128 && c64);
+  if (checked)
+    dtypes = cpu_return_dtypes(op, *stack);
+  else
+    dtypes = meta_return_dtypes(op, *stack);
+  if (!dtypes || checked) {
+    call_cpu_kernel(op, stack, {.stand_in_returns = dtypes ? &*dtypes : nullptr});
+    return;
+  }
+  const torch::jit::Stack arguments(stack->end() - static_cast<std::ptrdiff_t>(num_args),
+                                    stack->end());
+  try {
+    call_cpu_kernel(op, stack, {.stand_in_returns = &*dtypes});
+  } catch (const c10::Error&) {
+    // A shape function that accepts what the CPU kernel refuses (clamp.out of a half into a
+    // float64 out=): the CPU kernel on copies in the real dtypes raises the CPU's own error,
+    // which names Double where the stand-ins' would name Float.
+    cpu_return_dtypes(op, arguments);
+    throw;
   }
 }
 

@@ -1,11 +1,16 @@
 // The CPU fallback: any op without a native `neuron` kernel, and any call a lowered kernel does
-// not support, runs PyTorch's CPU kernel on CPU views of the device bytes.
+// not support, runs PyTorch's CPU kernel on CPU views of the device bytes (cpu_call.h), so the
+// CPU's checks, errors, result dtypes and in-place semantics are the device's.
 //
 // Promises:
-//  * The fallback first waits for the queued work that produces its inputs, counts the call in
+//  * Tensors on two devices raise PyTorch's same-device error, as on CUDA (device_check.h); a
+//    foreach op whose lists span devices runs index by index instead, as CUDA's does.
+//  * The fallback then waits for the queued work that produces its inputs, counts the call in
 //    the eager metrics, and records the op as a fallback (warning once per op).
-//  * float64 is computed as float32 and stored back as float64, as Trainium does, with a
-//    one-time warning.
+//  * float64 (complex128) is computed as float32 (complex64) and stored back as float64
+//    (complex128), as Trainium does, with a one-time warning. The dtypes of the results are
+//    the CPU's for the real dtypes. float64 results of narrower inputs (a promotion to the
+//    default dtype) are rounded to float32 precision.
 //  * VTRN_FALLBACK=error makes it raise NotImplementedError naming the op instead.
 #pragma once
 

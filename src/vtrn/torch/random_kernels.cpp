@@ -11,8 +11,10 @@
 #include <numeric>
 #include <vector>
 
+#include <ATen/Dispatch.h>
 #include <ATen/core/PhiloxRNGEngine.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
@@ -171,21 +173,61 @@ at::Tensor& random_full(at::Tensor& self, std::optional<at::Generator> generator
                    max == std::numeric_limits<int64_t>::max() ? 0 : max + 1, generator);
 }
 
+/// [from, to), or [from, random_max] when to is absent, checked and adjusted as
+/// PyTorch's random_from_to_impl does: a floating type moves the ends inward to values the
+/// dtype holds, and both ends must fit the dtype ("from is out of bounds for unsigned char").
+at::Tensor& random_from_to(at::Tensor& self, const char* op, int64_t from,
+                           std::optional<int64_t> to, std::optional<at::Generator> generator) {
+  namespace tpl = at::native::templates;
+  const at::ScalarType dtype = self.scalar_type();
+  if (to.has_value()) {
+    int64_t upper = *to;
+    TORCH_CHECK(from < upper, "random_ expects 'from' to be less than 'to', but got from=", from,
+                " >= to=", upper);
+    if (at::isFloatingType(dtype)) {
+      AT_DISPATCH_FLOATING_TYPES_AND2(
+          at::kHalf, at::kBFloat16, dtype, "random_update_from_to", [&] {
+            from = tpl::update_from<scalar_t>(from);
+            upper = tpl::update_to<scalar_t>(upper);
+            TORCH_CHECK(
+                from < upper,
+                "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, "
+                "but got from=",
+                from, " >= to=", upper);
+          });
+    }
+    tpl::check_from_to_in_range(from, upper - 1, self.dtype());
+    return random_in(self, op, from, static_cast<uint64_t>(upper) - static_cast<uint64_t>(from),
+                     generator);
+  }
+  if (from == std::numeric_limits<int64_t>::lowest())
+    return random_in(self, op, from, 0, generator);
+  const int64_t to_inc = random_max(dtype);
+  if (at::isFloatingType(dtype)) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(
+        at::kHalf, at::kBFloat16, dtype, "random_from_to_range_calc", [&] {
+          from = tpl::update_from<scalar_t>(from);
+          TORCH_CHECK(from < to_inc,
+                      "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                      "casted to dtype, but got from=",
+                      from, " > to_inc=", to_inc);
+        });
+  }
+  tpl::check_from_to_in_range(from, to_inc, self.dtype());
+  // The whole int64 range wraps to 0, which random_in reads as all 64 bits.
+  return random_in(self, op, from, static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1,
+                   generator);
+}
+
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("random_.to");
-  TORCH_CHECK(to > 0, "random_ expects 'from' to be less than 'to', but got from=0 >= to=", to);
-  return random_in(self, "aten::random_.to", 0, static_cast<uint64_t>(to), generator);
+  return random_from_to(self, "aten::random_.to", 0, to, generator);
 }
 
 at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                         std::optional<at::Generator> generator) {
   VTRN_RECORD_OP("random_.from");
-  const int64_t upper = to.has_value() ? *to : random_max(self.scalar_type());
-  TORCH_CHECK(from < upper, "random_ expects 'from' to be less than 'to', but got from=", from,
-              " >= to=", upper);
-  const uint64_t range =
-      static_cast<uint64_t>(upper) - static_cast<uint64_t>(from) + (to.has_value() ? 0 : 1);
-  return random_in(self, "aten::random_.from", from, range, generator);
+  return random_from_to(self, "aten::random_.from", from, to, generator);
 }
 
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {

@@ -9,7 +9,9 @@
 
 #include <optional>
 
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/overflows.h>
 
 #include "vtrn/hlo/dtype.h"
 
@@ -46,6 +48,27 @@ inline std::optional<hlo::DType> to_hlo(at::ScalarType t) {
     default:
       return std::nullopt;
   }
+}
+
+/// The dtypes |v| (a Scalar) converts to without overflow as Scalar::to<T>() checks it (an
+/// integer may wrap into an unsigned type, as in `a - b`), one bit per hlo::DType.
+inline int64_t fitting_dtypes(const c10::IValue& v) {
+  auto fits = [](auto value) {
+    auto bit = [](hlo::DType d) { return int64_t{1} << static_cast<int>(d); };
+    int64_t mask = bit(hlo::DType::kPred) | bit(hlo::DType::kF64);
+    mask |= c10::overflows<uint8_t>(value) ? 0 : bit(hlo::DType::kU8);
+    mask |= c10::overflows<int8_t>(value) ? 0 : bit(hlo::DType::kI8);
+    mask |= c10::overflows<int16_t>(value) ? 0 : bit(hlo::DType::kI16);
+    mask |= c10::overflows<int32_t>(value) ? 0 : bit(hlo::DType::kI32);
+    mask |= c10::overflows<int64_t>(value) ? 0 : bit(hlo::DType::kI64);
+    mask |= c10::overflows<c10::Half>(value) ? 0 : bit(hlo::DType::kF16);
+    mask |= c10::overflows<c10::BFloat16>(value) ? 0 : bit(hlo::DType::kBF16);
+    mask |= c10::overflows<float>(value) ? 0 : bit(hlo::DType::kF32);
+    return mask;
+  };
+  if (v.isDouble()) return fits(v.toDouble());
+  if (v.isInt()) return fits(v.toInt());
+  return fits(v.toBool());
 }
 
 inline at::ScalarType to_torch(hlo::DType d) {

@@ -8,13 +8,16 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "vtrn/runtime/compile_cache.h"
@@ -50,7 +53,10 @@ class LoweredKernel final : public c10::OperatorKernel {
                                                                     : entry->name) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    std::call_once(schema_once_, [&] { info_ = classify(op.schema(), *entry_); });
+    std::call_once(schema_once_, [&] {
+      info_ = classify(op.schema(), *entry_);
+      writes_arguments_ = writes_arguments(info_);
+    });
     const size_t first = stack->size() - info_.num_args;
     thread_local WordKey key;
     key.clear();
@@ -68,12 +74,71 @@ class LoweredKernel final : public c10::OperatorKernel {
     }
     // Zero-size inputs: the CPU kernels define those edge cases (errors included).
     if (!compiled->executable || empty_input) return fallback(op, stack);
+    if (writes_arguments_ && overlap_is_cpus_call(*stack, first)) return fallback(op, stack);
     run(stack, first, compiled, device);
   }
 
  private:
   void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     cpu_fallback(op, stack);
+  }
+
+  // Whether the calls of an op write arguments (in place or out=).
+  static bool writes_arguments(const SchemaInfo& info) {
+    for (size_t i = 0; i < info.num_args; ++i)
+      if (info.mutable_input[i] || info.slots[i] == Slot::kOut) return true;
+    return false;
+  }
+
+  // Whether a call's outputs share memory in a way the CPU kernel has its own rules for: an
+  // output whose elements share memory (expanded), or one that overlaps an input other than
+  // itself (partly; or fully, for a non-elementwise op). The CPU kernel then runs over the
+  // device bytes and decides: TensorIterator raises "unsupported operation: ... refer to a
+  // single memory location", cat and index_select refuse any overlap, masked_fill_ warns. A
+  // foreach op compares index by index, as its per-tensor ops do.
+  bool overlap_is_cpus_call(const torch::jit::Stack& stack, size_t first) const {
+    bool found = false;
+    auto check = [&](const at::Tensor& out, std::optional<size_t> index) {
+      if (found || !out.defined()) return;
+      if (at::has_internal_overlap(out) == at::MemOverlap::Yes) {
+        found = true;
+        return;
+      }
+      auto against = [&](const at::Tensor& in) {
+        if (found || !in.defined() || in.is_cpu() || in.is_same(out)) return;
+        const at::MemOverlapStatus s = at::get_overlap_status(out, in);
+        found = s == at::MemOverlapStatus::Partial ||
+                (s == at::MemOverlapStatus::Full && !entry_->elementwise);
+      };
+      for (size_t i = 0; i < info_.num_args; ++i) {
+        const c10::IValue& v = stack[first + i];
+        if (info_.slots[i] == Slot::kTensor && v.isTensor()) {
+          against(v.toTensor());
+        } else if (info_.slots[i] == Slot::kTensorList && v.isTensorList()) {
+          const auto list = v.toTensorList();
+          if (!index) {
+            for (const at::Tensor& t : list) against(t);
+          } else if (*index < list.size()) {
+            against(list.get(*index));
+          }
+        }
+      }
+    };
+    // Foreach and fused optimizer lists are aligned by index.
+    const bool by_index =
+        entry_->name.rfind("_foreach_", 0) == 0 || entry_->name.rfind("_fused_", 0) == 0;
+    for (size_t i = 0; i < info_.num_args && !found; ++i) {
+      if (!info_.mutable_input[i] && info_.slots[i] != Slot::kOut) continue;
+      const c10::IValue& v = stack[first + i];
+      if (v.isTensor()) {
+        check(v.toTensor(), std::nullopt);
+      } else if (v.isTensorList()) {
+        const auto list = v.toTensorList();
+        for (size_t j = 0; j < list.size(); ++j)
+          check(list.get(j), by_index ? std::optional<size_t>(j) : std::nullopt);
+      }
+    }
+    return found;
   }
 
   static hlo::TensorType scalar_type(const c10::IValue& v) {
@@ -84,6 +149,9 @@ class LoweredKernel final : public c10::OperatorKernel {
   // The OpCall for the arguments on |stack| (built on a signature miss only).
   lowering::OpCall op_call(torch::jit::Stack* stack, size_t first) const {
     lowering::OpCall call;
+    call.default_float = *to_hlo(c10::get_default_dtype_as_scalartype());
+    for (size_t i = 0; i < info_.num_args; ++i)
+      call.in_place = call.in_place || info_.mutable_input[i];
     auto tensor_type = [](const at::Tensor& t) {
       return hlo::TensorType(*to_hlo(t.scalar_type()), t.sizes().vec());
     };
@@ -111,9 +179,11 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
+        case Slot::kCheckedScalar:
           if (v.isNone()) break;
           a.kind = lowering::ArgKind::kScalar;
           a.types = {scalar_type(v)};
+          if (info_.slots[i] == Slot::kCheckedScalar) a.ints = {fitting_dtypes(v)};
           break;
         case Slot::kScalarList:
           if (v.isNone()) break;
@@ -233,6 +303,7 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
+        case Slot::kCheckedScalar:
           if (!v.isNone()) launch.inputs.push_back(scalar_ref(v));
           break;
         case Slot::kScalarList:
@@ -296,6 +367,7 @@ class LoweredKernel final : public c10::OperatorKernel {
   std::string qualified_name_;
   std::once_flag schema_once_;
   SchemaInfo info_;
+  bool writes_arguments_ = false;
   std::atomic<uint64_t> seen_epoch_{0};
 };
 

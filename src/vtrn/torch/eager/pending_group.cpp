@@ -3,6 +3,7 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "vtrn/torch/eager/pending_group.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -92,9 +93,10 @@ std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>
 }
 
 /// Copies |src|'s ops into |dst|, mapping src values through |map| (params pre-mapped).
-/// A convert back to float32 of a value the group rounded from float32 reuses the float32
-/// value: intermediates stay in float32 inside a group, as "What is TorchNeuron?" warns
-/// ("Fusion can change intermediate precision").
+/// A convert back to float32 of an op's result that the op rounded from float32 reuses the
+/// float32 value: intermediates stay in float32 inside a group, as "What is TorchNeuron?" warns
+/// ("Fusion can change intermediate precision"). Roundings inside an op (an operand promoted to
+/// bfloat16 before it is computed in float32) are the op's own arithmetic and stay.
 void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
                   std::unordered_map<int, int>& wide) {
   for (const hlo::Op& op : src.ops) {
@@ -113,7 +115,8 @@ void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
       map[static_cast<size_t>(r)] = nv;
       r = nv;
     }
-    if (op.kind == hlo::OpKind::kConvert) {
+    if (op.kind == hlo::OpKind::kConvert &&
+        std::find(src.results.begin(), src.results.end(), op.results[0]) != src.results.end()) {
       const DType from = dst.type(copy.operands[0]).dtype, to = dst.type(copy.results[0]).dtype;
       if (from == DType::kF32 && (to == DType::kBF16 || to == DType::kF16))
         wide[copy.results[0]] = copy.operands[0];

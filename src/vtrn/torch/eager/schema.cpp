@@ -38,8 +38,9 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lowering::OpLowerin
     } else {
       switch (t->kind()) {
         case c10::TypeKind::NumberType:
-          s = contains(entry.static_scalars, static_cast<int>(i)) ? Slot::kStaticScalar
-                                                                  : Slot::kScalar;
+          s = contains(entry.static_scalars, static_cast<int>(i))    ? Slot::kStaticScalar
+              : contains(entry.checked_scalars, static_cast<int>(i)) ? Slot::kCheckedScalar
+                                                                     : Slot::kScalar;
           break;
         case c10::TypeKind::IntType:
         case c10::TypeKind::SymIntType:

@@ -4,7 +4,8 @@
 //
 // Promises:
 //  * classify() runs once per op (the kernel caches its SchemaInfo), never per call.
-//  * A Scalar the lowering bakes in (OpLowering::static_scalars) is kStaticScalar, a float it
+//  * A Scalar the lowering bakes in (OpLowering::static_scalars) is kStaticScalar, one the CPU
+//    converts with a range check (OpLowering::checked_scalars) kCheckedScalar, a float it
 //    takes at runtime (OpLowering::runtime_floats) is kRuntimeFloat; every other argument's
 //    slot follows from its type alone.
 #pragma once
@@ -20,15 +21,16 @@
 namespace vtrn::torch_adapter::eager {
 
 enum class Slot : uint8_t {
-  kTensor,        // Tensor / Tensor?: an input (also an output when mutable)
-  kTensorList,    // Tensor[]
-  kScalarList,    // Scalar[]: one runtime parameter per element
-  kScalar,        // Scalar / Scalar?: runtime parameter unless static
-  kStaticScalar,  // Scalar the entry bakes in
-  kRuntimeFloat,  // float the entry passes at runtime
-  kInt,           // int / SymInt (optional)
-  kInts,          // int[] / SymInt[] (optional)
-  kFloat,         // float (optional)
+  kTensor,         // Tensor / Tensor?: an input (also an output when mutable)
+  kTensorList,     // Tensor[]
+  kScalarList,     // Scalar[]: one runtime parameter per element
+  kScalar,         // Scalar / Scalar?: runtime parameter unless static
+  kStaticScalar,   // Scalar the entry bakes in
+  kCheckedScalar,  // runtime Scalar whose signature also says which dtypes its value fits
+  kRuntimeFloat,   // float the entry passes at runtime
+  kInt,            // int / SymInt (optional)
+  kInts,           // int[] / SymInt[] (optional)
+  kFloat,          // float (optional)
   kBool,
   kString,
   kDType,

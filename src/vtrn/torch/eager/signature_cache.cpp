@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DefaultDtype.h>
 
 #include "vtrn/torch/eager/dtype_mapping.h"
 
@@ -84,6 +85,8 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
     if (t.numel() == 0) empty_input = true;
     return true;
   };
+  // Python floats and integer true division take the default dtype.
+  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
   for (size_t i = 0; i < info.num_args; ++i) {
     const c10::IValue& v = (*stack)[first + i];
     switch (info.slots[i]) {
@@ -125,6 +128,10 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
         }
         break;
       }
+      case Slot::kCheckedScalar:
+        if (!v.isNone() && (v.isDouble() || v.isInt() || v.isBool()))
+          key.push_back(fitting_dtypes(v));
+        [[fallthrough]];
       case Slot::kScalar:
       case Slot::kRuntimeFloat:
         if (v.isNone())

@@ -2,8 +2,9 @@
 // printing or hashing HLO, and without Python.
 //
 // Promises:
-//  * A call's signature is cheap to build: the lowering, and per argument its slot's words (a
-//    tensor's dtype and sizes, a Scalar's kind, static arguments' values, string characters).
+//  * A call's signature is cheap to build: the lowering, the default dtype, and per argument its
+//    slot's words (a tensor's dtype and sizes, a Scalar's kind, static arguments' values, string
+//    characters).
 //    Two calls with the same signature lower to the same module, so they share a CompiledOp.
 //  * describe_call() refuses (returns false) a call that cannot run on the device: a tensor on
 //    another device or of an unsupported dtype, a non-0-d CPU tensor, an argument lowerings

@@ -44,4 +44,10 @@ inline OpLowering entry(std::vector<DType> dtypes, LowerFn fn, bool elementwise 
   return e;
 }
 
+/// |e| with |args| as its checked Scalar arguments (OpLowering::checked_scalars).
+inline OpLowering with_checked_scalars(OpLowering e, std::vector<int> args) {
+  e.checked_scalars = std::move(args);
+  return e;
+}
+
 }  // namespace vtrn::lowering::family

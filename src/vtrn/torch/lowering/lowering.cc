@@ -128,7 +128,7 @@ DType promote_types(DType a, DType b) {
   return int_bits(a) >= int_bits(b) ? a : b;
 }
 
-DType result_type(const std::vector<PromotionInput>& inputs) {
+DType result_type(const std::vector<PromotionInput>& inputs, DType default_float) {
   std::optional<DType> dim, zero, wrapped;
   auto update = [](std::optional<DType>& slot, DType d) {
     slot = slot ? promote_types(*slot, d) : d;
@@ -145,7 +145,7 @@ DType result_type(const std::vector<PromotionInput>& inputs) {
         // A Python number takes the default dtype of its category.
         DType d = in.dtype;
         if (hlo::is_float(d))
-          d = DType::kF32;
+          d = default_float;
         else if (hlo::is_integer(d))
           d = DType::kI64;
         update(wrapped, d);
@@ -258,14 +258,38 @@ PromotionInput Lowerer::promotion(int i) const {
   return {t.dtype, t.rank() == 0 ? PromotionInput::kZeroDimTensor : PromotionInput::kDimTensor};
 }
 
-DType Lowerer::out_dtype(int k, DType otherwise) const {
-  if (k >= static_cast<int>(call.out_dtypes.size())) return otherwise;
+Value Lowerer::promoted(int i, DType common) {
+  return convert(convert(tensor(i), common), opmath(common));
+}
+
+DType Lowerer::out_dtype(int k, DType result) const {
+  if (k >= static_cast<int>(call.out_dtypes.size())) return result;
   const DType want = call.out_dtypes[static_cast<std::size_t>(k)];
+  if (want == result) return result;
+  // An out= tensor of another dtype: PyTorch casts for some ops and refuses for others (a
+  // structured kernel's out check, TensorIterator's same-dtype check); the CPU decides.
+  if (!call.in_place)
+    throw Unsupported(entry.name + ": out= of dtype " + torch_dtype_name(want) +
+                      " for a result of dtype " + torch_dtype_name(result));
   // PyTorch refuses to write a result into an output of a lower category (canCast).
-  if (category(otherwise) > category(want))
-    throw Unsupported(entry.name + ": result type " + torch_dtype_name(otherwise) +
+  if (category(result) > category(want))
+    throw Unsupported(entry.name + ": result type " + torch_dtype_name(result) +
                       " can't be cast to the desired output type " + torch_dtype_name(want));
-  return want;
+  return result;
+}
+
+void Lowerer::check_fits(int i, DType d) const {
+  if (i >= static_cast<int>(call.args.size())) return;
+  const ArgSpec& a = arg(i);
+  if (a.kind != ArgKind::kScalar || a.ints.empty()) return;
+  if (((a.ints[0] >> static_cast<int>(d)) & 1) == 0)
+    throw Unsupported(entry.name + ": argument " + std::to_string(i) + " does not fit " +
+                      torch_dtype_name(d));
+}
+
+std::optional<DType> Lowerer::given_out_dtype(int k) const {
+  if (call.in_place || k >= static_cast<int>(call.out_dtypes.size())) return std::nullopt;
+  return call.out_dtypes[static_cast<std::size_t>(k)];
 }
 
 Value Lowerer::convert(Value v, DType d) { return dtype(v) == d ? v : b.convert(v, d); }
@@ -380,6 +404,9 @@ LoweredCall lower_call(const OpLowering& entry, const OpCall& call) {
     if (!lowered.written[k]) continue;
     const DType have = L.dtype(results[k]), want = call.out_dtypes[k];
     if (have == want) continue;
+    if (!call.in_place)
+      throw Unsupported(entry.name + ": out= of dtype " + torch_dtype_name(want) +
+                        " for a result of dtype " + torch_dtype_name(have));
     // PyTorch refuses to write a result into an output of a lower category (canCast).
     if (category(have) > category(want))
       throw Unsupported(entry.name + ": result type " + torch_dtype_name(have) +

@@ -39,7 +39,8 @@ enum class ArgKind : std::uint8_t {
   kNone,        ///< an optional argument that is None (or an argument lowerings ignore)
   kTensor,      ///< types[0]
   kTensorList,  ///< types, one per element (None elements of Tensor?[] are not supported)
-  kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind)
+  kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind);
+                ///< ints[0], when present, has bit d set when the value fits DType d
   kScalarList,  ///< runtime 0-d parameters, one per element (Scalar[])
   kInt,         ///< ints[0] (also SymInt)
   kInts,        ///< ints
@@ -65,6 +66,10 @@ struct ArgSpec {
 struct OpCall {
   std::vector<ArgSpec> args;      ///< schema order
   std::vector<DType> out_dtypes;  ///< dtypes of the out=/in-place outputs (empty: functional)
+  /// The outputs are arguments the op updates in place (self, a foreach list), not out=.
+  bool in_place = false;
+  /// torch.get_default_dtype(): the dtype of Python floats and of integer true division.
+  DType default_float = DType::kF32;
 };
 
 class Lowerer;
@@ -79,6 +84,9 @@ struct OpLowering {
   /// Execution may fuse it with its neighbours, and it may write in place over an input.
   bool elementwise = false;
   std::vector<int> static_scalars;  ///< Scalar arguments baked into the module (kFloat)
+  /// Scalar arguments the CPU converts to the op's dtype with a range check (alpha, clamp's
+  /// bounds): their ArgSpec's ints[0] says which dtypes the value fits (see check_fits).
+  std::vector<int> checked_scalars;
   std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
 };
 
@@ -100,15 +108,16 @@ struct LoweredCall {
 
 /// Builds the one-op module for |call| with |entry|. Its parameters are one per tensor, tensor
 /// list element and runtime Scalar of the call, in schema order. Results are converted to the
-/// out=/in-place dtypes. Throws Unsupported or hlo::Error.
+/// in-place dtypes. Throws Unsupported or hlo::Error.
 LoweredCall lower_call(const OpLowering& entry, const OpCall& call);
 
-/// torch.result_type over tensors and scalars, categories included.
+/// torch.result_type over tensors and scalars, categories included. A wrapped float scalar
+/// takes |default_float| (torch.get_default_dtype()), a wrapped integer int64.
 struct PromotionInput {
   DType dtype;
   enum Kind { kDimTensor, kZeroDimTensor, kWrappedScalar } kind;
 };
-DType result_type(const std::vector<PromotionInput>& inputs);
+DType result_type(const std::vector<PromotionInput>& inputs, DType default_float = DType::kF32);
 /// PyTorch's promoteTypes table.
 DType promote_types(DType a, DType b);
 /// The dtype PyTorch computes |dtype| in: float32 for float16/bfloat16, the dtype otherwise.
@@ -147,9 +156,24 @@ class Lowerer {
   bool flag(int i) const;
   /// How argument |i| promotes (tensor, 0-d tensor, or wrapped scalar) with its dtype.
   PromotionInput promotion(int i) const;
-  /// The dtype of out=/in-place output |k|, or |otherwise| (the result's own dtype) for a
-  /// functional call. Throws Unsupported when |otherwise| can't be cast to the output's dtype.
-  DType out_dtype(int k, DType otherwise) const;
+  /// torch.result_type of |inputs| under the call's default dtype.
+  DType result_type(const std::vector<PromotionInput>& inputs) const {
+    return lowering::result_type(inputs, call.default_float);
+  }
+  /// Tensor (or Scalar) argument |i| promoted as TensorIterator does: converted to |common|
+  /// (rounded, as the CPU's promoted copy is), then to opmath(|common|) to compute.
+  Value promoted(int i, DType common);
+  /// The dtype to round result |k| to before it is stored: |result|, which lower_call then casts
+  /// to an in-place output's dtype, as TensorIterator does. Throws Unsupported (the CPU then
+  /// decides, and raises its error where it refuses) for an out= output of another dtype, or
+  /// an in-place output |result| can't be cast to.
+  DType out_dtype(int k, DType result) const;
+  /// Throws Unsupported (the CPU raises "value cannot be converted to type ... without
+  /// overflow") when Scalar argument |i| does not fit |dtype|. A no-op for an argument that
+  /// carries no range (not a checked Scalar).
+  void check_fits(int i, DType dtype) const;
+  /// The dtype of out= output |k|, when the call has one.
+  std::optional<DType> given_out_dtype(int k) const;
 
   // Helpers.
   DType dtype(Value v) const { return b.type(v).dtype; }

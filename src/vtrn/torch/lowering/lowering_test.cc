@@ -82,7 +82,7 @@ TEST(LoweringTest, AddWithAlphaAndBroadcast) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[0].get(i), want[i]);
 }
 
-TEST(LoweringTest, OutDtypeConvertsAndRefusesLowerCategory) {
+TEST(LoweringTest, OutOfAnotherDtypeIsLeftToTheCpu) {
   OpCall call;
   call.args = {tensor_arg(DType::kI64, {2}), tensor_arg(DType::kI64, {2}), none()};
   call.out_dtypes = {DType::kF32};
@@ -91,8 +91,120 @@ TEST(LoweringTest, OutDtypeConvertsAndRefusesLowerCategory) {
   EXPECT_EQ(out[0].type.dtype, DType::kF32);
   EXPECT_EQ(out[0].get(0), 3.5);
   EXPECT_EQ(out[0].get(1), -3.5);
-  call.out_dtypes = {DType::kI64};  // true division into an integer output: PyTorch refuses
+  // The result is float32; PyTorch casts it into some out= dtypes and refuses others (an
+  // integer one here), so the CPU decides.
+  call.out_dtypes = {DType::kI64};
   EXPECT_THROW(lower_call(*find_lowering("div.out"), call), Unsupported);
+  call.out_dtypes = {DType::kF16};
+  EXPECT_THROW(lower_call(*find_lowering("div.out"), call), Unsupported);
+}
+
+TEST(LoweringTest, InPlaceComputesInThePromotedDtypeThenCasts) {
+  // 32768 + 32768 overflows float16 (65504 is its largest value). float32 self + float16
+  // other promotes to float32: exact. A float16 op stays float16 (inf), whatever it is cast to.
+  OpCall call;
+  call.args = {tensor_arg(DType::kF32, {1}), tensor_arg(DType::kF16, {1}), none()};
+  call.out_dtypes = {DType::kF32};
+  call.in_place = true;
+  auto out =
+      run("add_.Tensor", call, {host(DType::kF32, {1}, {32768}), host(DType::kF16, {1}, {32768})});
+  EXPECT_EQ(out[0].get(0), 65536);
+  call.args = {tensor_arg(DType::kF16, {1}), tensor_arg(DType::kF16, {1}), none()};
+  call.out_dtypes = {DType::kF16};
+  out =
+      run("add_.Tensor", call, {host(DType::kF16, {1}, {32768}), host(DType::kF16, {1}, {32768})});
+  EXPECT_TRUE(std::isinf(out[0].get(0)));
+}
+
+TEST(PromotionTest, PythonFloatsTakeTheDefaultDtype) {
+  using P = PromotionInput;
+  // After torch.set_default_dtype(torch.float64): uint8 tensor + 5.5 is float64.
+  EXPECT_EQ(
+      result_type({{DType::kU8, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}, DType::kF64),
+      DType::kF64);
+  // A float32 tensor keeps its dtype; an int is int64 whatever the default.
+  EXPECT_EQ(
+      result_type({{DType::kF32, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}, DType::kF64),
+      DType::kF32);
+  EXPECT_EQ(
+      result_type({{DType::kU8, P::kZeroDimTensor}, {DType::kI64, P::kWrappedScalar}}, DType::kF64),
+      DType::kU8);
+  // Integer true division takes the default dtype too: float64 is not lowered.
+  OpCall call;
+  call.args = {tensor_arg(DType::kI64, {2}), tensor_arg(DType::kI64, {2})};
+  call.default_float = DType::kF64;
+  EXPECT_THROW(lower_call(*find_lowering("div.Tensor"), call), Unsupported);
+}
+
+TEST(LoweringTest, PowPromotesTheExponentToBfloat16First) {
+  // torch.pow(bfloat16 -1, int64 257) is +1 on the CPU: the exponent is converted to bfloat16
+  // (257 rounds to 256) before the power is computed in float32.
+  OpCall call;
+  call.args = {tensor_arg(DType::kBF16, {2}), tensor_arg(DType::kI64, {2})};
+  auto out = run("pow.Tensor_Tensor", call,
+                 {host(DType::kBF16, {2}, {-1, 2}), host(DType::kI64, {2}, {257, 3})});
+  EXPECT_EQ(out[0].type.dtype, DType::kBF16);
+  EXPECT_EQ(out[0].get(0), 1);
+  EXPECT_EQ(out[0].get(1), 8);
+}
+
+TEST(LoweringTest, MulReadsAOneElementOtherUnrounded) {
+  // bfloat16 1.0078125 * int64 257: a one-element `other` multiplies at float32 (259 -> 260 in
+  // bfloat16); a full tensor is rounded to bfloat16 first (256 * 1.0078125 = 258).
+  OpCall call;
+  call.args = {tensor_arg(DType::kBF16, {2}), tensor_arg(DType::kI64, {1})};
+  auto one = run("mul.Tensor", call,
+                 {host(DType::kBF16, {2}, {1.0078125, 1.0078125}), host(DType::kI64, {1}, {257})});
+  EXPECT_EQ(one[0].get(0), 260);
+  call.args[1] = tensor_arg(DType::kI64, {2});
+  auto full =
+      run("mul.Tensor", call,
+          {host(DType::kBF16, {2}, {1.0078125, 1.0078125}), host(DType::kI64, {2}, {257, 257})});
+  EXPECT_EQ(full[0].get(0), 258);
+}
+
+TEST(LoweringTest, CallsTheCpuRefusesAreLeftToIt) {
+  // float - bool: sub_check raises; the lowering must not compute it.
+  OpCall sub;
+  sub.args = {tensor_arg(DType::kF32, {2}), tensor_arg(DType::kPred, {2}), scalar_arg(DType::kI64)};
+  EXPECT_THROW(lower_call(*find_lowering("sub.Tensor"), sub), Unsupported);
+  // An integer add with a float alpha: alpha_check raises.
+  OpCall add;
+  add.args = {tensor_arg(DType::kI64, {2}), tensor_arg(DType::kI64, {2}), scalar_arg(DType::kF64)};
+  EXPECT_THROW(lower_call(*find_lowering("add.Tensor"), add), Unsupported);
+  // lerp(bfloat16, float32): lerp_meta wants `end` of self's dtype.
+  OpCall lerp;
+  lerp.args = {tensor_arg(DType::kBF16, {2}), tensor_arg(DType::kF32, {2}),
+               scalar_arg(DType::kF64)};
+  EXPECT_THROW(lower_call(*find_lowering("lerp.Scalar"), lerp), Unsupported);
+  // sum(x, dim=(0, 0)): a dim named twice.
+  ArgSpec dims;
+  dims.kind = ArgKind::kInts;
+  dims.ints = {0, -2};
+  OpCall sum;
+  sum.args = {tensor_arg(DType::kF32, {2, 2}), dims, int_arg(0, ArgKind::kBool), none()};
+  EXPECT_THROW(lower_call(*find_lowering("sum.dim_IntList"), sum), Unsupported);
+  // A reduction over a tensor of 65 dims.
+  dims.ints = {0};
+  sum.args[0] = tensor_arg(DType::kF32, std::vector<std::int64_t>(65, 1));
+  sum.args[1] = dims;
+  EXPECT_THROW(lower_call(*find_lowering("sum.dim_IntList"), sum), Unsupported);
+}
+
+TEST(LoweringTest, AnyOverAnEmptyDimListReducesNothing) {
+  ArgSpec dims;
+  dims.kind = ArgKind::kInts;
+  OpCall call;
+  call.args = {tensor_arg(DType::kF32, {2, 3}), dims, int_arg(0, ArgKind::kBool)};
+  auto out = run("any.dims", call, {host(DType::kF32, {2, 3}, {0, 1, 0, 2, 0, 0})});
+  EXPECT_EQ(out[0].type, TensorType(DType::kPred, {2, 3}));
+  const double want[] = {0, 1, 0, 1, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[0].get(i), want[i]);
+  // sum over an empty dim list reduces every dim.
+  call.args.push_back(none());
+  auto sum = run("sum.dim_IntList", call, {host(DType::kF32, {2, 3}, {0, 1, 0, 2, 0, 0})});
+  EXPECT_EQ(sum[0].type, TensorType(DType::kF32, {}));
+  EXPECT_EQ(sum[0].get(0), 3);
 }
 
 TEST(LoweringTest, UnclaimedDtypeIsUnsupported) {
@@ -179,6 +291,7 @@ TEST(LoweringTest, FusedAdamWOneStepByHand) {
                none(),
                none()};
   call.out_dtypes = {DType::kF32, DType::kF32, DType::kF32, DType::kF32};
+  call.in_place = true;
   LoweredCall lowered = lower_call(*find_lowering("_fused_adamw_"), call);
   EXPECT_EQ(lowered.written, (std::vector<bool>{true, false, true, true}));
   runtime::LoadedExecutable exe(compiler::compile(lowered.module));
@@ -225,7 +338,8 @@ TEST(ForeachLoweringTest, AddListWithAlphaUsesEachElementsDtype) {
   call.args = {list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}),
                list_arg({TensorType(DType::kF32, {2}), TensorType(DType::kBF16, {1})}),
                scalar_arg(DType::kI64)};
-  call.out_dtypes = {DType::kF32, DType::kBF16};  // in place
+  call.out_dtypes = {DType::kF32, DType::kBF16};
+  call.in_place = true;
   auto out = run("_foreach_add_.List", call,
                  {host(DType::kF32, {2}, {1, 2}), host(DType::kBF16, {1}, {3}),
                   host(DType::kF32, {2}, {10, 20}), host(DType::kBF16, {1}, {0.5}),
@@ -261,6 +375,7 @@ TEST(ForeachLoweringTest, AddScalarHasNoAlpha) {
   OpCall call;
   call.args = {list_arg({TensorType(DType::kF32, {2})}), scalar_arg(DType::kI64)};
   call.out_dtypes = {DType::kF32};
+  call.in_place = true;
   auto out = run("_foreach_add_.Scalar", call,
                  {host(DType::kF32, {2}, {1, 2}), host(DType::kI64, {}, {3})});
   EXPECT_EQ(out[0].get(0), 4);

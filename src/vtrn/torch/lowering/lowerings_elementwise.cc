@@ -15,15 +15,34 @@ using hlo::OpKind;
 using BinaryFn = std::function<Value(Lowerer&, Value, Value)>;
 using UnaryFn = std::function<Value(Lowerer&, Value)>;
 
+std::int64_t numel(Lowerer& L, Value v) {
+  std::int64_t n = 1;
+  for (std::int64_t d : L.shape(v)) n *= d;
+  return n;
+}
+
+/// How binary() reads `other`.
+enum class Other {
+  kPromoted,  ///< converted to the common dtype first, as TensorIterator's promoted copy
+  /// mul/div: the CPU kernel reads a one-element `other` (a Python number, a 0-d or a
+  /// broadcast size-1 tensor) of a float16/bfloat16 op in float32 from its own dtype, without
+  /// rounding it to the common dtype (BinaryOpsKernel.cpp's original_scalar_value).
+  kOneElementUnrounded,
+};
+
 /// out = f(self, other) over the promoted, broadcast operands, computed in opmath.
-/// |true_division|: integer inputs compute (and return) float32.
-LowerFn binary(BinaryFn f, bool true_division = false) {
-  return [f, true_division](Lowerer& L) -> std::vector<Value> {
-    DType common = result_type({L.promotion(0), L.promotion(1)});
-    if (true_division && !hlo::is_float(common)) common = DType::kF32;
+/// |true_division|: integer inputs compute (and return) the default dtype.
+LowerFn binary(BinaryFn f, bool true_division = false, Other read_other = Other::kPromoted) {
+  return [f, true_division, read_other](Lowerer& L) -> std::vector<Value> {
+    DType common = L.result_type({L.promotion(0), L.promotion(1)});
+    if (true_division && !hlo::is_float(common)) common = L.call.default_float;
     L.require_claimed(common);
+    L.check_fits(1, common);  // a checked Scalar `other` (clamp_min's bound)
     const DType compute = opmath(common);
-    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
+    const bool unrounded = read_other == Other::kOneElementUnrounded && compute != common &&
+                           numel(L, L.tensor(1)) == 1;
+    Value other = unrounded ? L.convert(L.tensor(1), compute) : L.promoted(1, common);
+    auto v = L.broadcast({L.promoted(0, common), other});
     return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
   };
 }
@@ -31,13 +50,28 @@ LowerFn binary(BinaryFn f, bool true_division = false) {
 /// self + alpha * other (sub: self - alpha * other).
 LowerFn add_like(bool subtract) {
   return [subtract](Lowerer& L) -> std::vector<Value> {
-    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    const PromotionInput self = L.promotion(0), other = L.promotion(1);
+    // sub_check: the CPU refuses bool operands (with its own message).
+    if (subtract && (self.dtype == DType::kPred || other.dtype == DType::kPred))
+      throw Unsupported("sub of a bool tensor");
+    const DType common = L.result_type({self, other});
     L.require_claimed(common);
     const DType compute = opmath(common);
-    auto v = L.broadcast({L.convert(L.tensor(0), compute), L.convert(L.tensor(1), compute)});
-    // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this.
+    // alpha_check: a float alpha for an integer result, or a bool alpha for a non-bool one.
+    if (L.has(2) && L.arg(2).kind == ArgKind::kScalar) {
+      const DType alpha = L.arg(2).types.at(0).dtype;
+      if ((hlo::is_float(alpha) && !hlo::is_float(common)) ||
+          (alpha == DType::kPred && common != DType::kPred))
+        throw Unsupported("alpha of another category than the result");
+    }
+    L.check_fits(2, common);  // alpha.to<scalar_t>()
+    auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
+    // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this. The
+    // CPU kernel reads it in the common dtype (alpha.to<scalar_t>()).
     Value scaled =
-        L.has(2) ? L.b.mul(v[1], L.broadcast_to(L.scalar(2, compute), L.shape(v[1]))) : v[1];
+        L.has(2)
+            ? L.b.mul(v[1], L.broadcast_to(L.convert(L.scalar(2, common), compute), L.shape(v[1])))
+            : v[1];
     Value r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
     return {L.convert(r, L.out_dtype(0, common))};
   };
@@ -45,19 +79,21 @@ LowerFn add_like(bool subtract) {
 
 LowerFn compare(Comparison dir) {
   return [dir](Lowerer& L) -> std::vector<Value> {
-    const DType common = result_type({L.promotion(0), L.promotion(1)});
+    const DType common = L.result_type({L.promotion(0), L.promotion(1)});
     L.require_claimed(common);
     auto v = L.broadcast({L.convert(L.tensor(0), common), L.convert(L.tensor(1), common)});
     return {L.convert(L.b.compare(dir, v[0], v[1]), L.out_dtype(0, DType::kPred))};
   };
 }
 
-/// Unary op on floats; integer and bool inputs compute in float32 (sqrt(int) is float).
+/// Unary op on floats; integer and bool inputs compute in the default dtype (sqrt(int) is
+/// float).
 LowerFn unary_float(UnaryFn f) {
   return [f](Lowerer& L) -> std::vector<Value> {
     const DType in = L.dtype(L.tensor(0));
-    const DType result = hlo::is_float(in) ? in : DType::kF32;
+    const DType result = hlo::is_float(in) ? in : L.call.default_float;
     L.require_claimed(in);
+    L.require_claimed(result);
     return {L.convert(f(L, L.convert(L.tensor(0), opmath(result))), L.out_dtype(0, result))};
   };
 }
@@ -148,10 +184,9 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       entry(
           floats(),
           [](Lowerer& L) -> std::vector<Value> {
-            const DType common = result_type({L.promotion(0), L.promotion(1)});
+            const DType common = L.result_type({L.promotion(0), L.promotion(1)});
             L.require_claimed(common);
-            const DType c = opmath(common);
-            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+            auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
             Value g = v[0], x = v[1];
             auto k = [&](double val) { return L.full_like(x, val); };
             Value dinput;
@@ -178,12 +213,19 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   const auto numeric = floats_and_ints();
   const auto any = all_types();
 
-  add(r, {"add.Tensor", "add_.Tensor", "add.out"}, entry(numeric, add_like(false), true));
-  add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"}, entry(numeric, add_like(true), true));
+  add(r, {"add.Tensor", "add_.Tensor", "add.out"},
+      with_checked_scalars(entry(numeric, add_like(false), true), {2}));
+  add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"},
+      with_checked_scalars(entry(numeric, add_like(true), true), {2}));
   add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }), true));
+      entry(numeric,
+            binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }, false,
+                   Other::kOneElementUnrounded),
+            true));
   add(r, {"div.Tensor", "div_.Tensor", "div.out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true),
+      entry(numeric,
+            binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true,
+                   Other::kOneElementUnrounded),
             true));
   add(r, {"maximum", "maximum.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
@@ -199,7 +241,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   OpLowering pow_scalar = entry(
       floats(),
       [](Lowerer& L) -> std::vector<Value> {
-        const DType common = result_type({L.promotion(0), L.promotion(1)});
+        const DType common = L.result_type({L.promotion(0), L.promotion(1)});
         L.require_claimed(common);
         const DType c = opmath(common);
         const bool half = c != common;
@@ -276,59 +318,74 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       entry(
           any,
           [](Lowerer& L) -> std::vector<Value> {
-            const DType common = result_type({L.promotion(1), L.promotion(2)});
+            const DType common = L.result_type({L.promotion(1), L.promotion(2)});
             L.require_claimed(common);
+            const DType cond = L.dtype(L.tensor(0));
+            if (cond != DType::kPred && cond != DType::kU8)
+              throw Unsupported("where of a non-boolean condition");  // the CPU raises
             auto v = L.broadcast({is_true(L, L.tensor(0)), L.convert(L.tensor(1), common),
                                   L.convert(L.tensor(2), common)});
             return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
           },
           true));
   add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
-      entry(
-          any,
-          [](Lowerer& L) -> std::vector<Value> {
-            Value self = L.tensor(0);
-            const DType d = L.dtype(self);
-            L.require_claimed(d);
-            Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
-            Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
-            return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
-          },
-          true));
+      with_checked_scalars(
+          entry(
+              any,
+              [](Lowerer& L) -> std::vector<Value> {
+                Value self = L.tensor(0);
+                const DType d = L.dtype(self);
+                L.require_claimed(d);
+                if (L.dtype(L.tensor(1)) != DType::kPred)
+                  throw Unsupported("masked_fill of a non-boolean mask");  // the CPU raises
+                L.check_fits(2, d);                                        // value.to<scalar_t>()
+                Value mask = L.broadcast_to(is_true(L, L.tensor(1)), L.shape(self));
+                Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
+                return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
+              },
+              true),
+          {2}));
 
   // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
   add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
-      entry(
-          numeric,
-          [](Lowerer& L) -> std::vector<Value> {
-            std::vector<PromotionInput> p{L.promotion(0)};
-            if (L.has(1)) p.push_back(L.promotion(1));
-            if (L.has(2)) p.push_back(L.promotion(2));
-            if (!L.has(1) && !L.has(2))
-              throw Unsupported("clamp: at least one of 'min' or 'max' must not be None");
-            const DType common = result_type(p);
-            L.require_claimed(common);
-            const DType compute = opmath(common);
-            Value x = L.convert(L.tensor(0), compute);
-            std::vector<Value> parts{x};
-            if (L.has(1)) parts.push_back(L.convert(L.tensor(1), compute));
-            if (L.has(2)) parts.push_back(L.convert(L.tensor(2), compute));
-            parts = L.broadcast(parts);
-            x = parts[0];
-            std::size_t k = 1;
-            if (L.has(1)) x = L.b.max(x, parts[k++]);
-            if (L.has(2)) x = L.b.min(x, parts[k]);
-            return {L.convert(x, L.out_dtype(0, common))};
-          },
-          true));
+      with_checked_scalars(entry(
+                               numeric,
+                               [](Lowerer& L) -> std::vector<Value> {
+                                 std::vector<PromotionInput> p{L.promotion(0)};
+                                 if (L.has(1)) p.push_back(L.promotion(1));
+                                 if (L.has(2)) p.push_back(L.promotion(2));
+                                 if (!L.has(1) && !L.has(2))
+                                   throw Unsupported(
+                                       "clamp: at least one of 'min' or 'max' must not be None");
+                                 const DType common = L.result_type(p);
+                                 L.require_claimed(common);
+                                 L.check_fits(1, common);  // min.to<scalar_t>()
+                                 L.check_fits(2, common);
+                                 Value x = L.promoted(0, common);
+                                 std::vector<Value> parts{x};
+                                 if (L.has(1)) parts.push_back(L.promoted(1, common));
+                                 if (L.has(2)) parts.push_back(L.promoted(2, common));
+                                 parts = L.broadcast(parts);
+                                 x = parts[0];
+                                 std::size_t k = 1;
+                                 if (L.has(1)) x = L.b.max(x, parts[k++]);
+                                 if (L.has(2)) x = L.b.min(x, parts[k]);
+                                 return {L.convert(x, L.out_dtype(0, common))};
+                               },
+                               true),
+                           {1, 2}));
   add(r,
       {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
        "clamp_min.Tensor_out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true));
+      with_checked_scalars(
+          entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.max(a, b); }), true),
+          {1}));
   add(r,
       {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
        "clamp_max.Tensor_out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true));
+      with_checked_scalars(
+          entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true),
+          {1}));
 
   // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
   add(r,
@@ -339,6 +396,10 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           [](Lowerer& L) -> std::vector<Value> {
             const DType d = L.dtype(L.tensor(0));
             L.require_claimed(d);
+            // lerp_meta: `end` (and a tensor weight) must have self's dtype; the CPU raises.
+            if (L.dtype(L.tensor(1)) != d ||
+                (L.arg(2).kind == ArgKind::kTensor && L.dtype(L.tensor(2)) != d))
+              throw Unsupported("lerp of tensors of different dtypes");
             const DType c = opmath(d);
             auto v = L.broadcast(
                 {L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
@@ -356,17 +417,19 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
     OpLowering e = entry(
         divide ? floats() : numeric,
         [divide](Lowerer& L) -> std::vector<Value> {
-          const DType common = result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
+          const DType common = L.result_type({L.promotion(0), L.promotion(1), L.promotion(2)});
           L.require_claimed(common);
           const DType c = opmath(common);
-          auto v = L.broadcast(
-              {L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+          L.check_fits(3, c);  // value.to<opmath_t>()
+          auto v =
+              L.broadcast({L.promoted(0, common), L.promoted(1, common), L.promoted(2, common)});
           Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
           Value t =
               divide ? L.b.mul(value, L.b.div(v[1], v[2])) : L.b.mul(L.b.mul(value, v[1]), v[2]);
           return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
         },
         true);
+    e.checked_scalars = {3};
     if (divide)
       add(r, {"addcdiv", "addcdiv_", "addcdiv.out"}, e);
     else
@@ -439,13 +502,13 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       entry(
           floats(),
           [](Lowerer& L) -> std::vector<Value> {
-            const DType common = result_type({L.promotion(0), L.promotion(1)});
+            const DType common = L.result_type({L.promotion(0), L.promotion(1)});
             L.require_claimed(common);
             const DType c = opmath(common);
             auto round = [&](Value v) {
               return common == DType::kF16 ? L.convert(L.convert(v, common), c) : v;
             };
-            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+            auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
             Value g = v[0], y = v[1];
             Value r = common == DType::kF16
                           ? L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y)
@@ -459,19 +522,22 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             }),
             true));
   add(r, {"threshold_backward", "threshold_backward.grad_input"},
-      entry(
-          numeric,
-          [](Lowerer& L) -> std::vector<Value> {
-            const DType common = result_type({L.promotion(0), L.promotion(1)});
-            L.require_claimed(common);
-            const DType c = opmath(common);
-            auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
-            Value below =
-                L.b.compare(Comparison::kLE, v[1], L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
-            return {
-                L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]), L.out_dtype(0, common))};
-          },
-          true));
+      with_checked_scalars(
+          entry(
+              numeric,
+              [](Lowerer& L) -> std::vector<Value> {
+                const DType common = L.result_type({L.promotion(0), L.promotion(1)});
+                L.require_claimed(common);
+                const DType c = opmath(common);
+                L.check_fits(2, c);  // threshold.to<opmath_t>()
+                auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
+                Value below = L.b.compare(Comparison::kLE, v[1],
+                                          L.broadcast_to(L.scalar(2, c), L.shape(v[1])));
+                return {L.convert(L.b.select(below, L.full_like(v[0], 0.0), v[0]),
+                                  L.out_dtype(0, common))};
+              },
+              true),
+          {2}));
 }
 
 }  // namespace vtrn::lowering

@@ -71,6 +71,8 @@ LowerFn foreach_of(std::string base, std::vector<FeedSpec> feeds) {
         values.push_back(std::move(v));
       }
       if (!L.call.out_dtypes.empty()) sub.out_dtypes = {L.call.out_dtypes.at(i)};
+      sub.in_place = L.call.in_place;
+      sub.default_float = L.call.default_float;
       Lowerer element(L.b, sub, *entry, std::move(values));
       std::vector<Value> r = entry->lower(element);
       if (r.size() != 1) throw Unsupported("foreach: " + base + " has several results");
@@ -86,11 +88,14 @@ std::string in_place(const std::string& name) {
   return dot == std::string::npos ? name + "_" : name.substr(0, dot) + "_" + name.substr(dot);
 }
 
-/// Registers the functional op |name| and its in-place variant.
-void add_both(std::vector<OpLowering>& r, const std::string& name, const LowerFn& fn) {
+/// Registers the functional op |name| and its in-place variant. |checked|: the Scalar
+/// arguments the per-tensor op converts with a range check (OpLowering::checked_scalars).
+void add_both(std::vector<OpLowering>& r, const std::string& name, const LowerFn& fn,
+              std::vector<int> checked = {}) {
   for (const std::string& n : {name, in_place(name)}) {
     OpLowering e = entry(floats(), fn, true);
     e.name = n;
+    e.checked_scalars = checked;
     r.push_back(std::move(e));
   }
 }
@@ -110,19 +115,21 @@ void add_foreach_lowerings(std::vector<OpLowering>& r) {
       return f;
     };
     add_both(r, "_foreach_" + o + ".Scalar", foreach_of(base, feeds(F::kShared, false)));
-    add_both(r, "_foreach_" + o + ".List", foreach_of(base, feeds(F::kElement, alpha)));
+    add_both(r, "_foreach_" + o + ".List", foreach_of(base, feeds(F::kElement, alpha)),
+             alpha ? std::vector<int>{2} : std::vector<int>{});
     add_both(r, "_foreach_" + o + ".ScalarList", foreach_of(base, feeds(F::kScalarAt, false)));
     if (o == "add" || o == "mul" || o == "div")
-      add_both(r, "_foreach_" + o + ".Tensor", foreach_of(base, feeds(F::kShared, o == "add")));
+      add_both(r, "_foreach_" + o + ".Tensor", foreach_of(base, feeds(F::kShared, o == "add")),
+               o == "add" ? std::vector<int>{2} : std::vector<int>{});
   }
   for (const char* op :
        {"sqrt", "rsqrt", "neg", "exp", "expm1", "reciprocal", "abs", "sigmoid", "log", "tanh"})
     add_both(r, std::string("_foreach_") + op, foreach_of(op, {{F::kElement, 0}}));
   for (const char* op : {"addcmul", "addcdiv"}) {
     const std::string o = op;
-    add_both(
-        r, "_foreach_" + o + ".Scalar",
-        foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kShared, 3}}));
+    add_both(r, "_foreach_" + o + ".Scalar",
+             foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kShared, 3}}),
+             {3});
     add_both(
         r, "_foreach_" + o + ".ScalarList",
         foreach_of(o, {{F::kElement, 0}, {F::kElement, 1}, {F::kElement, 2}, {F::kScalarAt, 3}}));

@@ -57,6 +57,8 @@ LowerFn softmax(bool log) {
     Value x0 = L.tensor(0);
     const DType in = L.dtype(x0);
     L.require_claimed(in);
+    // half_to_float converts float16 only (CUDA); the CPU refuses it altogether.
+    if (L.flag(2) && in != DType::kF16) throw Unsupported("softmax half_to_float of a non-half");
     const DType result = L.out_dtype(0, L.flag(2) ? DType::kF32 : in);
     const std::int64_t dim = softmax_dim(L, x0, 1);
     Value x = as_vector_if_scalar(L, L.convert(x0, opmath(in)));
@@ -119,6 +121,18 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   if (L.rank(self) > 2 || L.rank(self) < 1) throw Unsupported("nll_loss of rank > 2 (nll_loss2d)");
   const std::int64_t n = L.rank(self) == 2 ? L.shape(self)[0] : 1;
   const std::int64_t c = L.shape(self).back();
+  // nll_loss_forward's checks (the CPU raises): an int64/uint8 target of the batch's size, a
+  // weight of the input's dtype with one value per class.
+  const DType td = L.dtype(target);
+  if ((td != DType::kI64 && td != DType::kU8) || L.rank(target) > 1 ||
+      (L.rank(self) == 2 && (L.rank(target) != 1 || L.shape(target)[0] != n)) ||
+      (L.rank(self) == 1 && L.rank(target) != 0))
+    throw Unsupported("nll_loss target");
+  if (L.has(weight_arg)) {
+    Value weight = L.tensor(weight_arg);
+    if (L.dtype(weight) != L.dtype(self) || L.rank(weight) != 1 || L.shape(weight)[0] != c)
+      throw Unsupported("nll_loss weight");
+  }
   Value t = L.b.reshape(L.convert(target, DType::kI64), {n});
   Value classes = L.b.iota(TensorType(DType::kI64, {n, c}), 1);
   Value tb = L.b.broadcast_in_dim(t, {n, c}, {0});

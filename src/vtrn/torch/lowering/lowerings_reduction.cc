@@ -2,6 +2,7 @@
 // as PyTorch's CPU kernels do; the executor sums in a pairwise tree at least as accurate as
 // their cascade sum (runtime/kernels_reduce.h), in a different order, so results agree within
 // rounding.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -15,12 +16,28 @@ using hlo::Comparison;
 using hlo::OpKind;
 using hlo::ReduceKind;
 
+// PyTorch's reductions take a dim mask of 64 bits.
+constexpr int kMaxReduceRank = 64;
+
+/// The wrapped dims of argument |i|; PyTorch's errors for a dim out of range, a dim named
+/// twice, or a tensor of more than 64 dims come from the CPU.
+std::vector<std::int64_t> explicit_dims(Lowerer& L, int i, Value x) {
+  if (L.rank(x) > kMaxReduceRank) throw Unsupported("reduction of more than 64 dims");
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d : L.ints(i)) {
+    const std::int64_t w = L.wrap_dim(d, L.rank(x));
+    if (std::find(dims.begin(), dims.end(), w) != dims.end())
+      throw Unsupported("a dim appears multiple times in the list of dims");
+    dims.push_back(w);
+  }
+  return dims;
+}
+
 /// The dims argument |i| (int[1]? / int[]): empty or None means every dim.
 std::vector<std::int64_t> reduce_dims(Lowerer& L, int i, Value x) {
+  if (L.rank(x) > kMaxReduceRank) throw Unsupported("reduction of more than 64 dims");
   std::vector<std::int64_t> dims;
-  if (L.has(i)) {
-    for (std::int64_t d : L.ints(i)) dims.push_back(L.wrap_dim(d, L.rank(x)));
-  }
+  if (L.has(i)) dims = explicit_dims(L, i, x);
   if (dims.empty()) {
     dims.resize(static_cast<std::size_t>(L.rank(x)));
     std::iota(dims.begin(), dims.end(), 0);
@@ -41,8 +58,10 @@ LowerFn sum_like(bool mean) {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
-    DType result =
-        L.has(3) ? L.arg(3).dtype : ((hlo::is_integer(in) || hlo::is_pred(in)) ? DType::kI64 : in);
+    // infer_dtype_from_optional: dtype=, else an out= tensor's dtype, else int64 for integers.
+    DType result = L.has(3) ? L.arg(3).dtype
+                            : L.given_out_dtype(0).value_or(
+                                  (hlo::is_integer(in) || hlo::is_pred(in)) ? DType::kI64 : in);
     result = L.out_dtype(0, result);
     if (mean && !hlo::is_float(result)) throw Unsupported("mean of an integer type");
     const DType acc = hlo::is_float(result) ? opmath(result) : DType::kI64;
@@ -74,6 +93,7 @@ LowerFn all_any(bool all, bool whole) {
     const DType in = L.dtype(x);
     L.require_claimed(in);
     Value p = in == DType::kPred ? x : L.b.compare(Comparison::kNE, x, L.full_like(x, 0.0));
+    if (L.rank(x) > kMaxReduceRank) throw Unsupported("reduction of more than 64 dims");
     std::vector<std::int64_t> dims;
     bool keepdim = false;
     if (whole) {
@@ -82,6 +102,8 @@ LowerFn all_any(bool all, bool whole) {
     } else {
       if (L.arg(1).kind == ArgKind::kInt)
         dims = {L.wrap_dim(L.integer(1), L.rank(x))};
+      else if (L.has(1))
+        dims = explicit_dims(L, 1, x);  // all/any(dim=[]) reduce nothing, unlike sum
       else
         dims = reduce_dims(L, 1, x);
       if (L.rank(x) == 0) dims.clear();
@@ -114,6 +136,9 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
+    // dtype= may widen, not narrow (the CPU raises).
+    if (L.has(4) && promote_types(in, L.arg(4).dtype) != L.arg(4).dtype)
+      throw Unsupported("linalg_vector_norm dtype narrower than the input");
     const DType result = L.out_dtype(0, L.has(4) ? L.arg(4).dtype : in);
     if (!hlo::is_float(result)) throw Unsupported("linalg_vector_norm of a non-float result");
     const double ord = L.real(1);
