@@ -44,4 +44,10 @@ inline OpLowering entry(std::vector<DType> dtypes, LowerFn fn, bool elementwise 
   return e;
 }
 
+/// |e|, marked as reproducing the CPU's results (or errors) for zero-size inputs.
+inline OpLowering zero_size_ok(OpLowering e) {
+  e.zero_size = true;
+  return e;
+}
+
 }  // namespace vtrn::lowering::family

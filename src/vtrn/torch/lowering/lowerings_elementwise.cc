@@ -180,8 +180,12 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
 
   add(r, {"add.Tensor", "add_.Tensor", "add.out"}, entry(numeric, add_like(false), true));
   add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"}, entry(numeric, add_like(true), true));
+  // bool * bool is logical and, as the CPU computes it.
   add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
-      entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }), true));
+      entry(any, binary([](Lowerer& L, Value a, Value b) {
+              return L.dtype(a) == DType::kPred ? L.b.binary(OpKind::kAnd, a, b) : L.b.mul(a, b);
+            }),
+            true));
   add(r, {"div.Tensor", "div_.Tensor", "div.out"},
       entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.div(a, b); }, true),
             true));
@@ -273,7 +277,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           true));
 
   add(r, {"where.self", "where.self_out"},
-      entry(
+      zero_size_ok(entry(
           any,
           [](Lowerer& L) -> std::vector<Value> {
             const DType common = result_type({L.promotion(1), L.promotion(2)});
@@ -282,9 +286,9 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
                                   L.convert(L.tensor(2), common)});
             return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
           },
-          true));
+          true)));
   add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
-      entry(
+      zero_size_ok(entry(
           any,
           [](Lowerer& L) -> std::vector<Value> {
             Value self = L.tensor(0);
@@ -294,7 +298,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             Value fill = L.broadcast_to(L.scalar(2, d), L.shape(self));
             return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
           },
-          true));
+          true)));
 
   // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
   add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
