@@ -250,7 +250,7 @@ def test_isin(clean_tracking):
 # Sorting -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32, torch.int8])
 def test_sort_argsort_topk(clean_tracking, dtype):
     x = noncontig((6, 5), dtype, -4, 4)  # ties: stable=True fixes their order
     y = (torch.randperm(30) - 15).reshape(5, 6).to(dtype)  # distinct: any sort agrees
