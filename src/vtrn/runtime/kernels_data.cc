@@ -278,7 +278,7 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
   }
 }
 
-// A sort key: floats order NaN last (ascending), integers exactly.
+// A sort key: floats order NaN last ascending and first descending, integers exactly.
 struct Key {
   double f;
   std::int64_t i;
@@ -319,7 +319,8 @@ void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::u
     auto less = [&](std::int64_t x, std::int64_t y) {
       const Key &a = keys[x], &c = keys[y];
       if (fl) {
-        if (a.nan || c.nan) return !a.nan && c.nan ? !desc : false;
+        // NaN is the largest key: last ascending, first descending.
+        if (a.nan || c.nan) return desc ? a.nan && !c.nan : !a.nan && c.nan;
         return desc ? a.f > c.f : a.f < c.f;
       }
       if (kd == DType::kU64)

@@ -72,8 +72,9 @@ class LoweredKernel final : public c10::OperatorKernel {
     } else if (compiled->executable) {
       count_memory_hit();
     }
-    // Zero-size inputs: the CPU kernels define those edge cases (errors included).
-    if (!compiled->executable || empty_input) return fallback(op, stack);
+    // Zero-size inputs: the CPU kernels define those edge cases (errors included), unless the
+    // lowering says it reproduces them.
+    if (!compiled->executable || (empty_input && !entry_->zero_size)) return fallback(op, stack);
     if (writes_arguments_ && overlap_is_cpus_call(*stack, first)) return fallback(op, stack);
     run(stack, first, compiled, device);
   }
@@ -175,6 +176,14 @@ class LoweredKernel final : public c10::OperatorKernel {
           for (const at::Tensor& t : v.toTensorList()) {
             a.types.push_back(tensor_type(t));
             if (info_.mutable_input[i]) call.out_dtypes.push_back(a.types.back().dtype);
+          }
+          break;
+        case Slot::kOptionalTensorList:
+          a.kind = lowering::ArgKind::kTensorList;
+          for (const c10::IValue& e : v.toListRef()) {
+            const bool present = !e.isNone() && e.toTensor().defined();
+            a.ints.push_back(present ? 1 : 0);
+            if (present) a.types.push_back(tensor_type(e.toTensor()));
           }
           break;
         case Slot::kScalar:
@@ -300,6 +309,11 @@ class LoweredKernel final : public c10::OperatorKernel {
               resizable.push_back(false);
             }
           }
+          break;
+        case Slot::kOptionalTensorList:
+          for (const c10::IValue& e : v.toListRef())
+            if (!e.isNone() && e.toTensor().defined())
+              launch.inputs.push_back(BufferRef::of(e.toTensor()));
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:

@@ -29,8 +29,11 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lowering::OpLowerin
       s = a.is_out() ? Slot::kOut : Slot::kTensor;
     } else if (auto list = t->cast<c10::ListType>()) {
       const auto elem = list->getElementType();
+      const auto opt_elem = elem->cast<c10::OptionalType>();
       if (is_tensor_type(elem))
         s = a.is_out() ? Slot::kOutList : Slot::kTensorList;
+      else if (opt_elem && is_tensor_type(opt_elem->getElementType()) && !a.is_out())
+        s = Slot::kOptionalTensorList;
       else if (elem->kind() == c10::TypeKind::NumberType)
         s = Slot::kScalarList;
       else if (elem->kind() == c10::TypeKind::IntType || elem->kind() == c10::TypeKind::SymIntType)

@@ -21,16 +21,17 @@
 namespace vtrn::torch_adapter::eager {
 
 enum class Slot : uint8_t {
-  kTensor,         // Tensor / Tensor?: an input (also an output when mutable)
-  kTensorList,     // Tensor[]
-  kScalarList,     // Scalar[]: one runtime parameter per element
-  kScalar,         // Scalar / Scalar?: runtime parameter unless static
-  kStaticScalar,   // Scalar the entry bakes in
-  kCheckedScalar,  // runtime Scalar whose signature also says which dtypes its value fits
-  kRuntimeFloat,   // float the entry passes at runtime
-  kInt,            // int / SymInt (optional)
-  kInts,           // int[] / SymInt[] (optional)
-  kFloat,          // float (optional)
+  kTensor,              // Tensor / Tensor?: an input (also an output when mutable)
+  kTensorList,          // Tensor[]
+  kOptionalTensorList,  // Tensor?[]: the lowering sees the present elements and which they are
+  kScalarList,          // Scalar[]: one runtime parameter per element
+  kScalar,              // Scalar / Scalar?: runtime parameter unless static
+  kStaticScalar,        // Scalar the entry bakes in
+  kCheckedScalar,       // runtime Scalar whose signature also says which dtypes its value fits
+  kRuntimeFloat,        // float the entry passes at runtime
+  kInt,                 // int / SymInt (optional)
+  kInts,                // int[] / SymInt[] (optional)
+  kFloat,               // float (optional)
   kBool,
   kString,
   kDType,

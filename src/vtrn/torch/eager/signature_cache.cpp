@@ -108,6 +108,21 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
         }
         break;
       }
+      case Slot::kOptionalTensorList: {
+        if (v.isNone() || !v.isList()) return false;
+        const auto list = v.toListRef();
+        key.push_back(static_cast<int64_t>(list.size()));
+        for (const c10::IValue& e : list) {
+          // Python indexing passes an undefined tensor where a dimension is not indexed.
+          if (e.isNone() || !e.toTensor().defined()) {
+            key.push_back(kAbsent);
+            continue;
+          }
+          const at::Tensor& t = e.toTensor();
+          if (t.is_cpu() || !add_tensor(t)) return false;
+        }
+        break;
+      }
       case Slot::kScalarList: {
         if (v.isNone()) {
           key.push_back(kAbsent);
@@ -197,6 +212,7 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
       case Slot::kOut: {
         const at::Tensor& t = v.toTensor();
         if (!t.is_privateuseone() || (device >= 0 && t.device().index() != device)) return false;
+        device = t.device().index();  // a factory's out= tensor alone names the device
         const auto d = to_hlo(t.scalar_type());
         if (!d) return false;
         key.push_back(word(SignatureWord::kOutTensor) + static_cast<int64_t>(*d));

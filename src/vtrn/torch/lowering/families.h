@@ -50,4 +50,10 @@ inline OpLowering with_checked_scalars(OpLowering e, std::vector<int> args) {
   return e;
 }
 
+/// |e|, marked as reproducing the CPU's results (or errors) for zero-size inputs.
+inline OpLowering zero_size_ok(OpLowering e) {
+  e.zero_size = true;
+  return e;
+}
+
 }  // namespace vtrn::lowering::family

@@ -378,6 +378,10 @@ const std::vector<OpLowering>& registry() {
     add_nn_lowerings(r);
     add_data_lowerings(r);
     add_optimizer_lowerings(r);
+    add_factory_lowerings(r);
+    add_integer_lowerings(r);
+    add_scan_lowerings(r);
+    add_index_lowerings(r);
     add_foreach_lowerings(r);
     return r;
   }();

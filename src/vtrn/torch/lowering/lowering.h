@@ -38,7 +38,8 @@ class Unsupported : public std::runtime_error {
 enum class ArgKind : std::uint8_t {
   kNone,        ///< an optional argument that is None (or an argument lowerings ignore)
   kTensor,      ///< types[0]
-  kTensorList,  ///< types, one per element (None elements of Tensor?[] are not supported)
+  kTensorList,  ///< types, one per element; for Tensor?[], ints[k] is 0 where element k is None
+                ///< and types lists only the present elements
   kScalar,      ///< a runtime 0-d parameter: types[0] is f64, i64 or pred (the Scalar's kind);
                 ///< ints[0], when present, has bit d set when the value fits DType d
   kScalarList,  ///< runtime 0-d parameters, one per element (Scalar[])
@@ -88,6 +89,9 @@ struct OpLowering {
   /// bounds): their ArgSpec's ints[0] says which dtypes the value fits (see check_fits).
   std::vector<int> checked_scalars;
   std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
+  /// The lowering gives the CPU's result (or its error, by throwing Unsupported) for zero-size
+  /// inputs too, so those run natively; entries without it send them to the CPU fallback.
+  bool zero_size = false;
 };
 
 /// All entries, built on first use.
@@ -204,6 +208,10 @@ void add_reduction_lowerings(std::vector<OpLowering>& r);
 void add_nn_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
 void add_optimizer_lowerings(std::vector<OpLowering>& r);
+void add_factory_lowerings(std::vector<OpLowering>& r);
+void add_integer_lowerings(std::vector<OpLowering>& r);
+void add_scan_lowerings(std::vector<OpLowering>& r);
+void add_index_lowerings(std::vector<OpLowering>& r);
 /// After the others: foreach entries reuse the per-tensor entries.
 void add_foreach_lowerings(std::vector<OpLowering>& r);
 

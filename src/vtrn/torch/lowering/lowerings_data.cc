@@ -29,27 +29,29 @@ LowerFn triangle(bool lower) {
 }  // namespace
 
 void add_data_lowerings(std::vector<OpLowering>& r) {
-  // cat(tensors, dim): promoted to one dtype; 1-d empty tensors are skipped, as PyTorch does.
-  add(r, {"cat", "cat.out"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
-        const auto& xs = L.tensors(0);
-        if (xs.empty()) throw Unsupported("cat of no tensors");
-        std::vector<PromotionInput> p;
-        for (Value v : xs) p.push_back({L.dtype(v), PromotionInput::kDimTensor});
-        const DType common = L.out_dtype(0, result_type(p));
-        L.require_claimed(common);
-        std::vector<Value> parts;
-        int rank = -1;
-        for (Value v : xs) {
-          if (L.rank(v) == 1 && L.shape(v)[0] == 0) continue;
-          if (rank < 0) rank = L.rank(v);
-          if (L.rank(v) != rank || rank == 0)
-            throw Unsupported("cat of tensors of different ranks");
-          parts.push_back(L.convert(v, common));
-        }
-        if (parts.empty()) throw Unsupported("cat of empty tensors");
-        const std::int64_t dim = L.wrap_dim(L.integer(1), rank);
-        return {parts.size() == 1 ? parts[0] : L.b.concatenate(parts, dim)};
-      }));
+  // cat(tensors, dim): promoted to one dtype; 1-d empty tensors are skipped, as PyTorch does
+  // (when all are, the result is 1-d and empty).
+  OpLowering cat = entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+    const auto& xs = L.tensors(0);
+    if (xs.empty()) throw Unsupported("cat of no tensors");
+    std::vector<PromotionInput> p;
+    for (Value v : xs) p.push_back({L.dtype(v), PromotionInput::kDimTensor});
+    const DType common = L.out_dtype(0, result_type(p));
+    L.require_claimed(common);
+    std::vector<Value> parts;
+    int rank = -1;
+    for (Value v : xs) {
+      if (L.rank(v) == 1 && L.shape(v)[0] == 0) continue;
+      if (rank < 0) rank = L.rank(v);
+      if (L.rank(v) != rank || rank == 0) throw Unsupported("cat of tensors of different ranks");
+      parts.push_back(L.convert(v, common));
+    }
+    if (parts.empty()) return {L.b.broadcast_to(L.constant(0, common), {0})};
+    const std::int64_t dim = L.wrap_dim(L.integer(1), rank);
+    return {parts.size() == 1 ? parts[0] : L.b.concatenate(parts, dim)};
+  });
+  cat.zero_size = true;
+  add(r, {"cat", "cat.out"}, cat);
   add(r, {"tril", "tril_", "tril.out"}, entry(all_types(), triangle(true)));
   add(r, {"triu", "triu_", "triu.out"}, entry(all_types(), triangle(false)));
 }

@@ -217,10 +217,15 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
       with_checked_scalars(entry(numeric, add_like(false), true), {2}));
   add(r, {"sub.Tensor", "sub_.Tensor", "sub.out"},
       with_checked_scalars(entry(numeric, add_like(true), true), {2}));
+  // bool * bool is logical and, as the CPU computes it.
   add(r, {"mul.Tensor", "mul_.Tensor", "mul.out"},
-      entry(numeric,
-            binary([](Lowerer& L, Value a, Value b) { return L.b.mul(a, b); }, false,
-                   Other::kOneElementUnrounded),
+      entry(any,
+            binary(
+                [](Lowerer& L, Value a, Value b) {
+                  return L.dtype(a) == DType::kPred ? L.b.binary(OpKind::kAnd, a, b)
+                                                    : L.b.mul(a, b);
+                },
+                false, Other::kOneElementUnrounded),
             true));
   add(r, {"div.Tensor", "div_.Tensor", "div.out"},
       entry(numeric,
@@ -315,7 +320,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           true));
 
   add(r, {"where.self", "where.self_out"},
-      entry(
+      zero_size_ok(entry(
           any,
           [](Lowerer& L) -> std::vector<Value> {
             const DType common = L.result_type({L.promotion(1), L.promotion(2)});
@@ -327,9 +332,9 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
                                   L.convert(L.tensor(2), common)});
             return {L.convert(L.b.select(v[0], v[1], v[2]), L.out_dtype(0, common))};
           },
-          true));
+          true)));
   add(r, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"},
-      with_checked_scalars(
+      zero_size_ok(with_checked_scalars(
           entry(
               any,
               [](Lowerer& L) -> std::vector<Value> {
@@ -344,7 +349,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
                 return {L.convert(L.b.select(mask, fill, self), L.out_dtype(0, d))};
               },
               true),
-          {2}));
+          {2})));
 
   // clamp(self, min?, max?): max(self, min) then min(., max), promoted with the bounds.
   add(r, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
