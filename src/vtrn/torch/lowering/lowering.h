@@ -178,6 +178,8 @@ class Lowerer {
 void add_elementwise_lowerings(std::vector<OpLowering>& r);
 void add_reduction_lowerings(std::vector<OpLowering>& r);
 void add_nn_lowerings(std::vector<OpLowering>& r);
+void add_conv_lowerings(std::vector<OpLowering>& r);
+void add_norm_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
 void add_optimizer_lowerings(std::vector<OpLowering>& r);
 /// After the others: foreach entries reuse the per-tensor entries.
