@@ -1,5 +1,6 @@
 """Normalization layers on neuron against the CPU, forward and backward, with no CPU fallback:
-layer norm (native_layer_norm and its backward, not batch norm) and group norm."""
+layer norm (native_layer_norm and its backward, not batch norm), group norm, and batch norm
+with the running statistics it updates in place."""
 
 import pytest
 import torch
@@ -123,3 +124,87 @@ def test_group_norm_matches_cpu(groups, shape, dtype):
     w = torch.randn(shape[1], generator=gen)
     b = torch.randn(shape[1], generator=gen)
     check(lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-5), [x, w, b], dtype, GROUP_NORM_OPS)
+
+
+BATCH_NORM_OPS = {"aten::native_batch_norm", "vtrn::batch_norm", "aten::native_batch_norm_backward"}
+
+
+@DTYPES
+@pytest.mark.parametrize("shape", [(8, 6, 5, 5), (16, 10)], ids=["2d", "1d"])
+def test_batch_norm_training_matches_cpu_running_stats_included(shape, dtype):
+    """nn.BatchNorm in training: output, gradients and the running statistics it updates in
+    place (with the unbiased variance) after two steps."""
+    gen = torch.Generator().manual_seed(6)
+    xs = [(torch.randn(shape, generator=gen) * 2 + 0.5).to(dtype) for _ in range(2)]
+    grad = torch.randn(shape, generator=gen).to(dtype)
+    module = torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d
+
+    def run(device):
+        torch.manual_seed(0)
+        bn = module(shape[1], momentum=0.2).to(device)
+        with torch.no_grad():
+            bn.weight.copy_(torch.linspace(0.5, 2, shape[1]))
+            bn.bias.copy_(torch.linspace(-1, 1, shape[1]))
+        results = []
+        for x in xs:
+            xx = x.to(device).requires_grad_()
+            out = bn(xx.float() if dtype != torch.float32 else xx)
+            gx, gw, gb = torch.autograd.grad(out, (xx, bn.weight, bn.bias), grad.float().to(device))
+            results += [out.detach(), gx, gw, gb]
+        results += [bn.running_mean, bn.running_var, bn.num_batches_tracked]
+        return [r.detach().cpu() for r in results]
+
+    vtrn.clear_op_tracking()
+    got = run("neuron")
+    assert vtrn.get_fallback_ops() == []
+    assert BATCH_NORM_OPS <= set(vtrn.get_executed_ops())
+    want = run("cpu")
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, i
+        scale = max(1.0, w.abs().max().item()) if w.is_floating_point() else 1.0
+        tol = TOLERANCE[g.dtype] if g.is_floating_point() else 0
+        torch.testing.assert_close(
+            g, w, rtol=tol, atol=tol * scale, msg=lambda m, i=i: f"result {i}: {m}"
+        )
+
+
+@DTYPES
+def test_batch_norm_evaluation_matches_cpu(dtype):
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(4, 5, 6, 3, generator=gen).to(dtype)
+    mean, var = torch.randn(5, generator=gen), torch.rand(5, generator=gen) + 0.5
+    w, b = torch.randn(5, generator=gen), torch.randn(5, generator=gen)
+    grad = torch.randn(4, 5, 6, 3, generator=gen).to(dtype)
+
+    def run(device):
+        xx = x.to(device).requires_grad_()
+        ww, bb = w.to(device).requires_grad_(), b.to(device).requires_grad_()
+        out = F.batch_norm(xx, mean.to(device), var.to(device), ww, bb, training=False, eps=1e-3)
+        return [out] + list(torch.autograd.grad(out, (xx, ww, bb), grad.to(device)))
+
+    vtrn.clear_op_tracking()
+    got = run("neuron")
+    assert vtrn.get_fallback_ops() == []
+    want = run("cpu")
+    tol = TOLERANCE[dtype]
+    for i, (g, w_) in enumerate(zip(got, want)):
+        assert g.dtype == w_.dtype, i
+        scale = max(1.0, w_.abs().max().item())
+        torch.testing.assert_close(g.detach().cpu(), w_.detach(), rtol=tol, atol=tol * scale)
+
+
+def test_batch_norm_float64_falls_back_and_updates_running_stats():
+    """float64 is not lowered: the CPU computes it (as float32) and the running statistics on
+    the device are still updated."""
+    gen = torch.Generator().manual_seed(8)
+    x = torch.randn(6, 3, 4, generator=gen, dtype=torch.float64)
+    bn_dev = torch.nn.BatchNorm1d(3).double().to("neuron")
+    bn_cpu = torch.nn.BatchNorm1d(3)
+    vtrn.clear_op_tracking()
+    with pytest.warns(UserWarning):
+        out = bn_dev(x.to("neuron"))
+    assert "aten::native_batch_norm" in vtrn.get_fallback_ops()
+    want = bn_cpu(x.float())
+    torch.testing.assert_close(out.cpu(), want.double().detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(bn_dev.running_mean.cpu(), bn_cpu.running_mean.double())
+    torch.testing.assert_close(bn_dev.running_var.cpu(), bn_cpu.running_var.double())

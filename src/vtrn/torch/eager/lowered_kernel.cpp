@@ -67,7 +67,8 @@ class LoweredKernel final : public c10::OperatorKernel {
       count_memory_hit();
     }
     // Zero-size inputs: the CPU kernels define those edge cases (errors included).
-    if (!compiled->executable || empty_input) return fallback(op, stack);
+    if (!compiled->executable || (empty_input && !entry_->zero_size_arguments))
+      return fallback(op, stack);
     run(stack, first, compiled, device);
   }
 

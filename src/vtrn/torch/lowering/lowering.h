@@ -80,6 +80,9 @@ struct OpLowering {
   bool elementwise = false;
   std::vector<int> static_scalars;  ///< Scalar arguments baked into the module (kFloat)
   std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
+  /// Zero-size tensor arguments do not send the call to the CPU (the lowering checks the ones
+  /// it reads): native_batch_norm_backward gets empty saved statistics in evaluation.
+  bool zero_size_arguments = false;
 };
 
 /// All entries, built on first use.

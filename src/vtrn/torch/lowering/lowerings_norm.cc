@@ -86,6 +86,20 @@ Dims layer_stat_shape(const Dims& s, std::size_t normalized) {
   return out;
 }
 
+/// Batch norm's view of |input| [N, C, *]: [N, C, HW].
+Dims channel_view(Lowerer& L, Value input) {
+  const Dims s = L.shape(input);
+  if (s.size() < 2) throw Unsupported("batch_norm of rank < 2");
+  std::int64_t hw = 1;
+  for (std::size_t i = 2; i < s.size(); ++i) hw *= s[i];
+  return {s[0], s[1], hw};
+}
+
+/// A per-channel [C] float32 vector broadcast over [N, C, HW].
+Value per_channel(Lowerer& L, Value v, const Dims& view) {
+  return L.b.broadcast_in_dim(L.convert(v, DType::kF32), view, {1});
+}
+
 }  // namespace
 
 void add_norm_lowerings(std::vector<OpLowering>& r) {
@@ -207,6 +221,115 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         if (mask[2]) out[2] = L.convert(L.reduce(dy, {0, 2}, ReduceKind::kAdd, false), pd);
         return out;
       }));
+
+  // vtrn::batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
+  //   eps) -> (out, mean, invstd, new_running_mean, new_running_var): native_batch_norm's
+  // values (batch_norm.cpp writes the new running statistics into the old). Training uses the
+  // batch's statistics over N and the spatial dims (the running variance takes the unbiased
+  // one); evaluation the running ones.
+  add(r, {"vtrn::batch_norm"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        Value input = L.tensor(0);
+        const DType d = L.dtype(input);
+        L.require_claimed(d);
+        const Dims view = channel_view(L, input);
+        const bool training = L.flag(5);
+        const double momentum = L.real(6), eps = L.real(7);
+        const std::int64_t n = view[0] * view[2];
+        Value x = L.b.reshape(L.convert(input, DType::kF32), view);
+        const Dims cv{view[1]};
+        auto vec = [&](double v) { return L.broadcast_to(L.constant(v, DType::kF32), cv); };
+        Value mean, invstd, var;
+        if (training) {
+          mean = L.b.mul(L.reduce(x, {0, 2}, ReduceKind::kAdd, false), vec(1.0 / n));
+          Value centered = L.b.sub(x, per_channel(L, mean, view));
+          var = L.b.mul(L.reduce(L.b.mul(centered, centered), {0, 2}, ReduceKind::kAdd, false),
+                        vec(1.0 / n));
+        } else {
+          if (!L.has(3) || !L.has(4))
+            throw Unsupported("batch_norm evaluation without running stats");
+          mean = L.convert(L.tensor(3), DType::kF32);
+          var = L.convert(L.tensor(4), DType::kF32);
+        }
+        invstd = L.b.div(vec(1.0), L.b.unary(hlo::OpKind::kSqrt, L.b.add(var, vec(eps))));
+        Value y = L.b.mul(L.b.sub(x, per_channel(L, mean, view)), per_channel(L, invstd, view));
+        if (L.has(1)) y = L.b.mul(y, per_channel(L, L.tensor(1), view));
+        if (L.has(2)) y = L.b.add(y, per_channel(L, L.tensor(2), view));
+        const DType sd = stat_dtype(L, d, {1, 2, 3, 4});
+        std::vector<Value> out{L.convert(L.b.reshape(y, L.shape(input)), d), L.convert(mean, sd),
+                               L.convert(invstd, sd), kUnchanged, kUnchanged};
+        if (training && L.has(3)) {
+          Value rm = L.tensor(3);
+          out[3] = L.convert(L.b.add(L.b.mul(L.convert(rm, DType::kF32), vec(1.0 - momentum)),
+                                     L.b.mul(mean, vec(momentum))),
+                             L.dtype(rm));
+        }
+        if (training && L.has(4)) {
+          Value rv = L.tensor(4);
+          const double unbias = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
+          out[4] = L.convert(L.b.add(L.b.mul(L.convert(rv, DType::kF32), vec(1.0 - momentum)),
+                                     L.b.mul(var, vec(momentum * unbias))),
+                             L.dtype(rv));
+        }
+        return out;
+      }));
+  // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,
+  //   save_mean?, save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias)
+  OpLowering batch_norm_backward = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+    Value input = L.tensor(1);
+    const DType d = L.dtype(input);
+    L.require_claimed(d);
+    const Dims view = channel_view(L, input);
+    if (view[0] * view[1] * view[2] == 0 || L.b.type(L.tensor(0)).num_elements() == 0)
+      throw Unsupported("empty batch_norm backward");
+    const bool train = L.flag(7);
+    const Dims mask = L.ints(9);
+    if (mask.size() != 3) throw Unsupported("batch_norm output_mask");
+    const Dims cv{view[1]};
+    const std::int64_t n = view[0] * view[2];
+    auto vec = [&](double v) { return L.broadcast_to(L.constant(v, DType::kF32), cv); };
+    Value mean, invstd;
+    if (train) {
+      if (!L.has(5) || !L.has(6) || L.b.type(L.tensor(5)).num_elements() != view[1] ||
+          L.b.type(L.tensor(6)).num_elements() != view[1])
+        throw Unsupported("batch_norm backward without saved stats");
+      mean = L.convert(L.tensor(5), DType::kF32);
+      invstd = L.convert(L.tensor(6), DType::kF32);
+    } else {
+      if (!L.has(3) || !L.has(4)) throw Unsupported("batch_norm backward without running stats");
+      mean = L.convert(L.tensor(3), DType::kF32);
+      invstd = L.b.div(vec(1.0),
+                       L.b.unary(hlo::OpKind::kSqrt,
+                                 L.b.add(L.convert(L.tensor(4), DType::kF32), vec(L.real(8)))));
+    }
+    Value x = L.b.reshape(L.convert(input, DType::kF32), view);
+    Value dy = L.b.reshape(L.convert(L.tensor(0), DType::kF32), view);
+    Value xhat = L.b.mul(L.b.sub(x, per_channel(L, mean, view)), per_channel(L, invstd, view));
+    Value w = L.has(2) ? L.convert(L.tensor(2), DType::kF32) : vec(1.0);
+    std::vector<Value> out(3, kUnchanged);
+    if (mask[0]) {
+      Value scale = L.b.mul(invstd, w);  // [C]
+      Value dx;
+      if (train) {
+        Value mdy = L.b.mul(L.reduce(dy, {0, 2}, ReduceKind::kAdd, false), vec(1.0 / n));
+        Value mdyx =
+            L.b.mul(L.reduce(L.b.mul(dy, xhat), {0, 2}, ReduceKind::kAdd, false), vec(1.0 / n));
+        dx = L.b.sub(L.b.sub(dy, per_channel(L, mdy, view)),
+                     L.b.mul(xhat, per_channel(L, mdyx, view)));
+        dx = L.b.mul(dx, per_channel(L, scale, view));
+      } else {
+        dx = L.b.mul(dy, per_channel(L, scale, view));
+      }
+      out[0] = L.convert(L.b.reshape(dx, L.shape(input)), d);
+    }
+    const DType pd = L.has(2) ? L.dtype(L.tensor(2)) : d;
+    if (mask[1])
+      out[1] = L.convert(L.reduce(L.b.mul(dy, xhat), {0, 2}, ReduceKind::kAdd, false), pd);
+    if (mask[2]) out[2] = L.convert(L.reduce(dy, {0, 2}, ReduceKind::kAdd, false), pd);
+    return out;
+  });
+  // Evaluation passes the empty saved statistics of the forward; it reads the running ones.
+  batch_norm_backward.zero_size_arguments = true;
+  add(r, {"native_batch_norm_backward"}, batch_norm_backward);
 }
 
 }  // namespace vtrn::lowering
