@@ -68,11 +68,16 @@ ConvAttrs base_attrs(std::size_t spatial) {
   return a;
 }
 
-/// The ordinary convolution of x with w.
-Value conv_forward(Lowerer& L, Value x, Value w, const ConvParams& p) {
+/// The ordinary convolution of x with w. |crop_output_padding|: the input gradient of a
+/// transposed convolution, whose output_padding rows the ordinary convolution must not see
+/// (they would add floor(output_padding / stride) result rows).
+Value conv_forward(Lowerer& L, Value x, Value w, const ConvParams& p,
+                   bool crop_output_padding = false) {
   ConvAttrs a = base_attrs(p.spatial);
   a.window_strides = p.stride;
   a.padding_low = a.padding_high = p.padding;
+  if (crop_output_padding)
+    for (std::size_t k = 0; k < p.spatial; ++k) a.padding_high[k] -= p.output_padding[k];
   a.rhs_dilation = p.dilation;
   a.feature_group_count = p.groups;
   return L.b.convolution(x, w, a);
@@ -192,7 +197,7 @@ void add_conv_lowerings(std::vector<OpLowering>& r) {
         Value dyc = L.convert(dy, c), xc = L.convert(x, c), wc = L.convert(w, c);
         std::vector<Value> out(3, kUnchanged);
         if (mask[0])
-          out[0] = p.transposed ? conv_forward(L, dyc, wc, p)
+          out[0] = p.transposed ? conv_forward(L, dyc, wc, p, true)
                                 : conv_input_grad(L, dyc, wc, p, spatial_of(L.shape(x)));
         if (mask[1])
           out[1] = p.transposed ? conv_weight_grad(L, dyc, xc, p, spatial_of(L.shape(w)))
