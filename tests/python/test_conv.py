@@ -97,9 +97,10 @@ def test_conv1d_and_conv3d_match_cpu(dtype):
     [
         {"stride": 2, "padding": 1, "output_padding": 1},
         {"stride": 3, "groups": 2, "dilation": 2},
+        {"stride": 2, "dilation": 3, "output_padding": 2},
         {},
     ],
-    ids=["stride-output-padding", "groups-dilation", "plain"],
+    ids=["stride-output-padding", "groups-dilation", "output-padding-above-stride", "plain"],
 )
 def test_conv_transpose2d_matches_cpu(kwargs):
     check(F.conv_transpose2d, (2, 4, 7, 6), (4, 3, 3, 3), torch.float32, **kwargs)
