@@ -126,6 +126,24 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
       w.tensor_dtype = tensor_dtype(l.dtype);
       break;
     }
+    case OpKind::kConvolution: {
+      // As the Tensor engine runs it: per group, the kernel stationary (the group's output
+      // features by its input features times the window size) against every result position.
+      const hlo::ConvAttrs& c = root.conv;
+      const TensorType& in = b.type(root.operands[0]);
+      const TensorType& kernel = b.type(root.operands[1]);
+      const TensorType& out = b.type(root.results[0]);
+      const std::int64_t groups = c.feature_group_count * c.batch_group_count;
+      std::int64_t window = 1, positions = out.dims[c.dims.output_batch];
+      for (std::int64_t d : c.dims.kernel_spatial) window *= kernel.dims[d];
+      for (std::int64_t d : c.dims.output_spatial) positions *= out.dims[d];
+      w.batch = groups;
+      w.m = kernel.dims[c.dims.kernel_output_feature] / groups;
+      w.n = positions;
+      w.k = kernel.dims[c.dims.kernel_input_feature] * window;
+      w.tensor_dtype = tensor_dtype(in.dtype);
+      break;
+    }
     case OpKind::kScatter:
       w.vector_ops = static_cast<double>(b.type(root.operands[2]).num_elements());
       break;

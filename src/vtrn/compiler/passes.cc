@@ -65,6 +65,14 @@ std::string op_key(const Block& block, const Op& op) {
       op.scatter.scatter_dims_to_operand_dims, op.scatter.index_vector_dim,
       static_cast<std::int64_t>(op.is_stable * 4 + op.indices_are_sorted * 2 + op.unique_indices),
       static_cast<std::int64_t>(op.rng_algorithm), op.call_target_name, op.backend_config);
+  if (op.kind == OpKind::kConvolution) {
+    const hlo::ConvAttrs& c = op.conv;
+    const hlo::ConvDimensionNumbers& d = c.dims;
+    put_all(s, c.window_strides, c.padding_low, c.padding_high, c.lhs_dilation, c.rhs_dilation,
+            c.feature_group_count, c.batch_group_count, d.input_batch, d.input_feature,
+            d.input_spatial, d.kernel_input_feature, d.kernel_output_feature, d.kernel_spatial,
+            d.output_batch, d.output_feature, d.output_spatial);
+  }
   if (op.kind == OpKind::kConstant) {
     put_all(s, op.literal.type, static_cast<std::int64_t>(op.literal.splat),
             std::string_view(reinterpret_cast<const char*>(op.literal.data.data()),

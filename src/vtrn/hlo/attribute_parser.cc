@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "vtrn/hlo/parser.h"
+#include "vtrn/hlo/syntax.h"
 
 namespace vtrn::hlo {
 namespace {
@@ -281,6 +282,14 @@ Attr AttributeParser::parse_attr() {
     ++p_;
     // #dialect.kind<key = value, ...> or #dialect<kind VALUE>
     const std::size_t inner = p_;
+    if (name == syntax::kConvDimensionNumbersAttr) {
+      // Its own syntax ([b, f, 0]x[o, i, 0]->[b, f, 0]); parse_conv_dimension_numbers reads it.
+      p_ = inner - 1;
+      skip_balanced_from_here('<');
+      a.kind = Attr::kConvDims;
+      a.s = std::string(t_.substr(inner, p_ - 1 - inner));
+      return a;
+    }
     ws();
     if (ident_start(peek_char())) {
       const std::string w = ident();

@@ -42,6 +42,7 @@ struct Attr {
     kStruct,
     kDict,
     kDense,
+    kConvDims,  ///< #stablehlo.conv<...>: the text between the angle brackets, in s
     kOther
   } kind = kNone;
   std::int64_t i = 0;

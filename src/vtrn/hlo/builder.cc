@@ -196,6 +196,12 @@ Value Builder::matmul(Value lhs, Value rhs) {
   return dot_general(lhs, rhs, std::move(d));
 }
 
+Value Builder::convolution(Value lhs, Value rhs, ConvAttrs attrs) {
+  Op op = make(OpKind::kConvolution, {lhs, rhs});
+  op.conv = std::move(attrs);
+  return add_one(std::move(op));
+}
+
 Value Builder::gather(Value x, Value indices, GatherDims dims,
                       std::vector<std::int64_t> slice_sizes, bool sorted) {
   Op op = make(OpKind::kGather, {x, indices});

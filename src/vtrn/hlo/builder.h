@@ -70,6 +70,8 @@ class Builder {
                     std::optional<DType> result_dtype = std::nullopt);
   /// [.., m, k] x [k, n] style matmul of rank-2 operands.
   Value matmul(Value lhs, Value rhs);
+  /// stablehlo.convolution of |lhs| (the input) with the kernel |rhs|.
+  Value convolution(Value lhs, Value rhs, ConvAttrs attrs);
   Value gather(Value x, Value indices, GatherDims dims, std::vector<std::int64_t> slice_sizes,
                bool indices_are_sorted = false);
   Value scatter(Value x, Value indices, Value updates, ScatterDims dims, ScatterKind kind);

@@ -124,6 +124,7 @@ double load_double(DType dtype, const void* src);
   X(kReverse, "reverse", O)                         \
   X(kReduce, "reduce", O)                           \
   X(kDotGeneral, "dot_general", O)                  \
+  X(kConvolution, "convolution", O)                 \
   X(kGather, "gather", O)                           \
   X(kScatter, "scatter", O)                         \
   X(kSort, "sort", O)                               \
@@ -176,6 +177,31 @@ struct ScatterDims {
   bool operator==(const ScatterDims&) const = default;
 };
 
+/// stablehlo.convolution's dimension_numbers: where the batch, feature and spatial dims of the
+/// input (lhs), the kernel (rhs) and the result are. Spatial dims are listed in window order.
+struct ConvDimensionNumbers {
+  std::int64_t input_batch = 0, input_feature = 1;
+  std::vector<std::int64_t> input_spatial;
+  std::int64_t kernel_input_feature = 1, kernel_output_feature = 0;
+  std::vector<std::int64_t> kernel_spatial;
+  std::int64_t output_batch = 0, output_feature = 1;
+  std::vector<std::int64_t> output_spatial;
+
+  /// PyTorch's layouts for |spatial| window dims: input and result [N, C, *spatial], kernel
+  /// [O, I, *spatial].
+  static ConvDimensionNumbers channels_first(int spatial);
+  bool operator==(const ConvDimensionNumbers&) const = default;
+};
+
+/// The attributes of stablehlo.convolution. Each window vector has one entry per spatial dim;
+/// padding may be negative (it then crops the dilated input).
+struct ConvAttrs {
+  std::vector<std::int64_t> window_strides, padding_low, padding_high, lhs_dilation, rhs_dilation;
+  ConvDimensionNumbers dims;
+  std::int64_t feature_group_count = 1, batch_group_count = 1;
+  bool operator==(const ConvAttrs&) const = default;
+};
+
 struct Block;
 
 /// One op. Which attribute fields are used depends on |kind| (see each field).
@@ -196,6 +222,7 @@ struct Op {
   Comparison comparison = Comparison::kEQ;  ///< compare
   CompareType compare_type = CompareType::kNone;
   DotDims dot;                                          ///< dot_general
+  ConvAttrs conv;                                       ///< convolution
   GatherDims gather;                                    ///< gather
   ScatterDims scatter;                                  ///< scatter
   bool is_stable = false;                               ///< sort

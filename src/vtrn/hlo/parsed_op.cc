@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "vtrn/hlo/convolution.h"
 #include "vtrn/hlo/syntax.h"
 #include "vtrn/hlo/verify.h"
 
@@ -46,6 +47,73 @@ class ParsedOpBuilder {
                                         std::string_view field) const {
     if (const Attr* f = st.field(field)) return ints_of(*f, std::string(field), r.pos);
     return {};
+  }
+
+  // The integers of a list, a list of lists (the pretty `pad = [[lo, hi], ...]`) or a dense
+  // literal, in order.
+  std::vector<std::int64_t> flat_ints(const ParsedOp& r, const Attr& a,
+                                      std::string_view what) const {
+    if (a.kind != Attr::kList) return ints_of(a, std::string(what), r.pos);
+    std::vector<std::int64_t> v;
+    for (const Attr& item : a.items) {
+      const std::vector<std::int64_t> part = flat_ints(r, item, what);
+      v.insert(v.end(), part.begin(), part.end());
+    }
+    return v;
+  }
+
+  // stablehlo.convolution's attributes, from the generic form or the pretty `dim_numbers = ...,
+  // window = {...}`; absent window attributes take their defaults (stride, dilation 1, no
+  // padding).
+  ConvAttrs convolution_attrs(const ParsedOp& r, const std::vector<TensorType>& in) const {
+    namespace s = syntax;
+    const std::string& n = r.name;
+    if (in.size() != 2) error(n + ": expected two operands (input and kernel)", r.pos);
+    const std::size_t spatial = in[0].rank() >= 2 ? static_cast<std::size_t>(in[0].rank() - 2) : 0;
+    ConvAttrs c;
+    const Attr* d = r.attr(s::kConvDimensionNumbers);
+    if (!d) d = r.attr(s::kPrettyDimNumbers);
+    if (!d || d->kind != Attr::kConvDims)
+      error(n + ": missing 'dimension_numbers = #stablehlo.conv<...>'", r.pos);
+    try {
+      c.dims = parse_conv_dimension_numbers(d->s);
+    } catch (const Error& e) {
+      error(n + ": " + e.what(), r.pos);
+    }
+    const Attr* window = r.attr(s::kPrettyWindow);
+    if (window && window->kind != Attr::kDict)
+      error(n + ": 'window' must be a dictionary {stride = [...], pad = [...], ...}", r.pos);
+    auto field = [&](std::string_view generic, std::string_view pretty) -> const Attr* {
+      if (const Attr* a = r.attr(generic)) return a;
+      return window ? window->field(pretty) : nullptr;
+    };
+    auto window_ints = [&](std::string_view generic, std::string_view pretty, std::size_t count,
+                           std::int64_t fill) {
+      const Attr* a = field(generic, pretty);
+      if (!a) return std::vector<std::int64_t>(count, fill);
+      return flat_ints(r, *a, generic);
+    };
+    c.window_strides = window_ints(s::kWindowStrides, s::kPrettyStride, spatial, 1);
+    c.lhs_dilation = window_ints(s::kLhsDilation, s::kPrettyLhsDilate, spatial, 1);
+    c.rhs_dilation = window_ints(s::kRhsDilation, s::kPrettyRhsDilate, spatial, 1);
+    const std::vector<std::int64_t> pad = window_ints(s::kPadding, s::kPrettyPad, 2 * spatial, 0);
+    if (pad.size() != 2 * spatial)
+      error(n + ": padding has " + std::to_string(pad.size()) + " values, expected " +
+                std::to_string(2 * spatial) + " (a [low, high] pair per spatial dim)",
+            r.pos);
+    for (std::size_t k = 0; k < spatial; ++k) {
+      c.padding_low.push_back(pad[2 * k]);
+      c.padding_high.push_back(pad[2 * k + 1]);
+    }
+    if (const Attr* rev = field(s::kWindowReversal, s::kPrettyReverse))
+      for (const Attr& item : rev->items)
+        if (item.i != 0)
+          error(n + ": window_reversal is not supported by vtrn; reverse the kernel with "
+                    "stablehlo.reverse instead",
+                r.pos);
+    c.feature_group_count = need_int(r, {s::kFeatureGroupCount}, 1);
+    c.batch_group_count = need_int(r, {s::kBatchGroupCount}, 1);
+    return c;
   }
 
   std::vector<int> build(const ParsedOp& r, Block& b) const {
@@ -139,6 +207,9 @@ class ParsedOpBuilder {
           op.dot.lhs_contracting = need_ints(r, {"contracting_dims_lhs"});
           op.dot.rhs_contracting = need_ints(r, {"contracting_dims_rhs"});
         }
+        break;
+      case OpKind::kConvolution:
+        op.conv = convolution_attrs(r, in);
         break;
       case OpKind::kGather: {
         const Attr* d = r.attr(syntax::kGatherDimensionNumbers);

@@ -511,6 +511,10 @@ class Parser : public AttributeParser {
       pretty_reduce(r, scope);
       return;
     }
+    if (r.kind == OpKind::kConvolution) {
+      pretty_convolution(r, scope);
+      return;
+    }
     if (r.kind == OpKind::kCustomCall) {
       Attr t;
       t.kind = Attr::kString;
@@ -589,6 +593,45 @@ class Parser : public AttributeParser {
       }
       if (r.kind == OpKind::kSlice && peek("[")) continue;
       if (!accept(",")) break;
+    }
+    if (peek("{")) {
+      auto d = parse_dict();
+      r.attrs.insert(r.attrs.end(), d.begin(), d.end());
+    }
+    op_types(r);
+  }
+
+  void pretty_convolution(ParsedOp& r, Scope& scope) {
+    // stablehlo.convolution(%lhs, %rhs) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0],
+    //   window = {stride = [2], pad = [[1, 1]], ...} {feature_group_count = 1 : i64, ...} : types
+    expect("(", "'(' and the operands of stablehlo.convolution");
+    if (!accept(")")) {
+      do {
+        std::string sp;
+        r.operands.push_back(value_use(scope, &sp));
+        r.operand_names.push_back(sp);
+      } while (accept(","));
+      expect(")", "')' to close the operands");
+    }
+    if (!accept_word(syntax::kPrettyDimNumbers))
+      error("expected 'dim_numbers = [...]x[...]->[...]' in stablehlo.convolution");
+    expect("=", "'=' after dim_numbers");
+    ws();
+    const std::size_t start = p_;
+    skip_balanced_from_here('[');
+    expect("x", "'x' between the input and kernel dims");
+    skip_balanced_from_here('[');
+    expect("->", "'->' before the output dims");
+    skip_balanced_from_here('[');
+    Attr dims;
+    dims.kind = Attr::kConvDims;
+    dims.s = std::string(t_.substr(start, p_ - start));
+    r.attrs.emplace_back(syntax::kPrettyDimNumbers, dims);
+    if (accept(",")) {
+      if (!accept_word(syntax::kPrettyWindow))
+        error("expected 'window = {...}' after the convolution's dim_numbers");
+      expect("=", "'=' after window");
+      r.attrs.emplace_back(syntax::kPrettyWindow, parse_attr());
     }
     if (peek("{")) {
       auto d = parse_dict();

@@ -8,6 +8,7 @@
 #include <map>
 #include <string_view>
 
+#include "vtrn/hlo/convolution.h"
 #include "vtrn/hlo/syntax.h"
 
 namespace vtrn::hlo {
@@ -292,6 +293,27 @@ class Printer {
         field(s::kLhsContractingDimensions, op.dot.lhs_contracting);
         field(s::kRhsContractingDimensions, op.dot.rhs_contracting);
         return attr(s::kDotDimensionNumbers, "#stablehlo.dot<" + fields + ">");
+      }
+      case OpKind::kConvolution: {
+        const ConvAttrs& c = op.conv;
+        const std::size_t n = c.padding_low.size();
+        std::string pad = "dense<";
+        if (n > 0) {
+          pad += '[';
+          for (std::size_t k = 0; k < n; ++k)
+            pad += (k ? ", [" : "[") + std::to_string(c.padding_low[k]) + ", " +
+                   std::to_string(c.padding_high[k]) + "]";
+          pad += ']';
+        }
+        pad += "> : tensor<" + std::to_string(n) + "x2xi64>";
+        return attr(s::kBatchGroupCount, std::to_string(c.batch_group_count) + " : i64") + ", " +
+               attr(s::kConvDimensionNumbers, "#" + std::string(s::kConvDimensionNumbersAttr) +
+                                                  "<" + conv_dimension_numbers_text(c.dims) + ">") +
+               ", " +
+               attr(s::kFeatureGroupCount, std::to_string(c.feature_group_count) + " : i64") +
+               ", " + attr(s::kLhsDilation, array_attr(c.lhs_dilation)) + ", " +
+               attr(s::kPadding, pad) + ", " + attr(s::kRhsDilation, array_attr(c.rhs_dilation)) +
+               ", " + attr(s::kWindowStrides, array_attr(c.window_strides));
       }
       case OpKind::kGather: {
         const GatherDims& g = op.gather;

@@ -42,7 +42,8 @@ namespace {
       return op_differ("paddings");
     if (x.comparison != y.comparison || x.compare_type != y.compare_type)
       return op_differ("comparisons");
-    if (!(x.dot == y.dot) || !(x.gather == y.gather) || !(x.scatter == y.scatter))
+    if (!(x.dot == y.dot) || !(x.conv == y.conv) || !(x.gather == y.gather) ||
+        !(x.scatter == y.scatter))
       return op_differ("dimension numbers");
     if (x.is_stable != y.is_stable || x.indices_are_sorted != y.indices_are_sorted ||
         x.unique_indices != y.unique_indices)
@@ -174,6 +175,15 @@ TEST(PrinterTest, EveryOpKindReparsesToTheSameModule) {
   outs.push_back(b.reduce(x, b.scalar(DType::kF32, 1), {0, 1}, ReduceKind::kMul));
   outs.push_back(b.dot_general(b.reshape(x, {1, 2, 3}), b.reshape(y, {1, 2, 3}),
                                DotDims{{0}, {0}, {2}, {2}}, DType::kF64));
+  ConvAttrs conv;
+  conv.window_strides = {2};
+  conv.padding_low = {1};
+  conv.padding_high = {-1};
+  conv.lhs_dilation = {2};
+  conv.rhs_dilation = {1};
+  conv.dims = ConvDimensionNumbers::channels_first(1);
+  conv.feature_group_count = 2;
+  outs.push_back(b.convolution(b.reshape(x, {1, 2, 3}), b.reshape(y, {2, 1, 3}), conv));
   outs.push_back(b.gather(x, idx, GatherDims{{1}, {0}, {0}, 1}, {1, 3}, true));
   outs.push_back(b.scatter(x, idx, y, ScatterDims{{1}, {0}, {0}, 1}, ScatterKind::kReplace));
   for (Value v : b.sort({x, i}, 1, 1, false, false)) outs.push_back(v);

@@ -57,4 +57,24 @@ inline constexpr std::string_view kInputBatchingDims = "input_batching_dims";  /
 // gather and scatter.
 inline constexpr std::string_view kIndexVectorDim = "index_vector_dim";
 
+// convolution, generic form: dimension_numbers = #stablehlo.conv<...> and the window.
+inline constexpr std::string_view kConvDimensionNumbers = "dimension_numbers";
+inline constexpr std::string_view kConvDimensionNumbersAttr = "stablehlo.conv";  // #stablehlo.conv
+inline constexpr std::string_view kWindowStrides = "window_strides";
+inline constexpr std::string_view kPadding = "padding";  // dense<[[low, high], ...]>
+inline constexpr std::string_view kLhsDilation = "lhs_dilation";
+inline constexpr std::string_view kRhsDilation = "rhs_dilation";
+inline constexpr std::string_view kWindowReversal = "window_reversal";  // only all false
+inline constexpr std::string_view kFeatureGroupCount = "feature_group_count";
+inline constexpr std::string_view kBatchGroupCount = "batch_group_count";
+// convolution, pretty form: `dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride =
+// [..], pad = [[..]], lhs_dilate = [..], rhs_dilate = [..], reverse = [..]}`.
+inline constexpr std::string_view kPrettyDimNumbers = "dim_numbers";
+inline constexpr std::string_view kPrettyWindow = "window";
+inline constexpr std::string_view kPrettyStride = "stride";
+inline constexpr std::string_view kPrettyPad = "pad";
+inline constexpr std::string_view kPrettyLhsDilate = "lhs_dilate";
+inline constexpr std::string_view kPrettyRhsDilate = "rhs_dilate";
+inline constexpr std::string_view kPrettyReverse = "reverse";
+
 }  // namespace vtrn::hlo::syntax

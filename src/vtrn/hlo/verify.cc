@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "vtrn/hlo/convolution.h"
+
 namespace vtrn::hlo {
 namespace {
 
@@ -462,6 +464,13 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
       return infer_reduce(op, in);
     case OpKind::kDotGeneral:
       return infer_dot(op, in, declared);
+    case OpKind::kConvolution:
+      expect_count(op, in, 2);
+      try {
+        return {infer_convolution_type(op.conv, in[0], in[1])};
+      } catch (const Error& e) {
+        fail(op, e.what());
+      }
     case OpKind::kGather:
       return infer_gather(op, in);
     case OpKind::kScatter:

@@ -87,4 +87,8 @@ void run_op(const hlo::Block& block, const hlo::Op& op, const std::vector<const 
 void dot_general(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs,
                  const std::uint8_t* rhs, std::uint8_t* out);
 
+/// stablehlo.convolution of float operands (kernels_conv.cc).
+void convolution(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs,
+                 const std::uint8_t* rhs, std::uint8_t* out);
+
 }  // namespace vtrn::runtime::kernels

@@ -539,6 +539,9 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     case OpKind::kDotGeneral:
       dot_general(b, op, in[0], in[1], out[0]);
       return;
+    case OpKind::kConvolution:
+      convolution(b, op, in[0], in[1], out[0]);
+      return;
     default:
       break;
   }

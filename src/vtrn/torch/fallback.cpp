@@ -12,6 +12,9 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_copy_from_and_resize.h>
 #include <torch/library.h>
 
 #include "vtrn/torch/cpu_call.h"
@@ -109,25 +112,54 @@ void foreach_by_index(const c10::OperatorHandle& op, torch::jit::Stack* stack, s
   for (auto& tensors : returned) stack->emplace_back(c10::List<at::Tensor>(std::move(tensors)));
 }
 
+// The *_overrideable convolution ops exist only for backends like this one: their CPU kernels
+// raise. On the CPU the same call is aten::convolution (the same arguments) and
+// aten::convolution_backward (which also takes the bias's sizes, here the number of output
+// channels, the size of grad_output's dim 1).
+const c10::OperatorHandle& cpu_equivalent(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                                          size_t first) {
+  const c10::OperatorName& name = op.operator_name();
+  if (name.name == "aten::convolution_overrideable") {
+    static const c10::OperatorHandle conv =
+        c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution", "");
+    return conv;
+  }
+  if (name.name == "aten::convolution_backward_overrideable") {
+    static const c10::OperatorHandle backward =
+        c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward", "");
+    const at::Tensor& grad_output = (*stack)[first].toTensor();
+    const std::vector<int64_t> bias_sizes{grad_output.dim() > 1 ? grad_output.size(1) : 0};
+    stack->insert(stack->begin() + static_cast<std::ptrdiff_t>(first) + 3, c10::IValue(bias_sizes));
+    return backward;
+  }
+  return op;
+}
+
 }  // namespace
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const size_t num_args = op.schema().arguments().size();
-  const size_t first = stack->size() - num_args;
-  if (is_foreach(op)) {
-    const std::optional<size_t> length = shared_list_length(*stack, first, num_args);
-    if (length && *length > 1 && spans_devices(*stack, first, num_args))
-      return foreach_by_index(op, stack, first, num_args, *length);
-    if (length) check_same_device(op, *stack, first);
-  } else {
-    check_same_device(op, *stack, first);
+void cpu_fallback(const c10::OperatorHandle& original, torch::jit::Stack* stack) {
+  {
+    const size_t n = original.schema().arguments().size();
+    const size_t at = stack->size() - n;
+    if (is_foreach(original)) {
+      const std::optional<size_t> length = shared_list_length(*stack, at, n);
+      if (length && *length > 1 && spans_devices(*stack, at, n))
+        return foreach_by_index(original, stack, at, n, *length);
+      if (length) check_same_device(original, *stack, at);
+    } else {
+      check_same_device(original, *stack, at);
+    }
   }
   count_fallback();
-  const std::string name = c10::toString(op.operator_name());
+  const std::string name = c10::toString(original.operator_name());
   TORCH_CHECK_NOT_IMPLEMENTED(
       !fallback_is_error(), "CPU fallback is disabled for operation=", name,
       ": VTRN_FALLBACK=error makes an op without a native neuron implementation an error. "
       "Unset VTRN_FALLBACK to run it on the CPU.");
+  const size_t original_args = original.schema().arguments().size();
+  const c10::OperatorHandle& op = cpu_equivalent(original, stack, stack->size() - original_args);
+  const size_t num_args = op.schema().arguments().size();
+  const size_t first = stack->size() - num_args;
   // The CPU reads device memory directly: wait for the work that produces the inputs.
   bool has_wide = false;
   bool f64 = false, f32 = false, c128 = false, c64 = false;  // dtypes of the tensors

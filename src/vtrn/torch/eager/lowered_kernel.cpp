@@ -216,6 +216,11 @@ class LoweredKernel final : public c10::OperatorKernel {
           a.kind = lowering::ArgKind::kInts;
           a.ints = v.toIntVector();
           break;
+        case Slot::kBools:
+          if (v.isNone()) break;
+          a.kind = lowering::ArgKind::kInts;
+          for (bool x : v.toBoolList()) a.ints.push_back(x ? 1 : 0);
+          break;
         case Slot::kFloat:
           if (v.isNone()) break;
           a.kind = lowering::ArgKind::kFloat;
@@ -334,7 +339,15 @@ class LoweredKernel final : public c10::OperatorKernel {
     }
     const bool functional = outputs.empty();
     if (functional) {
-      for (const hlo::TensorType& type : compiled->output_types) {
+      // A result the lowering does not compute (a gradient an output mask leaves out) is an
+      // undefined tensor, as PyTorch's kernels return it.
+      size_t k = 0;
+      for (size_t j = 0; j < compiled->written.size(); ++j) {
+        if (!compiled->written[j]) {
+          outputs.emplace_back();
+          continue;
+        }
+        const hlo::TensorType& type = compiled->output_types[k++];
         outputs.push_back(at::empty(
             type.dims,
             at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));

@@ -39,7 +39,11 @@ std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> nati
     if (op.name.rfind("aten::", 0) != 0) continue;
     const std::string name =
         op.name.substr(6) + (op.overload_name.empty() ? "" : "." + op.overload_name);
-    if (const lowering::OpLowering* e = lowering::find_lowering(name)) {
+    // An ATen kernel that runs one of vtrn's own lowered ops (batch_norm.cpp) is lowered too.
+    const lowering::OpLowering* e = lowering::find_lowering(name);
+    if (e == nullptr && name == "native_batch_norm")
+      e = lowering::find_lowering("vtrn::batch_norm");
+    if (e != nullptr) {
       std::vector<std::string> dtypes;
       for (DType d : e->dtypes) dtypes.push_back(lowering::torch_dtype_name(d));
       out.emplace_back(name, std::move(dtypes), "lowered");

@@ -38,6 +38,8 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lowering::OpLowerin
         s = Slot::kScalarList;
       else if (elem->kind() == c10::TypeKind::IntType || elem->kind() == c10::TypeKind::SymIntType)
         s = Slot::kInts;
+      else if (elem->kind() == c10::TypeKind::BoolType)
+        s = Slot::kBools;
     } else {
       switch (t->kind()) {
         case c10::TypeKind::NumberType:

@@ -31,6 +31,7 @@ enum class Slot : uint8_t {
   kRuntimeFloat,        // float the entry passes at runtime
   kInt,                 // int / SymInt (optional)
   kInts,                // int[] / SymInt[] (optional)
+  kBools,               // bool[N]: a static list, read as ints 0/1 (output masks)
   kFloat,               // float (optional)
   kBool,
   kString,

@@ -189,6 +189,17 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
         for (int64_t x : ints) key.push_back(x);
         break;
       }
+      case Slot::kBools: {
+        if (v.isNone()) {
+          key.push_back(kAbsent);
+          break;
+        }
+        if (!v.isBoolList()) return false;
+        const auto bools = v.toBoolList();
+        key.push_back(static_cast<int64_t>(bools.size()));
+        for (bool x : bools) key.push_back(x ? 1 : 0);
+        break;
+      }
       case Slot::kFloat:
         key.push_back(v.isNone() ? kAbsent : double_bits(v.toDouble()));
         break;

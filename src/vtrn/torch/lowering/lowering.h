@@ -90,7 +90,9 @@ struct OpLowering {
   std::vector<int> checked_scalars;
   std::vector<int> runtime_floats;  ///< float arguments passed as runtime parameters (kScalar)
   /// The lowering gives the CPU's result (or its error, by throwing Unsupported) for zero-size
-  /// inputs too, so those run natively; entries without it send them to the CPU fallback.
+  /// inputs too (it checks the ones it reads), so those run natively; entries without it send
+  /// them to the CPU fallback. native_batch_norm_backward gets empty saved statistics in
+  /// evaluation.
   bool zero_size = false;
 };
 
@@ -206,6 +208,8 @@ class Lowerer {
 void add_elementwise_lowerings(std::vector<OpLowering>& r);
 void add_reduction_lowerings(std::vector<OpLowering>& r);
 void add_nn_lowerings(std::vector<OpLowering>& r);
+void add_conv_lowerings(std::vector<OpLowering>& r);
+void add_norm_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
 void add_optimizer_lowerings(std::vector<OpLowering>& r);
 void add_factory_lowerings(std::vector<OpLowering>& r);
