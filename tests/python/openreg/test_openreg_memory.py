@@ -18,17 +18,19 @@ pytestmark = [
 
 
 def _allocated(device=0) -> int:
-    """The bytes tensors asked for on ``device`` (allocated bytes are rounded up to blocks)."""
-    torch.neuron.synchronize(device)  # queued work may still hold tensors
-    gc.collect()
+    """The bytes tensors asked for on ``device`` (allocated bytes are rounded up to blocks).
+    A tensor is freed when its last reference goes; queued work may hold one until it ran."""
+    torch.neuron.synchronize(device)
     return torch.neuron.memory_stats(device)["requested_bytes.all.current"]
 
 
 @pytest.fixture
 def no_leak():
     """Fails the test when it leaves more neuron:0 and neuron:1 memory allocated than it found."""
+    gc.collect()
     before = [_allocated(0), _allocated(1)]
     yield
+    gc.collect()
     assert [_allocated(0), _allocated(1)] == before
 
 
