@@ -131,16 +131,5 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
-// A structured op whose functional form has no neuron kernel reaches the device through its
-// out= form, with an out sized by the meta function. The CPU's out= kernels of these losses
-// warn that they resize that 0-dim out ("An output with one or more elements was resized"),
-// which their functional form, what the user called, never does: they fall back as themselves.
-// (An op listed here that gains a native kernel must leave this list.)
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* op : {"mse_loss", "smooth_l1_loss"}) {
-    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
-  }
-}
-
 }  // namespace
 }  // namespace vtrn::torch_adapter

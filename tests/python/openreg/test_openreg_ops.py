@@ -16,6 +16,8 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend
 
+import vtrn
+
 SDPAShape = collections.namedtuple("SDPAShape", ["batch", "num_heads", "seq_len", "head_dim"])
 
 
@@ -138,18 +140,40 @@ class TestFallback:
         assert torch.equal(torch.Tensor([2, 4, 6]), z[1].cpu())
 
     @pytest.mark.parametrize(
-        "loss", [torch.nn.functional.mse_loss, torch.nn.functional.smooth_l1_loss]
+        "loss, kwargs",
+        [
+            (torch.nn.functional.mse_loss, {}),
+            (torch.nn.functional.smooth_l1_loss, {}),
+            (torch.nn.functional.smooth_l1_loss, {"beta": 0.25}),
+        ],
     )
-    def test_losses_are_silent(self, loss):
+    @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+    def test_losses_run_on_the_device_silently(self, clean_tracking, loss, kwargs, reduction):
         # Found by the profiler tests' training step: the functional form reached the device
         # through its out= form, whose CPU kernel warns that it resizes a 0-dim out; the CPU's
-        # own functional form does not warn.
+        # own functional form does not warn. The losses now have kernels of their own.
         a, b = torch.randn(32, 10), torch.randn(32, 10)
+        a_neuron = a.to("neuron").requires_grad_()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             warnings.filterwarnings("ignore", ".*fell back to CPU")
-            got = loss(a.to("neuron"), b.to("neuron"))
-        torch.testing.assert_close(got.cpu(), loss(a, b))
+            got = loss(a_neuron, b.to("neuron"), reduction=reduction, **kwargs)
+            got.sum().backward()
+        a.requires_grad_()
+        expected = loss(a, b, reduction=reduction, **kwargs)
+        expected.sum().backward()
+        torch.testing.assert_close(got.cpu(), expected)
+        torch.testing.assert_close(a_neuron.grad.cpu(), a.grad)
+        name = f"aten::{loss.__name__}"
+        assert name in vtrn.get_executed_ops() and name not in vtrn.get_fallback_ops()
+
+    def test_smooth_l1_loss_negative_beta_is_the_cpus_error(self):
+        a = torch.ones(3)
+        with pytest.raises(RuntimeError) as cpu:
+            torch.nn.functional.smooth_l1_loss(a, a, beta=-1.0)
+        with pytest.raises(RuntimeError, match="does not support negative values for beta"):
+            torch.nn.functional.smooth_l1_loss(a.to("neuron"), a.to("neuron"), beta=-1.0)
+        assert "does not support negative values for beta" in str(cpu.value)
 
 
 def _sdpa_inputs(requires_grad=False):
