@@ -170,8 +170,12 @@ class TestEvent:
         stream2 = torch.Stream(device="neuron:0")
         stream3 = torch.Stream(device="neuron:0")
         assert stream1.stream_id != stream2.stream_id != stream3.stream_id
-        x = torch.randn(30, 30, device="neuron:0")
-        y = torch.randn(30, 30, device="neuron:0")
+        # openreg makes x and y on the default stream and its event orders nothing; neuron's
+        # streams run concurrently, as CUDA's do, so that would race: x and y are made on
+        # stream1 and its event orders them before both readers.
+        with stream1:
+            x = torch.randn(30, 30, device="neuron:0")
+            y = torch.randn(30, 30, device="neuron:0")
         event = stream1.record_event()
         stream2.wait_event(event)
         stream3.wait_event(event)
@@ -182,6 +186,7 @@ class TestEvent:
         torch.accelerator.synchronize()
         assert event.query()
         assert torch.equal(z2.sum().cpu(), z3.sum().cpu())
+        torch.testing.assert_close(z2.cpu(), x.cpu() @ y.cpu())
 
     def test_event_lifecycle(self):
         stream = torch.Stream(device="neuron:0")
