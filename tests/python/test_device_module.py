@@ -51,7 +51,7 @@ def test_explicit_index_tensor_lands_on_that_device():
 @pytest.mark.parametrize("bad", [64, 100, -3])
 def test_invalid_device_index_says_what_exists(bad):
     with pytest.raises(
-        ValueError, match=r"Invalid device id: neuron:-?\d+ does not exist; this process sees 64"
+        RuntimeError, match=r"Invalid device id: neuron:-?\d+ does not exist; this process sees 64"
     ):
         torch.neuron.set_device(bad)
     assert torch.neuron.current_device() == 0

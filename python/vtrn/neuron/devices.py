@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import warnings
 from dataclasses import dataclass
@@ -101,10 +102,13 @@ class _NeuronDeviceProperties:
     lnc: int
     instance: str
     core: int
+    major: int  # the NeuronCore generation: 2 on Trainium, 3 on Trainium2, 4 on Trainium3
+    minor: int
 
     def __repr__(self):
         return (
-            f"_NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB, "
+            f"_NeuronDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // 2**20}MB, "
             f"logical_cores_per_chip={self.logical_cores_per_chip}, lnc={self.lnc}, "
             f"instance='{self.instance}', core={self.core})"
         )
@@ -117,6 +121,7 @@ def get_device_properties(dev=None) -> _NeuronDeviceProperties:
     if not 0 <= index < device_count():
         _C.set_device(index)  # raises the same error set_device would
     config = _C.config()
+    major, minor = _core_version(config["core"])
     return _NeuronDeviceProperties(
         name=_device_name(config),
         total_memory=config["bank_bytes"],
@@ -124,7 +129,17 @@ def get_device_properties(dev=None) -> _NeuronDeviceProperties:
         lnc=config["lnc"],
         instance=config["instance"],
         core=config["visible_cores"][index],
+        major=major,
+        minor=minor,
     )
+
+
+def _core_version(core_name: str) -> tuple:
+    """(N, 0) for "NeuronCore-vN": the architecture version the Neuron documentation names."""
+    match = re.fullmatch(r"NeuronCore-v(\d+)", core_name)
+    if match is None:
+        raise RuntimeError(f"unknown NeuronCore name {core_name!r}: expected 'NeuronCore-v<N>'")
+    return int(match.group(1)), 0
 
 
 def _device_name(config) -> str:
@@ -134,6 +149,18 @@ def _device_name(config) -> str:
 
 def get_device_name(dev=None) -> str:
     return get_device_properties(dev).name
+
+
+def get_device_capability(dev=None) -> tuple:
+    """The (major, minor) architecture version of ``dev``, as torch.cuda.get_device_capability.
+
+    TorchNeuron has no such call; vtrn answers with the NeuronCore generation the Neuron
+    documentation names: (2, 0) for NeuronCore-v2 (Trainium), (3, 0) for NeuronCore-v3
+    (Trainium2), (4, 0) for NeuronCore-v4 (Trainium3). The dtypes a device holds are
+    ``torch.accelerator.get_device_capability()["supported_dtypes"]``.
+    """
+    props = get_device_properties(dev)
+    return props.major, props.minor
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:

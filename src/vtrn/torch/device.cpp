@@ -96,11 +96,12 @@ void switch_device(c10::DeviceIndex index) {
 
 void check_device_index(c10::DeviceIndex index) {
   device_config();  // raises the configuration error first, if any
-  TORCH_CHECK_INDEX(
-      index >= 0 && index < device_count(), "Invalid device id: neuron:", static_cast<int>(index),
-      " does not exist; this process sees ", device_count(),
-      " neuron devices (neuron:0 to neuron:", device_count() - 1,
-      "). NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES choose which cores these are.");
+  // A RuntimeError, as CUDA raises for an ordinal it does not have.
+  TORCH_CHECK(index >= 0 && index < device_count(),
+              "Invalid device id: neuron:", static_cast<int>(index),
+              " does not exist; this process sees ", device_count(),
+              " neuron devices (neuron:0 to neuron:", device_count() - 1,
+              "). NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES choose which cores these are.");
 }
 
 void set_device(c10::DeviceIndex index) {

@@ -41,8 +41,8 @@ c10::DeviceIndex torch_device_count() noexcept;
 /// The calling thread's current device index: its own if it chose one, else the process's.
 c10::DeviceIndex current_device() noexcept;
 
-/// Makes |index| the calling thread's device (torch.neuron.set_device). Throws a
-/// c10::IndexError naming the valid range when |index| is out of it.
+/// Makes |index| the calling thread's device (torch.neuron.set_device). Throws a c10::Error
+/// (RuntimeError, as CUDA) naming the valid range when |index| is out of it.
 void set_device(c10::DeviceIndex index);
 
 /// A DeviceGuard's temporary switch to |index| (checked), which does not pin the thread.
@@ -63,7 +63,7 @@ bool process_device_chosen() noexcept;
 /// throws a RuntimeError naming both processes when another worker of the node holds it.
 void claim_device(c10::DeviceIndex index);
 
-/// Throws a c10::IndexError naming the valid range unless 0 <= |index| < device_count().
+/// Throws a c10::Error (RuntimeError) naming the valid range unless 0 <= |index| < device_count().
 void check_device_index(c10::DeviceIndex index);
 
 /// The device memory of every visible core.

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include "vtrn/runtime/stream.h"
+#include "vtrn/torch/capability.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/gil.h"
 #include "vtrn/torch/stream.h"
@@ -60,6 +61,12 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::Stream exchangeStream(c10::Stream stream) const override { return exchange_stream(stream); }
 
   c10::DeviceIndex deviceCount() const noexcept override { return torch_device_count(); }
+
+  // Every visible core is the same kind, so the answer depends only on the instance.
+  c10::DeviceCapability getDeviceCapability(c10::Device device) const override {
+    check_device_index(index_of(device));
+    return device_capability();
+  }
 
   bool queryStream(const c10::Stream& stream) const override {
     return runtime_stream(stream).query();

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <pybind11/stl.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <c10/util/Exception.h>
@@ -29,15 +30,16 @@ namespace adapter = vtrn::torch_adapter;
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "vtrn's PyTorch adapter: the `neuron` PrivateUse1 device.";
-  // Python users see the message without the C++ backtrace; a bad device index is a
-  // ValueError, as on TorchNeuron.
+  // c10 errors reach Python as torch's own bindings raise them: the exception type of the
+  // c10::Error subclass (IndexError, NotImplementedError, torch.OutOfMemoryError...), the
+  // message without the C++ backtrace unless TORCH_SHOW_CPP_STACKTRACES=1. pybind11 shares
+  // translators between the modules built with torch's pybind11, so this one also serves
+  // torch's functions: it must not change what they raise.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const c10::IndexError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
-    } catch (const c10::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    } catch (const c10::Error&) {
+      torch::translate_exception_to_python(std::current_exception());
     }
   });
   // Compile-cache warnings (a rejected entry, an unsafe cache directory) happen inside an op;
