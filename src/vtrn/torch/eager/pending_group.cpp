@@ -17,6 +17,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StreamGuard.h>
 
+#include "vtrn/hlo/builder.h"
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/eager/word_key.h"
@@ -62,6 +63,7 @@ enum class WireWord : int64_t {
   kExternalInput = 0,  // then the index of the external buffer
   kInternalInput = 1,  // then the index of the group's buffer an earlier op wrote
   kOutput = 2,         // then the index of the group's buffer this output writes
+  kInternalView = 3,   // then the buffer's index, the view's offset, rank, sizes and strides
 };
 enum class BufferWord : int64_t {
   kDropped = 0,  // a buffer the group allocated whose tensor died unread
@@ -76,6 +78,69 @@ PendingGroup& pending_group(int device) {
 }
 
 std::atomic<bool> any_pending{false};
+std::atomic<int> capture_depth{0};
+
+bool capturing() { return capture_depth.load(std::memory_order_acquire) > 0; }
+
+/// Whether |in| reads a view of |buf| that a capture can express inside the module: |buf| is a
+/// dense buffer the group allocated, read with its own dtype.
+bool viewable(const BufferRef& buf, const BufferRef& in) {
+  if (in.is_scalar || !buf.fresh || !buf.contiguous || buf.dtype != in.dtype) return false;
+  auto [a0, a1] = buf.byte_range();
+  auto [b0, b1] = in.byte_range();
+  return a0 <= b0 && b1 <= a1;
+}
+
+/// The HLO of |in|, a view of the dense buffer |buf| whose value has type |base|: a reshape
+/// when the view is the whole buffer in order, a reshape and transpose when it is a
+/// permutation of it, else a gather of the viewed elements.
+hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const BufferRef& in) {
+  hlo::Builder b("view");
+  hlo::Value x = b.param(base);
+  const int64_t n = buf.numel(), rel = in.offset - buf.offset;
+  const size_t r = in.sizes.size();
+  std::vector<int64_t> dims(in.sizes.begin(), in.sizes.end());
+  std::vector<int64_t> perm(r);
+  for (size_t i = 0; i < r; ++i) perm[i] = static_cast<int64_t>(i);
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t p, int64_t q) {
+    return in.strides[static_cast<size_t>(p)] > in.strides[static_cast<size_t>(q)];
+  });
+  bool dense = rel == 0 && in.numel() == n;
+  int64_t expect = 1;
+  for (size_t i = r; i-- > 0 && dense;) {
+    const size_t d = static_cast<size_t>(perm[i]);
+    if (in.sizes[d] != 1 && in.strides[d] != expect) dense = false;
+    expect *= in.sizes[d];
+  }
+  if (dense) {
+    std::vector<int64_t> ordered;
+    for (int64_t p : perm) ordered.push_back(in.sizes[static_cast<size_t>(p)]);
+    hlo::Value v = b.reshape(x, ordered);
+    std::vector<int64_t> inverse(r);
+    for (size_t i = 0; i < r; ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    bool identity = true;
+    for (size_t i = 0; i < r; ++i) identity = identity && inverse[i] == static_cast<int64_t>(i);
+    if (!identity) v = b.transpose(v, inverse);
+    return b.finish({v});
+  }
+  hlo::Value flat = b.reshape(x, {n});
+  if (r == 0) return b.finish({b.reshape(b.slice(flat, {rel}, {rel + 1}), {})});
+  const hlo::TensorType it(hlo::DType::kI64, dims);
+  hlo::Value idx = b.broadcast_to(b.scalar(hlo::DType::kI64, static_cast<double>(rel)), dims);
+  for (size_t i = 0; i < r; ++i) {
+    if (in.strides[i] == 0 || in.sizes[i] == 1) continue;
+    hlo::Value stride =
+        b.broadcast_to(b.scalar(hlo::DType::kI64, static_cast<double>(in.strides[i])), dims);
+    idx = b.add(idx, b.mul(b.iota(it, static_cast<int64_t>(i)), stride));
+  }
+  std::vector<int64_t> idx_dims = dims;
+  idx_dims.push_back(1);
+  hlo::GatherDims g;
+  g.collapsed_slice_dims = {0};
+  g.start_index_map = {0};
+  g.index_vector_dim = static_cast<int64_t>(r);
+  return b.finish({b.gather(flat, b.reshape(idx, idx_dims), g, {1})});
+}
 
 // Composed executables, by the identity of their ops and wiring.
 std::mutex& fused_mutex() {
@@ -191,6 +256,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
   struct Wire {
     bool internal;
     size_t index;
+    bool view = false;  // internal: a view of the buffer, not the buffer itself
   };
   std::vector<std::vector<Wire>> wiring(ops.size());
   std::vector<int> last_writer;  // per buffer: the op that wrote it last
@@ -202,6 +268,12 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
       for (size_t b = 0; b < buffers.size() && !found; ++b) {
         if (buffers[b].same_view(in)) {
           w = {true, b};
+          found = true;
+        }
+      }
+      for (size_t b = buffers.size(); b-- > 0 && !found && capturing();) {
+        if (buffers[b].overlaps(in) && viewable(buffers[b], in)) {
+          w = {true, b, true};
           found = true;
         }
       }
@@ -218,9 +290,16 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
         ext.push_back(in);
       }
       wiring[k].push_back(w);
-      key.push_back(
-          static_cast<int64_t>(w.internal ? WireWord::kInternalInput : WireWord::kExternalInput));
+      key.push_back(static_cast<int64_t>(
+          w.view ? WireWord::kInternalView
+                 : (w.internal ? WireWord::kInternalInput : WireWord::kExternalInput)));
       key.push_back(static_cast<int64_t>(w.index));
+      if (w.view) {
+        key.push_back(in.offset - buffers[w.index].offset);
+        key.push_back(static_cast<int64_t>(in.sizes.size()));
+        for (int64_t v : in.sizes) key.push_back(v);
+        for (int64_t v : in.strides) key.push_back(v);
+      }
     }
     for (const BufferRef& out : ops[k].outputs) {
       size_t b = 0;
@@ -283,7 +362,14 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
       std::vector<int> map(src.types.size(), -1);
       for (size_t p = 0; p < src.args.size(); ++p) {
         const Wire& w = wiring[k][p];
-        if (w.internal) {
+        if (w.view) {
+          const hlo::Module vm =
+              view_module(dst.type(buffer_value[w.index]), buffers[w.index], ops[k].inputs[p]);
+          std::vector<int> vmap(vm.main.types.size(), -1);
+          vmap[static_cast<size_t>(vm.main.args[0])] = buffer_value[w.index];
+          inline_block(vm.main, dst, vmap, wide);
+          map[static_cast<size_t>(src.args[p])] = vmap[static_cast<size_t>(vm.main.results[0])];
+        } else if (w.internal) {
           map[static_cast<size_t>(src.args[p])] = buffer_value[w.index];
         } else {
           if (ext_value[w.index] < 0) {
@@ -342,8 +428,11 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
 /// Queues |launch| (AEE: holds it in the device's group when it can fuse).
 void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::DeviceIndex device,
             const char* name) {
-  const bool fusable = op->entry->elementwise && op->output_types.size() == 1 &&
-                       concatenation_enabled() && !at::globalContext().deterministicAlgorithms();
+  const bool capture = capturing();
+  const bool fusable =
+      op->module != nullptr &&
+      (capture || (op->entry->elementwise && op->output_types.size() == 1 &&
+                   concatenation_enabled() && !at::globalContext().deterministicAlgorithms()));
   if (fusable) {
     PendingGroup& g = pending_group(device);
     const c10::StreamId stream = current_stream(device).id();
@@ -355,7 +444,8 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
     for (const PendingOp& p : g.ops) {
       for (const BufferRef& a : p.outputs) {
         for (const BufferRef& b : launch.inputs)
-          conflict = conflict || (a.overlaps(b) && !a.same_view(b));
+          conflict =
+              conflict || (a.overlaps(b) && !a.same_view(b) && !(capture && viewable(a, b)));
         for (const BufferRef& b : launch.outputs)
           conflict = conflict || (a.overlaps(b) && !a.same_view(b));
       }
@@ -367,7 +457,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
     g.stream = stream;
     g.ops.push_back(PendingOp{op, name, std::move(launch.inputs), std::move(launch.outputs)});
     any_pending.store(true, std::memory_order_release);
-    if (g.ops.size() >= kMaxGroupOps) {
+    if (g.ops.size() >= kMaxGroupOps && !capture) {
       full.swap(g.ops);
       run_group(full, device, stream);
     }
@@ -380,5 +470,12 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
 }
 
 }  // namespace eager
+
+void begin_graph_capture() { eager::capture_depth.fetch_add(1, std::memory_order_acq_rel); }
+
+void end_graph_capture(int device) {
+  flush_pending(device);
+  eager::capture_depth.fetch_sub(1, std::memory_order_acq_rel);
+}
 
 }  // namespace vtrn::torch_adapter

@@ -44,6 +44,14 @@ void renew_pending_group_locks_in_child();
 /// Whether Adaptive Eager Execution is on (TORCH_NEURONX_ENABLE_CONCATENATION=1, read once).
 bool concatenation_enabled();
 
+/// Graph capture (torch.compile): while a capture is open, every lowered op joins its device's
+/// group, whatever its kind and however many ops the group holds, and an op that reads a view
+/// of a result of the group stays in it (the view becomes part of the module). So a graph whose
+/// ops all lower and that reads nothing back on the host runs as one executable.
+void begin_graph_capture();
+/// Closes the capture: runs |device|'s group.
+void end_graph_capture(int device);
+
 namespace eager {
 
 /// Queues |launch| of |op| on |device|'s current stream, holding it in the device's group when

@@ -1,6 +1,8 @@
-// Data movement that computes: concatenation (also FSDP2's copy-in and split copy-out) and the
-// triangular masks.
+// Data movement that computes: concatenation (also FSDP2's copy-in and split copy-out), the
+// triangular masks, slice_backward's zero padding and alias_copy.
 #include "vtrn/torch/lowering/families.h"
+
+#include <algorithm>
 
 namespace vtrn::lowering {
 namespace {
@@ -52,6 +54,38 @@ void add_data_lowerings(std::vector<OpLowering>& r) {
   });
   cat.zero_size = true;
   add(r, {"cat", "cat.out"}, cat);
+  // slice_backward(grad, input_sizes, dim, start, end, step): the gradient padded with zeros
+  // around and between its elements along |dim|.
+  add(r, {"slice_backward", "slice_backward.out"},
+      entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+        Value g = L.tensor(0);
+        L.require_claimed(L.dtype(g));
+        const std::vector<std::int64_t> sizes = L.ints(1);
+        const int rank = static_cast<int>(sizes.size());
+        if (rank == 0 || L.rank(g) != rank) throw Unsupported("slice_backward rank");
+        const std::int64_t dim = L.wrap_dim(L.integer(2), rank);
+        const std::int64_t size = sizes[static_cast<std::size_t>(dim)];
+        std::int64_t start = L.integer(3);
+        const std::int64_t step = L.integer(5);
+        if (start < 0) start += size;
+        start = std::min(std::max<std::int64_t>(start, 0), size);
+        const std::int64_t n = L.shape(g)[static_cast<std::size_t>(dim)];
+        if (n == 0 || step < 1) throw Unsupported("empty slice_backward");
+        std::vector<std::int64_t> low(sizes.size(), 0), high(sizes.size(), 0),
+            interior(sizes.size(), 0);
+        low[static_cast<std::size_t>(dim)] = start;
+        interior[static_cast<std::size_t>(dim)] = step - 1;
+        high[static_cast<std::size_t>(dim)] = size - (start + (n - 1) * step + 1);
+        if (high[static_cast<std::size_t>(dim)] < 0) throw Unsupported("slice_backward bounds");
+        Value zero = L.constant(0.0, L.dtype(g));
+        return {L.convert(L.b.pad(g, zero, low, high, interior), L.out_dtype(0, L.dtype(g)))};
+      }));
+  // alias_copy(self): a dense copy; the compiled-graph path uses it for clone.
+  add(r, {"alias_copy", "alias_copy.out"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+        Value x = L.tensor(0);
+        L.require_claimed(L.dtype(x));
+        return {L.convert(L.b.reshape(x, L.shape(x)), L.out_dtype(0, L.dtype(x)))};
+      }));
   add(r, {"tril", "tril_", "tril.out"}, entry(all_types(), triangle(true)));
   add(r, {"triu", "triu_", "triu.out"}, entry(all_types(), triangle(false)));
 }

@@ -1,0 +1,310 @@
+"""The ``neuron`` Dynamo backend.
+
+Dynamo captures an FX graph; AOT Autograd splits it into forward and backward graphs of ATen
+ops; each of those graphs runs on ``neuron`` inside a graph capture: the ops go through the
+same lowering registry as eager mode and are held in one group that becomes one StableHLO
+module, compiled once and kept in the same compile cache as eager executables (see
+docs/compile.md).
+"""
+
+import dataclasses
+import functools
+import logging
+import os
+import re
+import threading
+import time
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+log = logging.getLogger(__name__)
+aten = torch.ops.aten
+
+# Options TorchNeuron's backend takes; anything else is a mistake worth naming.
+KNOWN_OPTIONS = ("fallback_execution", "dynamic")
+
+# Ops that must stay whole in the graphs: vtrn lowers them natively (one node, one lowering),
+# while the core ATen table would split them into many small ops.
+KEEP_WHOLE = (
+    "silu",
+    "silu_backward",
+    "linear",
+    "t",
+    "_fused_rms_norm",
+    "native_layer_norm",
+    "native_layer_norm_backward",
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_fused_attention_overrideable_backward",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "mm",
+    "bmm",
+    "addmm",
+    "matmul",
+    "gelu",
+    "gelu_backward",
+    "_softmax",
+    "_log_softmax",
+    "_softmax_backward_data",
+    "_log_softmax_backward_data",
+    "nll_loss_forward",
+    "nll_loss_backward",
+    "embedding_dense_backward",
+    "slice_backward",
+)
+
+
+@dataclasses.dataclass
+class CompileMetrics:
+    """Counters of the neuron backend, as TorchNeuron's ``get_dynamo_metrics()`` reports them."""
+
+    graphs: int = 0  # Dynamo graphs the backend received
+    compiles: int = 0  # graphs whose first run compiled at least one executable
+    cache_hits: int = 0  # graphs whose first run found every executable in the compile cache
+    compile_time_s: float = 0.0  # seconds spent lowering and compiling graph modules
+    executions: int = 0  # compiled-graph calls
+    fallbacks: int = 0  # op calls inside compiled graphs that ran on the CPU fallback
+
+
+_lock = threading.Lock()
+_metrics = CompileMetrics()
+# Per AOT graph name: the executables its last run took (1 when the whole graph lowered).
+_modules: dict[str, int] = {}
+
+
+def get_dynamo_metrics() -> dict:
+    """The backend's counters since the process started (or reset_dynamo_metrics())."""
+    with _lock:
+        return dataclasses.asdict(_metrics)
+
+
+def reset_dynamo_metrics() -> None:
+    """Sets every counter of get_dynamo_metrics() back to zero and forgets graph_modules()."""
+    global _metrics
+    with _lock:
+        _metrics = CompileMetrics()
+        _modules.clear()
+
+
+def graph_modules() -> dict:
+    """AOT graph name -> the number of executables its last run took (forward, backward and
+    inference graphs; 1 means the whole graph ran as one module)."""
+    with _lock:
+        return dict(_modules)
+
+
+def decomposition_table() -> dict:
+    """Core ATen decompositions, less the ops vtrn lowers whole."""
+    from torch._decomp import core_aten_decompositions
+
+    table = dict(core_aten_decompositions())
+    for name in KEEP_WHOLE:
+        packet = getattr(aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
+    return table
+
+
+def _source_line(node) -> str:
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', trace)
+    if not frames:
+        return "unknown source line"
+    path, line, fn, code = frames[-1]
+    return f"{path}:{line} in {fn}: {code.strip()}"
+
+
+def _dynamic_dims(gm, example_inputs):
+    found = []
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, torch.SymInt):
+            found.append(f"input {i}: {x}")
+        elif isinstance(x, torch.Tensor):
+            for d, s in enumerate(x.shape):
+                if isinstance(s, torch.SymInt):
+                    found.append(f"input {i} dim {d}: {s}")
+    return found
+
+
+def _check_static(gm, example_inputs):
+    found = _dynamic_dims(gm, example_inputs)
+    if not found:
+        return
+    where = ""
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" and node.meta.get("stack_trace"):
+            where = f" Source: {_source_line(node)}."
+            break
+    raise RuntimeError(
+        "Dynamic shapes detected in the model, but torch-neuronx requires static shapes. "
+        f"Found {len(found)} dynamic dimension(s): {found}.{where}\n"
+        "To fix this issue:\n"
+        "  1. Pass dynamic=False to torch.compile (each new shape then compiles once);\n"
+        "  2. remove torch._dynamo.mark_dynamic() calls on the inputs;\n"
+        "  3. pad inputs to a few fixed sizes (buckets) so shapes repeat."
+    )
+
+
+def _unlowerable(gm) -> list:
+    """(op name, node) for each call the neuron device has no kernel for (it would run on the
+    CPU fallback)."""
+    keys = ("PrivateUse1", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+    bad = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        name = node.target.name()
+        if not any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k) for k in keys):
+            bad.append((name, node))
+    return bad
+
+
+def _cannot_lower(kind, items):
+    lines = [f"  {name} at {_source_line(node)}" for name, node in items]
+    return RuntimeError(
+        f"neuron backend: the {kind} graph holds op(s) vtrn cannot lower:\n"
+        + "\n".join(lines)
+        + '\nPass options={"fallback_execution": True} to torch.compile to run them on the '
+        "CPU fallback, or compute them outside the compiled region."
+    )
+
+
+def _view_or_copy(x, shape):
+    """aten.view, or a view of a dense copy when |x|'s strides don't allow it: a kernel's
+    result may be laid out differently from what its meta function told the tracer."""
+    try:
+        return aten.view.default(x, shape)
+    except RuntimeError:
+        return aten.view.default(aten.alias_copy.default(x), shape)
+
+
+def _dense_copies(gm):
+    """clone -> alias_copy: the same dense copy, but one vtrn lowers (clone itself is a native
+    copy in eager mode, which would end the capture's group); view -> _view_or_copy."""
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is aten.clone.default:
+            node.target = aten.alias_copy.default
+            node.kwargs = {}
+            changed = True
+        elif node.target in (aten.view.default, aten._unsafe_view.default):
+            node.target = _view_or_copy
+            changed = True
+    if changed:
+        gm.recompile()
+    return gm
+
+
+def _device_of(args):
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.device.type == "neuron":
+            return a.device.index or 0
+    return torch.neuron.current_device() if hasattr(torch, "neuron") else 0
+
+
+def _graph_compiler(kind, options, gm, example_inputs):
+    """AOT compiler for one forward, backward or inference graph."""
+    from torch._functorch._aot_autograd.logging_utils import get_aot_graph_name
+
+    from vtrn import _C
+
+    try:
+        name = get_aot_graph_name()
+    except Exception:  # noqa: BLE001 - outside an AOT trace (direct calls)
+        name = f"graph_{id(gm)}"
+    name = f"{name}_{kind}" if kind not in name else name
+    fallback = bool(options.get("fallback_execution", False))
+    gm = _dense_copies(gm)
+    bad = _unlowerable(gm)
+    if bad and not fallback:
+        raise _cannot_lower(kind, bad)
+    autocopy = os.environ.get("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY") != "1"
+    state = {"first": True}
+
+    def run(*args):
+        device = _device_of(args)
+        if autocopy:
+            args = [
+                a.to(f"neuron:{device}")
+                if isinstance(a, torch.Tensor) and a.is_cpu and a.dim()
+                else a
+                for a in args
+            ]
+        else:
+            for i, a in enumerate(args):
+                if isinstance(a, torch.Tensor) and a.is_cpu and a.dim():
+                    raise RuntimeError(
+                        f"Input tensor at index {i} is on cpu device, expected neuron. "
+                        "Move tensor to Neuron device first with tensor.to('neuron')"
+                    )
+        before = _C._metrics()
+        fallbacks_before = set(_C.get_fallback_ops())
+        start = time.perf_counter()
+        _C._begin_graph_capture()
+        try:
+            out = gm(*args)
+        finally:
+            _C._end_graph_capture(device)
+        after = _C._metrics()
+        fell_back = after["fallbacks"] - before["fallbacks"]
+        if fell_back and not fallback:
+            ops = sorted(set(_C.get_fallback_ops()) - fallbacks_before)
+            raise RuntimeError(
+                f"neuron backend: the {kind} graph {name} ran {fell_back} op call(s) on the CPU "
+                f"fallback ({', '.join(ops) or 'ops seen before'}): vtrn cannot lower them for "
+                'these inputs. Pass options={"fallback_execution": True} to torch.compile to '
+                "allow it."
+            )
+        compiles = after["compiles"] - before["compiles"]
+        with _lock:
+            _metrics.executions += 1
+            _metrics.fallbacks += fell_back
+            _modules[name] = after["executed_kernels"] - before["executed_kernels"]
+            if state["first"]:
+                _metrics.compiles += 1 if compiles else 0
+                _metrics.cache_hits += 1 if compiles == 0 else 0
+                _metrics.compile_time_s += time.perf_counter() - start
+        state["first"] = False
+        return out
+
+    return make_boxed_func(run)
+
+
+def neuron_backend(gm, example_inputs, *, mode=None, options=None):
+    """``torch.compile(model, backend="neuron", mode=..., options=...)``.
+
+    Options: ``fallback_execution`` (default False): run ops vtrn cannot lower on the CPU
+    fallback instead of failing the compile.
+    """
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(KNOWN_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"neuron backend: unknown option(s) {unknown}; the backend takes {list(KNOWN_OPTIONS)}"
+        )
+    if mode not in (None, "default"):
+        log.warning(
+            "Neuron backend does not support mode='%s', falling back to default mode.", mode
+        )
+    if options.get("dynamic"):
+        raise RuntimeError(
+            "neuron backend: dynamic=True is not supported; torch-neuronx requires static "
+            "shapes. Pass dynamic=False (each new shape compiles once)."
+        )
+    _check_static(gm, example_inputs)
+    with _lock:
+        _metrics.graphs += 1
+    backend = aot_autograd(
+        fw_compiler=functools.partial(_graph_compiler, "forward", options),
+        bw_compiler=functools.partial(_graph_compiler, "backward", options),
+        inference_compiler=functools.partial(_graph_compiler, "inference", options),
+        decompositions=decomposition_table(),
+        keep_inference_input_mutations=True,
+    )
+    return backend(gm, example_inputs)
