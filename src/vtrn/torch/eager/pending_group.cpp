@@ -444,8 +444,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
     for (const PendingOp& p : g.ops) {
       for (const BufferRef& a : p.outputs) {
         for (const BufferRef& b : launch.inputs)
-          conflict =
-              conflict || (a.overlaps(b) && !a.same_view(b) && !(capture && viewable(a, b)));
+          conflict = conflict || (a.overlaps(b) && !a.same_view(b) && !(capture && viewable(a, b)));
         for (const BufferRef& b : launch.outputs)
           conflict = conflict || (a.overlaps(b) && !a.same_view(b));
       }
