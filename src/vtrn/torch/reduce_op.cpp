@@ -84,9 +84,9 @@ ReducePlan plan_reduce(const c10d::ReduceOp& op, at::ScalarType dtype, const cha
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-      TORCH_CHECK_VALUE(!is_floating, "Cannot use ReduceOp.", op_name(op.op_), " with ",
-                        c10::toString(dtype), " tensors (", collective,
-                        "): bitwise reductions take integer or bool tensors.");
+      TORCH_CHECK_TYPE(!is_floating, "Cannot use ReduceOp.", op_name(op.op_), " with ",
+                       c10::toString(dtype), " tensors (", collective,
+                       "): bitwise reductions take integer or bool tensors.");
       return plan;
     default:
       TORCH_CHECK_VALUE(false, "Unhandled ReduceOp ", op_name(op.op_), " in ", collective, ".");

@@ -31,11 +31,13 @@ def worker(rank, port, scratch):
     x = torch.full((3,), float(rank + 1), device=f"neuron:{rank}")
     dist.all_reduce(x)
     placement = vtrn_placement(rank)
-    print(
+    # One write per line: the workers share the parent's stdout, and print() writes the text and
+    # the newline apart, so two workers' lines could run together.
+    sys.stdout.write(
         f"worker {rank} {x.device} {x.cpu().tolist()} core {placement} "
-        f"sees {torch.neuron.device_count()}",
-        flush=True,
+        f"sees {torch.neuron.device_count()}\n"
     )
+    sys.stdout.flush()
     if rank == 0:  # holds core 0 until the intruder has tried it
         (scratch / "holding").touch()
         wait_for(scratch / "tried")
