@@ -467,7 +467,7 @@ def test_run_missing_script_and_bad_nnodes_exit_2_with_one_line(tmp_path):
         (["--nnodes", "0", script], "--nnodes 0"),
         (["--nnodes", rng.choice(["-1", "1:", ":2", "1.5", "99999"]), script], "--nnodes"),
         (["--nproc-per-node", "0", script], "--nproc-per-node 0"),
-        (["--nproc-per-node", "abc", script], "invalid int value"),
+        (["--nproc-per-node", "abc", script], "--nproc-per-node abc"),
     ]
     for argv, needle in cases:
         rc, out, err = vtrn("run", *argv)

@@ -163,9 +163,10 @@ def test_float64_falls_back_to_the_cpu_correctly():
     w = torch.randn(4, 3, 3, 3, generator=gen, dtype=torch.float64)
     xx, ww = x.to("neuron").requires_grad_(), w.to("neuron").requires_grad_()
     vtrn.clear_op_tracking()
-    with pytest.warns(UserWarning, match="float64"):
-        out = F.conv2d(xx, ww, padding=1)
-        gx, gw = torch.autograd.grad(out.sum(), (xx, ww))
+    # The float64 policy warns once per process (an earlier test may have seen it): the op
+    # tracking shows the fallback instead.
+    out = F.conv2d(xx, ww, padding=1)
+    gx, gw = torch.autograd.grad(out.sum(), (xx, ww))
     assert CONV_OPS <= set(vtrn.get_fallback_ops())
     xf, wf = x.float().requires_grad_(), w.float().requires_grad_()
     want = F.conv2d(xf, wf, padding=1)

@@ -255,6 +255,8 @@ def _check_target(args: argparse.Namespace, python: str, env) -> None:
     elif args.no_python:
         if shutil.which(target) is None:
             raise CommandError(f"--no-python {target}: no such executable (not found on PATH).")
+    elif os.path.isdir(target):
+        raise CommandError(f"script '{target}' is a directory: name the Python file to run.")
     elif not os.path.isfile(target):
         raise CommandError(f"script '{target}' does not exist (cwd {os.getcwd()}).")
 

@@ -11,9 +11,13 @@ from vtrn.compile._backend import (
     neuron_backend,
     reset_dynamo_metrics,
 )
+from vtrn.compile.device_interface import NeuronInterface, register
+
+register()
 
 __all__ = [
     "CompileMetrics",
+    "NeuronInterface",
     "get_dynamo_metrics",
     "graph_modules",
     "neuron_backend",

@@ -99,20 +99,25 @@ class LoweredKernel final : public c10::OperatorKernel {
   // foreach op compares index by index, as its per-tensor ops do.
   bool overlap_is_cpus_call(const torch::jit::Stack& stack, size_t first) const {
     bool found = false;
-    auto check = [&](const at::Tensor& out, std::optional<size_t> index) {
+    // |out| is argument |out_arg|: the same tensor passed again as another argument (cat(
+    // [x, y], out=x)) is an overlap, unless the op is elementwise.
+    auto check = [&](const at::Tensor& out, size_t out_arg, std::optional<size_t> index) {
       if (found || !out.defined()) return;
       if (at::has_internal_overlap(out) == at::MemOverlap::Yes) {
         found = true;
         return;
       }
+      size_t arg = 0;
       auto against = [&](const at::Tensor& in) {
-        if (found || !in.defined() || in.is_cpu() || in.is_same(out)) return;
+        if (found || !in.defined() || in.is_cpu()) return;
+        if (in.is_same(out) && (arg == out_arg || entry_->elementwise)) return;
         const at::MemOverlapStatus s = at::get_overlap_status(out, in);
         found = s == at::MemOverlapStatus::Partial ||
                 (s == at::MemOverlapStatus::Full && !entry_->elementwise);
       };
       for (size_t i = 0; i < info_.num_args; ++i) {
         const c10::IValue& v = stack[first + i];
+        arg = i;
         if (info_.slots[i] == Slot::kTensor && v.isTensor()) {
           against(v.toTensor());
         } else if (info_.slots[i] == Slot::kTensorList && v.isTensorList()) {
@@ -131,12 +136,20 @@ class LoweredKernel final : public c10::OperatorKernel {
     for (size_t i = 0; i < info_.num_args && !found; ++i) {
       if (!info_.mutable_input[i] && info_.slots[i] != Slot::kOut) continue;
       const c10::IValue& v = stack[first + i];
+      // An out= that is part of a larger storage may be resized into its neighbours, which the
+      // CPU checks after resizing (gather(ind.clone(), 0, ind[1:], out=ind[:1])): its call.
+      if (info_.slots[i] == Slot::kOut && v.isTensor() && v.toTensor().defined()) {
+        const at::Tensor& out = v.toTensor();
+        if (out.numel() > 0 && (out.storage_offset() != 0 || !out.is_contiguous() ||
+                                out.storage().nbytes() != out.nbytes()))
+          return true;
+      }
       if (v.isTensor()) {
-        check(v.toTensor(), std::nullopt);
+        check(v.toTensor(), i, std::nullopt);
       } else if (v.isTensorList()) {
         const auto list = v.toTensorList();
         for (size_t j = 0; j < list.size(); ++j)
-          check(list.get(j), by_index ? std::optional<size_t>(j) : std::nullopt);
+          check(list.get(j), i, by_index ? std::optional<size_t>(j) : std::nullopt);
       }
     }
     return found;

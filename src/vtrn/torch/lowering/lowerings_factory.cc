@@ -6,6 +6,7 @@
 // (double for float32, float for the half types, int64 for integers); linspace computes in the
 // result type from both ends (start + step * i below the halfway point, end - step * (n - 1 - i)
 // above it). Arguments the CPU rejects are left to the CPU fallback, which raises its error.
+#include <algorithm>
 #include <cmath>
 
 #include "vtrn/torch/lowering/families.h"
@@ -40,6 +41,14 @@ std::vector<Value> arange(Lowerer& L) {
   const double start = static_value(L, 0), end = static_value(L, 1), step = static_value(L, 2);
   if (!(step > 0 || step < 0)) throw Unsupported("arange: step must be nonzero");
   if (!std::isfinite(start) || !std::isfinite(end)) throw Unsupported("arange: unsupported range");
+  // The CPU's vectorized kernel steps float16/bfloat16 values in its own order of roundings
+  // (arange(-3, 1000, 7) gives 486 where a rounded start + i * step gives 488): leave them to it
+  // but for exact integers.
+  // Integer values up to 256 are exact in both, so there the orders agree.
+  if ((out == DType::kBF16 || out == DType::kF16) &&
+      (start != std::trunc(start) || step != std::trunc(step) ||
+       std::max(std::fabs(start), std::fabs(end)) > 256))
+    throw Unsupported("arange of a half type beyond its exact integers");
   const bool integral = hlo::is_integer(out);
   // The CPU converts the bounds to the accumulate type first (integers truncate).
   const double xs = integral ? std::trunc(start) : start, xe = integral ? std::trunc(end) : end,
@@ -79,6 +88,14 @@ std::vector<Value> linspace(Lowerer& L) {
   if (integral) {
     start = std::trunc(start);
     end = std::trunc(end);
+    // The CPU wraps the ends into the result type first (-2 is 254 in uint8).
+    double lo = -9.2e18, hi = 9.2e18;
+    if (out == DType::kU8) lo = 0, hi = 255;
+    if (out == DType::kI8) lo = -128, hi = 127;
+    if (out == DType::kI16) lo = -32768, hi = 32767;
+    if (out == DType::kI32) lo = -2147483648.0, hi = 2147483647.0;
+    if (std::min(start, end) < lo || std::max(start, end) > hi)
+      throw Unsupported("linspace: ends outside the result type");
   }
   if (steps <= 1) {
     Value v = L.b.broadcast_to(L.constant(start, out), {steps});
