@@ -86,10 +86,13 @@ def test_plan_subcommand_recommends_a_layout():
 def test_run_subcommand_gives_each_process_its_own_core(tmp_path):
     script = tmp_path / "show_core.py"
     script.write_text(
-        "import os, torch\n"
+        # One write() per line (torchrun's workers run `python -u`, where print() writes the text
+        # and the newline apart), so the two processes' lines cannot run together.
+        "import os, sys, torch\n"
         "x = torch.ones(1, device='neuron')\n"
-        "print('core', os.environ['LOCAL_RANK'], os.environ.get('NEURON_RT_VISIBLE_CORES'),"
-        " torch.neuron.device_count(), torch.neuron.current_device(), x.device)\n"
+        "sys.stdout.write(' '.join(map(str, ['core', os.environ['LOCAL_RANK'],"
+        " os.environ.get('NEURON_RT_VISIBLE_CORES'), torch.neuron.device_count(),"
+        " torch.neuron.current_device(), x.device])) + '\\n')\n"
     )
     result = vtrn("run", "--nproc-per-node", "2", str(script), timeout=240, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

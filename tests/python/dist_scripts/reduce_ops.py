@@ -4,6 +4,7 @@ computed on the CPU from every rank's input; the ops NCCL refuses raise its erro
 reduction's modeled time. Rank 0 prints one line per checked case, then "rank R OK"."""
 
 import functools
+import sys
 import warnings
 
 import torch
@@ -172,5 +173,6 @@ assert premul_s > sum_s and avg_s > sum_s, (sum_s, premul_s, avg_s)
 if r == 0:
     print(f"modeled SUM {sum_s:.3e} PREMUL_SUM {premul_s:.3e} AVG {avg_s:.3e}", flush=True)
 dist.barrier()
-print(f"rank {r} OK", flush=True)
+sys.stdout.write(f"rank {r} OK\n")  # one write(): every rank prints it
+sys.stdout.flush()
 dist.destroy_process_group()
