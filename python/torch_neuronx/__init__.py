@@ -116,17 +116,11 @@ def set_device(device: int) -> None:
 
 
 def _get_device_index(device, optional: bool = False, allow_cpu: bool = False):
-    if device is None:
-        return None if optional else current_device()
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device):
-        if device.type != "neuron":
-            raise ValueError(f"Expected neuron device, got {device.type}")
-        return current_device() if device.index is None else device.index
-    if isinstance(device, int):
-        return device
-    raise ValueError(f"Invalid device specification: {device}")
+    if device is None and optional:
+        return None
+    if not isinstance(device, (type(None), str, torch.device, int)):
+        raise ValueError(f"Invalid device specification: {device}")
+    return _devices._device_index(device)
 
 
 def get_device_properties(device):
