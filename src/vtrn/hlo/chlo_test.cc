@@ -79,6 +79,26 @@ TEST(ChloTest, TopKIsASortAndTwoSlices) {
             "tensor<2xi32>");
 }
 
+TEST(ChloTest, ShardingAnnotationsAreTheValueItself) {
+  // jax.lax.with_sharding_constraint as JAX prints it without Shardy.
+  const Module m = parse_module(
+      "func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+      "  %2 = stablehlo.custom_call @Sharding(%arg0) {backend_config = \"\", mhlo.sharding = "
+      "\"{replicated}\"} : (tensor<4x4xf32>) -> tensor<4x4xf32>\n"
+      "  %3 = stablehlo.negate %2 : tensor<4x4xf32>\n"
+      "  return %3 : tensor<4x4xf32>\n}\n");
+  ASSERT_EQ(m.main.ops.size(), 1u);
+  EXPECT_EQ(m.main.ops[0].kind, OpKind::kNegate);
+  EXPECT_EQ(m.main.ops[0].operands[0], m.main.args[0]);
+  // Any other custom_call stays a call.
+  const Module other = parse_module(
+      "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "  %0 = stablehlo.custom_call @my_kernel(%a) : (tensor<2xf32>) -> tensor<2xf32>\n"
+      "  return %0 : tensor<2xf32>\n}\n");
+  ASSERT_EQ(other.main.ops.size(), 1u);
+  EXPECT_EQ(other.main.ops[0].kind, OpKind::kCustomCall);
+}
+
 TEST(ChloTest, ErrorsNameTheOpAndWhatItTakes) {
   EXPECT_NE(parse_error(unary_module("chlo.lgamma", "tensor<4xf32>"))
                 .find("op 'chlo.lgamma' is not supported by vtrn (the CHLO ops it decomposes: "),

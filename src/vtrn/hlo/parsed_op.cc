@@ -390,6 +390,15 @@ class ParsedOpBuilder {
 }  // namespace
 
 std::vector<int> build_parsed_op(const ParsedOp& op, Block& block, const AttributeParser& text) {
+  // GSPMD's sharding annotations (jax.lax.with_sharding_constraint without Shardy) change
+  // where a value lives, not what it is: on one device they are the value itself.
+  if (op.kind == OpKind::kCustomCall && op.operands.size() == 1 && op.out_types.size() == 1 &&
+      op.out_types[0] == block.type(op.operands[0])) {
+    const Attr* t = op.attr(syntax::kCallTargetName);
+    if (t &&
+        (t->s == "Sharding" || t->s == "SPMDFullToShardShape" || t->s == "SPMDShardToFullShape"))
+      return {op.operands[0]};
+  }
   return ParsedOpBuilder(text).build(op, block);
 }
 
