@@ -12,12 +12,15 @@ from vtrn.compile._backend import (
     reset_dynamo_metrics,
 )
 from vtrn.compile.device_interface import NeuronInterface, register
+from vtrn.compile.export import export_stablehlo, exported_inputs
 
 register()
 
 __all__ = [
     "CompileMetrics",
     "NeuronInterface",
+    "export_stablehlo",
+    "exported_inputs",
     "get_dynamo_metrics",
     "graph_modules",
     "neuron_backend",

@@ -283,13 +283,17 @@ class ParsedOpBuilder {
           error(n + ": 'applies' with several inputs is not supported by vtrn", r.pos);
         op.regions = {make_reduce_region(*r.applies, in[0].dtype)};
       }
-      if (op.regions.size() == 1 && in.size() == 2 &&
-          match_reduce_region(*op.regions[0]) == ReduceKind::kOther)
-        error(n + ": the reducer must be one of add, multiply, maximum, minimum, and, or; other "
-                  "reducers are not supported by vtrn",
-              r.pos);
-      if (in.size() != 2)
-        error(n + ": reductions of several inputs at once are not supported by vtrn", r.pos);
+      // Any reducer of elementwise ops runs (argmax and argmin are two-input reduces whose
+      // reducer compares and selects); others are refused here rather than when it runs.
+      for (const auto& region : op.regions)
+        for (const Op& rop : region->ops)
+          if (!(rop.kind == OpKind::kConstant || rop.kind == OpKind::kConvert ||
+                rop.kind == OpKind::kCompare || rop.kind == OpKind::kSelect ||
+                is_unary_elementwise(rop.kind) || is_binary_elementwise(rop.kind)))
+            error(n + ": the reducer holds stablehlo." + std::string(op_name(rop.kind)) +
+                      "; vtrn runs reducers of elementwise ops, compare, select, convert and "
+                      "constants",
+                  r.pos);
     }
     if (r.kind == OpKind::kSort && op.regions.size() == 1) {
       int key;
@@ -386,6 +390,15 @@ class ParsedOpBuilder {
 }  // namespace
 
 std::vector<int> build_parsed_op(const ParsedOp& op, Block& block, const AttributeParser& text) {
+  // GSPMD's sharding annotations (jax.lax.with_sharding_constraint without Shardy) change
+  // where a value lives, not what it is: on one device they are the value itself.
+  if (op.kind == OpKind::kCustomCall && op.operands.size() == 1 && op.out_types.size() == 1 &&
+      op.out_types[0] == block.type(op.operands[0])) {
+    const Attr* t = op.attr(syntax::kCallTargetName);
+    if (t &&
+        (t->s == "Sharding" || t->s == "SPMDFullToShardShape" || t->s == "SPMDShardToFullShape"))
+      return {op.operands[0]};
+  }
   return ParsedOpBuilder(text).build(op, block);
 }
 

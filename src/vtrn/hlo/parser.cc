@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vtrn/hlo/attribute_parser.h"
+#include "vtrn/hlo/chlo.h"
 #include "vtrn/hlo/parsed_op.h"
 #include "vtrn/hlo/syntax.h"
 #include "vtrn/hlo/verify.h"
@@ -372,6 +373,8 @@ class Parser : public AttributeParser {
       std::vector<int> results;
       if (name == "call" || name == "func.call") {
         results = inline_call(scope, generic);
+      } else if (name.rfind("chlo.", 0) == 0 || is_decomposable(name)) {
+        results = chlo_op(scope, generic, name, op_pos);
       } else {
         ParsedOp r;
         r.name = name;
@@ -464,6 +467,68 @@ class Parser : public AttributeParser {
     std::vector<int> out;
     for (int v : f->results) out.push_back(map[v]);
     return out;
+  }
+
+  // A CHLO op (or stablehlo.tan), decomposed into StableHLO ops (chlo.h). Pretty forms:
+  // `chlo.erf %x : T -> T`, `chlo.top_k(%x, k = 3) : T -> (T, T)`; or the generic form.
+  std::vector<int> chlo_op(Scope& scope, bool generic, const std::string& name, std::size_t pos) {
+    ChloOp op;
+    op.name = name;
+    auto take_k = [&](const AttrDict& d) {
+      for (const auto& [k, v] : d)
+        if (k == "k") op.k = v.i;
+    };
+    const bool parens =
+        generic ? (expect("(", "'(' and the operands of '" + name + "'"), true) : accept("(");
+    ws();
+    if (!(parens && accept(")"))) {
+      do {
+        ws();
+        if (peek_char() == '%') {
+          op.operands.push_back(value_use(scope));
+        } else {
+          const std::string key = ident("an operand or 'k = N'");
+          expect("=", "'=' after " + key);
+          const Attr a = parse_attr();
+          if (key == "k") op.k = a.i;
+        }
+      } while (accept(","));
+      if (parens) expect(")", "')' to close the operands");
+    }
+    if (generic && accept("<")) {
+      take_k(parse_dict());
+      expect(">", "'>' after the properties");
+    }
+    if (peek("{")) take_k(parse_dict());
+    ParsedOp types;
+    op_types(types);
+    if (!types.functional && accept("->")) {
+      if (peek("("))
+        types.out_types = type_list_in_parens();
+      else
+        types.out_types.push_back(tensor_type());
+    } else if (!types.functional) {
+      types.out_types = types.in_types;
+    }
+    Block& b = *scope.block;
+    std::vector<int> results;
+    try {
+      results = decompose_chlo(op, b);
+    } catch (const ParseError&) {
+      throw;
+    } catch (const Error& e) {
+      error(e.what(), pos);
+    }
+    if (types.out_types.size() != results.size())
+      error(name + " has " + std::to_string(results.size()) + " result(s), but " +
+                std::to_string(types.out_types.size()) + " type(s) are given",
+            pos);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      if (types.out_types[i] != b.type(results[i]))
+        error(name + ": result " + std::to_string(i) + " has type " + b.type(results[i]).str() +
+                  ", but the text says " + types.out_types[i].str(),
+              pos);
+    return results;
   }
 
   void generic_op(ParsedOp& r, Scope& scope) {

@@ -84,6 +84,11 @@ void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2], std::
 void run_op(const hlo::Block& block, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,
             const std::vector<std::uint8_t*>& out, int threads);
 
+/// stablehlo.reduce with any reducer region and operand count (kernels_region_reduce.cc).
+void region_reduce(const hlo::Block& block, const hlo::Op& op,
+                   const std::vector<const std::uint8_t*>& in,
+                   const std::vector<std::uint8_t*>& out);
+
 void dot_general(const hlo::Block& block, const hlo::Op& op, const std::uint8_t* lhs,
                  const std::uint8_t* rhs, std::uint8_t* out);
 

@@ -542,6 +542,9 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     case OpKind::kConvolution:
       convolution(b, op, in[0], in[1], out[0]);
       return;
+    case OpKind::kReduce:
+      region_reduce(b, op, in, out);
+      return;
     default:
       break;
   }

@@ -22,6 +22,7 @@
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/eager/op_registration.h"
 #include "vtrn/torch/eager/pending_group.h"
+#include "vtrn/torch/export.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
 #include "vtrn/torch/stream.h"
@@ -154,4 +155,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_metrics", &adapter::reset_eager_metrics);
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);
   m.def("_end_graph_capture", &adapter::end_graph_capture, no_gil);
+  m.def("_start_export_recording", &adapter::start_export_recording);
+  m.def("_finish_export_recording", &adapter::finish_export_recording);
 }

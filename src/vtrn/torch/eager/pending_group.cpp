@@ -91,9 +91,8 @@ bool viewable(const BufferRef& buf, const BufferRef& in) {
   return a0 <= b0 && b1 <= a1;
 }
 
-/// The HLO of |in|, a view of the dense buffer |buf| whose value has type |base|: a reshape
-/// when the view is the whole buffer in order, a reshape and transpose when it is a
-/// permutation of it, else a gather of the viewed elements.
+}  // namespace
+
 hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const BufferRef& in) {
   hlo::Builder b("view");
   hlo::Value x = b.param(base);
@@ -140,6 +139,29 @@ hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const
   g.start_index_map = {0};
   g.index_vector_dim = static_cast<int64_t>(r);
   return b.finish({b.gather(flat, b.reshape(idx, idx_dims), g, {1})});
+}
+
+namespace {
+
+// The recorder set by set_group_recorder (export), if any.
+std::mutex& recorder_mutex() {
+  static std::mutex m;
+  return m;
+}
+GroupRecorder& recorder() {
+  static GroupRecorder r;
+  return r;
+}
+bool record(const hlo::Module& m, const std::vector<BufferRef>& in,
+            const std::vector<BufferRef>& out) {
+  std::lock_guard<std::mutex> lock(recorder_mutex());
+  if (!recorder()) return false;
+  recorder()(m, in, out);
+  return true;
+}
+bool recording() {
+  std::lock_guard<std::mutex> lock(recorder_mutex());
+  return static_cast<bool>(recorder());
 }
 
 // Composed executables, by the identity of their ops and wiring.
@@ -239,6 +261,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
   const c10::StreamGuard stream_guard(
       c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, device), stream_id));
   if (ops.size() == 1) {
+    record(*ops[0].op->module, ops[0].inputs, ops[0].outputs);
     Launch l;
     l.executable = ops[0].op->executable;
     l.inputs = std::move(ops[0].inputs);
@@ -344,7 +367,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     auto it = fused_cache().find(key);
     if (it != fused_cache().end()) exe = it->second;
   }
-  if (exe) {
+  if (exe && !recording()) {
     count_memory_hit();
   } else {
     hlo::Module m;
@@ -405,6 +428,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     for (size_t b = 0; b < buffers.size(); ++b)
       if (live[b]) ordered.results.push_back(renum[static_cast<size_t>(buffer_value[b])]);
     m.main = std::move(ordered);
+    record(m, ext, outputs);
     runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(m);
     count_cache_result(r.source);
     auto fused = std::make_shared<FusedExecutable>();
@@ -469,6 +493,11 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
 }
 
 }  // namespace eager
+
+void set_group_recorder(GroupRecorder r) {
+  std::lock_guard<std::mutex> lock(eager::recorder_mutex());
+  eager::recorder() = std::move(r);
+}
 
 void begin_graph_capture() { eager::capture_depth.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -21,10 +21,14 @@
 //    skipped), so fused results may differ in the last bits from op-by-op results.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include <c10/core/Device.h>
 
+#include "vtrn/hlo/ir.h"
+#include "vtrn/torch/eager/buffer_ref.h"
 #include "vtrn/torch/eager/compiled_op.h"
 #include "vtrn/torch/eager/launch.h"
 
@@ -52,7 +56,20 @@ void begin_graph_capture();
 /// Closes the capture: runs |device|'s group.
 void end_graph_capture(int device);
 
+/// Export (torch.export programs as StableHLO text): while a recorder is set, every group that
+/// runs, a group of one included, first calls it with its module and the buffers the module's
+/// parameters and results stand for, in order (a parameter's BufferRef may be an inline
+/// scalar). Pass an empty function to stop.
+using GroupRecorder = std::function<void(const hlo::Module&, const std::vector<eager::BufferRef>&,
+                                         const std::vector<eager::BufferRef>&)>;
+void set_group_recorder(GroupRecorder r);
+
 namespace eager {
+
+/// The HLO of |in|, a view of the dense buffer |buf| whose value has type |base|: a reshape
+/// when the view is the whole buffer in order, a reshape and transpose when it is a
+/// permutation of it, else a gather of the viewed elements.
+hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const BufferRef& in);
 
 /// Queues |launch| of |op| on |device|'s current stream, holding it in the device's group when
 /// it can fuse. |name| must be a string literal.
