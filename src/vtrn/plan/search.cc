@@ -36,24 +36,50 @@ LayoutSearchResult Planner::search(const LayoutSearchOptions& o) const {
         base.shard = dp / rep;
         base.tp = tp;
         ++res.factorizations;
-        Routing r;
-        route(base, false, r);
-        double best_optimistic = 0;
-        std::vector<Evaluation> evals;
-        for (Checkpointing c : o.checkpointing) {
-          for (int mb : o.micro_batches) {
+        // Memory first: it needs no routing. A factorization none of whose choices fits is
+        // rejected without routing it, and within one micro-batch a checkpointing policy that
+        // recomputes more than one that already fits is dominated (same memory budget met,
+        // same collectives, more compute) and never evaluated.
+        std::vector<Layout> todo;
+        std::vector<Evaluation> unfit;
+        for (int mb : o.micro_batches) {
+          bool fitted = false;
+          for (Checkpointing c : {Checkpointing::kNone, Checkpointing::kSelective,
+                                  Checkpointing::kFull}) {
+            if (std::find(o.checkpointing.begin(), o.checkpointing.end(), c) ==
+                o.checkpointing.end())
+              continue;
             Layout l = base;
             l.checkpointing = c;
             l.micro_batch = mb;
             if (workload_.global_batch % l.dp() == 0 && (workload_.global_batch / l.dp()) % mb != 0)
               continue;
             ++res.evaluated;
-            // Unroutable: the axes without a route cost nothing here, an optimistic bound.
-            Evaluation e = evaluate_routed(l, r);
-            if (!r.routable && e.batch_ok && e.fits)
-              best_optimistic = std::max(best_optimistic, e.tokens_per_second);
-            evals.push_back(std::move(e));
+            if (fitted) {
+              ++res.pruned;
+              continue;
+            }
+            const MemoryBreakdown mem = memory(l);
+            if (mem.total <= mem.budget) {
+              fitted = true;
+              todo.push_back(l);
+            } else {
+              unfit.push_back(evaluate_unfit(l, mem));
+            }
           }
+        }
+        for (auto& e : unfit) rejected.push_back(std::move(e));
+        if (todo.empty()) continue;
+        Routing r;
+        route(base, false, r);
+        double best_optimistic = 0;
+        std::vector<Evaluation> evals;
+        for (const Layout& l : todo) {
+          // Unroutable: the axes without a route cost nothing here, an optimistic bound.
+          Evaluation e = evaluate_routed(l, r);
+          if (!r.routable && e.batch_ok && e.fits)
+            best_optimistic = std::max(best_optimistic, e.tokens_per_second);
+          evals.push_back(std::move(e));
         }
         if (r.routable || best_optimistic == 0 || !o.search_placement) {
           for (auto& e : evals) (e.valid() ? res.ranked : rejected).push_back(std::move(e));
