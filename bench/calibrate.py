@@ -218,7 +218,9 @@ def main() -> int:
     print(f"error band (largest leave-one-out error, rounded up): +-{100 * band:.0f}%")
     from vtrn import _native
 
-    print("\nMFU (6 x parameters x tokens/s / (16 chips x nodes x 190 TFLOPS)): published vs fitted")
+    print(
+        "\nMFU (6 x parameters x tokens/s / (16 chips x nodes x 190 TFLOPS)): published vs fitted"
+    )
     for r, p, _, _ in rows:
         n = _native.plan.model(r["model"])["params"]
         mfu = 6 * n * p * r["seq"] / (16 * r["nodes"] * 190e12)

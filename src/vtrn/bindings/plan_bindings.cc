@@ -218,6 +218,7 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["evaluated"] = r.evaluated;
     out["factorizations"] = r.factorizations;
     out["placement_searches"] = r.placement_searches;
+    out["pruned"] = r.pruned;
     out["why_nothing"] = r.why_nothing;
     out["alternatives"] = r.alternatives;
   }

@@ -66,7 +66,8 @@ std::vector<int> Layout::mesh_shape() const {
 
 std::string Layout::describe() const {
   return "pp=" + std::to_string(pp) + ",replicate=" + std::to_string(replicate) +
-         ",shard=" + std::to_string(shard) + ",tp=" + std::to_string(tp) + (zero1 ? ",zero1=1" : "");
+         ",shard=" + std::to_string(shard) + ",tp=" + std::to_string(tp) +
+         (zero1 ? ",zero1=1" : "");
 }
 
 Layout parse_layout(std::string_view text) {
@@ -120,8 +121,9 @@ Layout parse_layout(std::string_view text) {
     else if (key == "micro_batch" || key == "mb")
       l.micro_batch = v;
     else
-      throw std::invalid_argument("layout part '" + part + "': unknown key '" + key +
-                                  "'; use pp, replicate, shard, tp, micro_batch, checkpointing, zero1");
+      throw std::invalid_argument(
+          "layout part '" + part + "': unknown key '" + key +
+          "'; use pp, replicate, shard, tp, micro_batch, checkpointing, zero1");
     any = true;
   }
   if (!any) throw std::invalid_argument("empty layout; write e.g. pp=1,replicate=1,shard=64,tp=8");

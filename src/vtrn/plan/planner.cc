@@ -104,7 +104,27 @@ bool worst_route(const topo::Cluster& cl, const topo::LinkGraph& g,
                  std::string& error) {
   double worst = -1;
   std::map<std::string, bool> seen;
+  // A group that is another's translate by whole nodes (every rank moved by the same multiple
+  // of the ranks per node) has the same chips in the same roles, so the same signature: found
+  // without building it. Not in an UltraServer, whose signature names the nodes.
+  const int per_node = cl.ranks_per_node();
+  const bool by_node = cl.spec().ultraserver_nodes <= 1 && per_node > 0;
+  std::map<int, std::vector<const std::vector<int>*>> seen_at;  // by first rank within its node
   for (const auto& grp : groups) {
+    if (by_node && !grp.empty()) {
+      auto& reps = seen_at[grp[0] % per_node];
+      bool translate = false;
+      for (const std::vector<int>* rep : reps) {
+        const int delta = grp[0] - (*rep)[0];
+        if (rep->size() != grp.size() || delta % per_node != 0) continue;
+        translate = true;
+        for (size_t j = 0; j < grp.size() && translate; ++j)
+          translate = grp[j] - (*rep)[j] == delta;
+        if (translate) break;
+      }
+      if (translate) continue;
+      reps.push_back(&grp);
+    }
     if (!seen.emplace(signature(cl, grp), true).second) continue;
     coll::Route rt = coll::route_group(cl, g, grp);
     if (!rt.routable) {

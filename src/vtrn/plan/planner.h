@@ -63,7 +63,9 @@ struct LayoutSearchResult {
       rejected;        ///< the best-looking rejected layouts (fewest bytes over budget first)
   long evaluated = 0;  ///< layouts evaluated (factorization x checkpointing x micro-batch)
   int factorizations = 0;
-  long pruned = 0;  ///< layouts dominated by a fitting one with less recomputation, skipped
+  /// Layouts never timed: dominated by one with less recomputation that fits, or whose
+  /// optimistic bound (collectives free) could not change the ranking or the alternatives.
+  long pruned = 0;
   int placement_searches = 0;  ///< unroutable defaults handed to the placement search
   int placement_searches_skipped =
       0;                    ///< unroutable defaults that could not enter the top keep_top

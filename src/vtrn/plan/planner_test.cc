@@ -84,8 +84,7 @@ TEST(BestPracticesTable, SeventyBAtLongerSequencesWidensTp) {
   const auto tp8 = std::find_if(r.ranked.begin(), r.ranked.end(),
                                 [](const Evaluation& e) { return e.layout.tp == 8; });
   ASSERT_NE(tp8, r.ranked.end());
-  EXPECT_GE(tp8->tokens_per_second,
-            best.tokens_per_second * (1 - p.step_model().error_band));
+  EXPECT_GE(tp8->tokens_per_second, best.tokens_per_second * (1 - p.step_model().error_band));
   Layout tp4;
   tp4.shard = 64, tp4.tp = 4, tp4.checkpointing = Checkpointing::kSelective;
   const Evaluation e = p.evaluate(tp4);

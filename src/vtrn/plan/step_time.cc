@@ -160,8 +160,8 @@ TimeBreakdown step_time(const ModelSpec& m, const topo::Cluster& cluster, const 
   }
   double pp_mb = 0;
   if (l.pp > 1)
-    pp_mb = exposed * 2 *
-            est(routes.pp, coll::Collective::kSendRecv, T * m.hidden * 2 / (sp ? tp : 1));
+    pp_mb =
+        exposed * 2 * est(routes.pp, coll::Collective::kSendRecv, T * m.hidden * 2 / (sp ? tp : 1));
   const double t_mb = Cf + Cb + Cr + tp_mb + fsdp_exposed_mb + pp_mb;
   t.compute_s = micro * (Cf + Cb);
   t.recompute_s = micro * Cr;
