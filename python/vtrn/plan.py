@@ -34,6 +34,7 @@ __all__ = [
     "model",
     "plan",
     "presets",
+    "step_model",
 ]
 
 
@@ -159,6 +160,13 @@ class Layout:
     mfu: float
     limiting_resource: str
     advice: str
+    zero1: bool = False  # optimizer state sharded over the data-parallel ranks (ZeRO-1)
+    error_band: float = 0.0  # the calibration's relative error band of step_time_s
+    step_time_low_s: float = 0.0  # step_time_s x (1 - error_band)
+    step_time_high_s: float = 0.0  # step_time_s x (1 + error_band)
+    tokens_per_second_low: float = 0.0
+    tokens_per_second_high: float = 0.0
+    tie_with_best: bool = False  # within the error band of the best layout's throughput
     route_error: str = ""
     batch_error: str = ""
     tp_error: str = ""
@@ -177,7 +185,7 @@ class Layout:
 
     @property
     def name(self) -> str:
-        """``TP4 x FSDP16``, ``PP4 x TP8 x HSDP2x8``, ``DDP8``, or ``1 rank``."""
+        """``TP4 x FSDP16``, ``PP4 x TP8 x HSDP2x8``, ``DDP8``, ``ZeRO1-DP8``, or ``1 rank``."""
         parts = []
         if self.pp > 1:
             parts.append(f"PP{self.pp}")
@@ -188,7 +196,7 @@ class Layout:
         elif self.shard > 1:
             parts.append(f"FSDP{self.shard}")
         elif self.replicate > 1:
-            parts.append(f"DDP{self.replicate}")
+            parts.append(f"ZeRO1-DP{self.replicate}" if self.zero1 else f"DDP{self.replicate}")
         return " x ".join(parts) or "1 rank"
 
 
@@ -211,6 +219,7 @@ class PlanResult:
     why_nothing: str  # empty when some layout is valid
     alternatives: list[str]  # the runners-up, in words
     search_seconds: float
+    error_band: float = 0.0  # the calibration's relative error band of every predicted step
 
     @classmethod
     def from_native(cls, data: dict) -> PlanResult:
@@ -302,3 +311,9 @@ def presets() -> list[ModelSummary]:
 def model(name_or_path: str) -> ModelSummary:
     """A preset by name, or a JSON model file (docs/planner.md gives its fields)."""
     return _build(ModelSummary, _native.plan.model(name_or_path))
+
+
+def step_model() -> dict:
+    """The step model's calibrated parameters (tensor_efficiency, kernel_overhead_s,
+    comm_overlap, error_band) and their provenance (bench/calibrate.py fits them)."""
+    return dict(_native.plan.step_model())

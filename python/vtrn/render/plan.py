@@ -26,6 +26,13 @@ _JSON_FIELDS = (
     "tokens_per_second",
     "mfu",
     "limiting_resource",
+    "zero1",
+    "error_band",
+    "step_time_low_s",
+    "step_time_high_s",
+    "tokens_per_second_low",
+    "tokens_per_second_high",
+    "tie_with_best",
 )
 
 
@@ -41,20 +48,23 @@ def mesh_text(layout: Layout) -> str:
 
 
 def table_lines(layouts: list[Layout]) -> list[str]:
-    """One row per layout: mesh, micro-batch, checkpointing, GiB per rank by part, step time,
-    tokens per second, MFU and the limiting resource."""
+    """One row per layout: mesh, micro-batch, checkpointing, GiB per rank by part, step time
+    with its error band, tokens per second, MFU and the limiting resource. ``=`` marks a layout
+    tied with the best (its throughput within the band of the best one's)."""
     head = (
-        f"{'#':>2}  {'layout':<18} {'mesh':<42} {'mb':>2} {'ckpt':<9} {'state':>6} {'gathr':>6} {'act':>6} "
-        f"{'logit':>6} {'other':>6} {'total':>6}  {'step s':>8} {'tokens/s':>10} {'MFU':>6}  limiting resource"
+        f"{'#':>3}  {'layout':<18} {'mesh':<42} {'mb':>2} {'ckpt':<9} {'state':>6} {'gathr':>6} {'act':>6} "
+        f"{'logit':>6} {'other':>6} {'total':>6}  {'step s':>8} {'+-':>4} {'tokens/s':>10} {'MFU':>6}  limiting resource"
     )
     lines = [head, "-" * len(head)]
     for i, d in enumerate(layouts, 1):
         m = d.memory
         fits = "" if d.fits else "!"
+        tie = "=" if d.tie_with_best and i > 1 else " "
         lines.append(
-            f"{i:>2}  {d.name:<18} {mesh_text(d):<42} {d.micro_batch:>2} {d.checkpointing:<9} "
+            f"{i:>2}{tie}  {d.name:<18} {mesh_text(d):<42} {d.micro_batch:>2} {d.checkpointing:<9} "
             f"{m.state / GIB:>6.1f} {m.gathered / GIB:>6.1f} {m.activations / GIB:>6.1f} {m.logits / GIB:>6.1f} "
             f"{m.other / GIB:>6.1f} {m.total / GIB:>5.1f}{fits:1}  {d.step_time_s:>8.3f} "
+            f"{100 * d.error_band:>3.0f}% "
             f"{d.tokens_per_second:>10.0f} {100 * d.mfu:>5.1f}%  {d.limiting_resource}"
         )
     return lines
@@ -74,7 +84,8 @@ def report_lines(result: PlanResult, given_layout: bool) -> list[str]:
         budget = result.layouts[0].memory.budget / GIB
         lines.append(
             f"memory per rank in GiB (budget {budget:.1f}; state = parameters + gradients + optimizer; "
-            f"other = runtime + collective buffers; ! = over budget)"
+            f"other = runtime + collective buffers; ! = over budget); step times +- the calibration's "
+            f"error band; = : tied with #1 (within the band)"
         )
         lines += table_lines(result.layouts)
     what = "layout evaluated" if given_layout else "layouts evaluated"
@@ -86,6 +97,15 @@ def report_lines(result: PlanResult, given_layout: bool) -> list[str]:
         lines.append(f"\nNothing fits: {result.why_nothing}")
         return lines
     best = result.layouts[0]
+    lo, hi = best.tokens_per_second_low, best.tokens_per_second_high
+    lines.append(
+        f"\nPredicted: {best.tokens_per_second / result.seq:.2f} seq/s "
+        f"({lo / result.seq:.2f}-{hi / result.seq:.2f} within the +-{100 * best.error_band:.0f}% band), "
+        f"step {best.step_time_s:.3f} s ({best.step_time_low_s:.3f}-{best.step_time_high_s:.3f})"
+    )
+    ties = [d.name for d in result.layouts[1:] if d.tie_with_best]
+    if ties and not given_layout:
+        lines.append(f"Tied with it (within the band): {', '.join(dict.fromkeys(ties))}")
     lines.append("\nRecommended:" if not given_layout else "\nThis layout:")
     lines.append(best.reason)
     if result.alternatives:

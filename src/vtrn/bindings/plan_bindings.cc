@@ -3,12 +3,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "vtrn/bindings/bindings.h"
+#include "vtrn/hw/step_model.h"
 #include "vtrn/plan/model_spec.h"
 #include "vtrn/plan/planner.h"
 #include "vtrn/topo/cluster.h"
@@ -18,6 +20,27 @@ namespace py = pybind11;
 namespace vtrn::bindings {
 
 namespace {
+
+hw::StepModel step_model_from(const py::dict& d, hw::StepModel sm) {
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    const double v = value.cast<double>();
+    if (k == "tensor_efficiency")
+      sm.tensor_efficiency = v;
+    else if (k == "kernel_overhead_s")
+      sm.kernel_overhead_s = v;
+    else if (k == "comm_overlap")
+      sm.comm_overlap = v;
+    else if (k == "error_band")
+      sm.error_band = v;
+    else
+      throw std::invalid_argument("unknown step model parameter '" + k +
+                                  "'; use tensor_efficiency, kernel_overhead_s, comm_overlap, "
+                                  "error_band");
+  }
+  hw::validate(sm);
+  return sm;
+}
 
 py::dict model_dict(const plan::ModelSpec& m) {
   py::dict d;
@@ -84,6 +107,14 @@ py::dict eval_dict(const plan::Planner& p, const plan::Evaluation& e, bool with_
   d["time_s"] = t;
   d["step_time_s"] = e.time.step_s;
   d["tokens_per_second"] = e.tokens_per_second;
+  // The calibration's error band around the prediction.
+  const double band = p.step_model().error_band;
+  d["error_band"] = band;
+  d["step_time_low_s"] = e.time.step_s * (1 - band);
+  d["step_time_high_s"] = e.time.step_s * (1 + band);
+  d["tokens_per_second_low"] = e.time.step_s > 0 ? e.tokens_per_second / (1 + band) : 0.0;
+  d["tokens_per_second_high"] = e.time.step_s > 0 ? e.tokens_per_second / (1 - band) : 0.0;
+  d["zero1"] = l.zero1;
   d["mfu"] = e.mfu;
   d["limiting_resource"] = e.limiting_resource;
   d["advice"] = e.advice;
@@ -102,7 +133,7 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
                   const std::string& schedule, bool sequence_parallel, int prefetch,
                   std::optional<std::string> layout, int top,
                   std::vector<std::string> checkpointing, std::vector<int> micro_batches,
-                  bool allow_pp, bool search_placement) {
+                  bool allow_pp, bool search_placement, std::optional<py::dict> params) {
   if (nodes < 1)
     throw std::invalid_argument("--nodes " + std::to_string(nodes) +
                                 ": the cluster needs at least one node");
@@ -114,7 +145,8 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
   w.sequence_parallel = sequence_parallel;
   w.prefetch = prefetch;
   const topo::Cluster cluster(instance, lnc, nodes);
-  const plan::Planner p(plan::resolve_model(model), cluster, w);
+  plan::Planner p(plan::resolve_model(model), cluster, w);
+  if (params) p.set_step_model(step_model_from(*params, p.step_model()));
   py::dict out;
   out["model"] = model_dict(p.model());
   out["cluster"] = cluster.describe();
@@ -186,18 +218,58 @@ py::dict run_plan(const std::string& model, const std::string& instance, int lnc
     out["evaluated"] = r.evaluated;
     out["factorizations"] = r.factorizations;
     out["placement_searches"] = r.placement_searches;
+    out["pruned"] = r.pruned;
     out["why_nothing"] = r.why_nothing;
     out["alternatives"] = r.alternatives;
   }
   out["search_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Ties: layouts whose throughput is within the error band of the best one's.
+  double best_tps = 0;
+  for (const auto& item : layouts) {
+    py::dict d = item.cast<py::dict>();
+    if (d["fits"].cast<bool>() && d["routable"].cast<bool>())
+      best_tps = std::max(best_tps, d["tokens_per_second"].cast<double>());
+  }
+  const double band = p.step_model().error_band;
+  for (const auto& item : layouts) {
+    py::dict d = item.cast<py::dict>();
+    const double tps = d["tokens_per_second"].cast<double>();
+    d["tie_with_best"] = best_tps > 0 && tps > 0 && (best_tps - tps) <= band * best_tps;
+  }
   out["layouts"] = layouts;
+  out["error_band"] = band;
+  return out;
+}
+
+// Tokens per second of one layout under each parameter set (bench/calibrate.py's fit).
+std::vector<double> tokens_per_second_each(const std::string& model, const std::string& instance,
+                                           int nodes, int seq, int global_batch,
+                                           const std::string& layout,
+                                           const std::vector<py::dict>& params) {
+  plan::Workload w;
+  w.seq = seq;
+  w.global_batch = global_batch;
+  const topo::Cluster cluster(instance, 0, nodes);
+  const plan::Planner p(plan::resolve_model(model), cluster, w);
+  plan::Layout l = plan::parse_layout(layout);
+  if (l.micro_batch < 1) l.micro_batch = 1;
+  std::vector<hw::StepModel> sms;
+  sms.reserve(params.size());
+  for (const auto& d : params) sms.push_back(step_model_from(d, p.step_model()));
+  std::vector<double> out;
+  for (const auto& e : p.evaluate_each(l, sms)) out.push_back(e.tokens_per_second);
   return out;
 }
 
 }  // namespace
 
 void bind_plan(py::module_& m) {
+  m.def("tokens_per_second_each", &tokens_per_second_each, py::arg("model"), py::arg("instance"),
+        py::arg("nodes"), py::arg("seq"), py::arg("global_batch"), py::arg("layout"),
+        py::arg("params"),
+        "Tokens per second of one layout under each step-model parameter dict (the calibration's "
+        "fit); the layout is routed once.");
   m.doc() = "vtrn planner: per-rank memory and step time of FSDP/TP/PP/HSDP layouts (no torch)";
   m.attr("MAX_WORKLOAD_VALUE") = plan::kMaxWorkloadValue;
   m.attr("MAX_MODEL_DIM") = plan::kMaxModelDim;
@@ -206,6 +278,16 @@ void bind_plan(py::module_& m) {
     py::list l;
     for (const auto& p : plan::presets()) l.append(model_dict(p));
     return l;
+  });
+  m.def("step_model", [] {
+    const hw::StepModel& sm = hw::calibrated_step_model();
+    py::dict d;
+    d["tensor_efficiency"] = sm.tensor_efficiency;
+    d["kernel_overhead_s"] = sm.kernel_overhead_s;
+    d["comm_overlap"] = sm.comm_overlap;
+    d["error_band"] = sm.error_band;
+    d["provenance"] = std::string(sm.provenance);
+    return d;
   });
   m.def(
       "model",
@@ -226,7 +308,7 @@ void bind_plan(py::module_& m) {
         py::arg("layout") = std::nullopt, py::arg("top") = 10,
         py::arg("checkpointing") = std::vector<std::string>{"none", "selective", "full"},
         py::arg("micro_batches") = std::vector<int>{1, 2, 4, 8}, py::arg("allow_pp") = true,
-        py::arg("search_placement") = true,
+        py::arg("search_placement") = true, py::arg("params") = std::nullopt,
         "Search (or, with layout='pp=1,replicate=1,shard=64,tp=8', evaluate) layouts; a dict with "
         "'layouts' best first.");
 }

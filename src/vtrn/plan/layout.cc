@@ -66,7 +66,8 @@ std::vector<int> Layout::mesh_shape() const {
 
 std::string Layout::describe() const {
   return "pp=" + std::to_string(pp) + ",replicate=" + std::to_string(replicate) +
-         ",shard=" + std::to_string(shard) + ",tp=" + std::to_string(tp);
+         ",shard=" + std::to_string(shard) + ",tp=" + std::to_string(tp) +
+         (zero1 ? ",zero1=1" : "");
 }
 
 Layout parse_layout(std::string_view text) {
@@ -95,6 +96,14 @@ Layout parse_layout(std::string_view text) {
     } catch (...) {
       throw std::invalid_argument("layout part '" + part + "': '" + value + "' is not an integer");
     }
+    if (key == "zero1") {
+      if (v != 0 && v != 1)
+        throw std::invalid_argument("layout part '" + part +
+                                    "': zero1 is 0 or 1 (1: optimizer state sharded over the "
+                                    "data-parallel ranks)");
+      l.zero1 = v == 1;
+      continue;
+    }
     if (v < 1)
       throw std::invalid_argument("layout part '" + part + "': degrees must be at least 1");
     if (v > kMaxWorkloadValue)
@@ -112,8 +121,9 @@ Layout parse_layout(std::string_view text) {
     else if (key == "micro_batch" || key == "mb")
       l.micro_batch = v;
     else
-      throw std::invalid_argument("layout part '" + part + "': unknown key '" + key +
-                                  "'; use pp, replicate, shard, tp, micro_batch, checkpointing");
+      throw std::invalid_argument(
+          "layout part '" + part + "': unknown key '" + key +
+          "'; use pp, replicate, shard, tp, micro_batch, checkpointing, zero1");
     any = true;
   }
   if (!any) throw std::invalid_argument("empty layout; write e.g. pp=1,replicate=1,shard=64,tp=8");

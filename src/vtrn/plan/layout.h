@@ -41,17 +41,20 @@ struct Layout {
   int pp = 1, replicate = 1, shard = 1, tp = 1;
   int micro_batch = 1;  ///< sequences per micro-batch
   Checkpointing checkpointing = Checkpointing::kSelective;
+  /// ZeRO-1: the optimizer state is sharded over the data-parallel ranks; gradients are
+  /// reduce-scattered and the updated parameters all-gathered once per step.
+  bool zero1 = false;
   int dp() const { return replicate * shard; }
   int world() const { return pp * replicate * shard * tp; }
   /// Mesh axes of size > 1, outermost first: pp, replicate, shard, tp (("shard",) for one rank).
   std::vector<std::string> mesh_axes() const;
   std::vector<int> mesh_shape() const;
-  /// "pp=1,replicate=1,shard=64,tp=1".
+  /// "pp=1,replicate=1,shard=64,tp=1" (",zero1=1" appended under ZeRO-1).
   std::string describe() const;
 };
 
-/// Parses "pp=1,replicate=1,shard=64,tp=8" (missing axes are 1; micro_batch=, checkpointing= may
-/// follow). Throws std::invalid_argument naming the bad part.
+/// Parses "pp=1,replicate=1,shard=64,tp=8" (missing axes are 1; micro_batch=, checkpointing= and
+/// zero1=0|1 may follow). Throws std::invalid_argument naming the bad part.
 Layout parse_layout(std::string_view text);
 
 }  // namespace vtrn::plan

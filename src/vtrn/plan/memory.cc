@@ -94,7 +94,8 @@ MemoryBreakdown memory_per_rank(const ModelSpec& model, const topo::Cluster& clu
     const double persistent_elems = (p.blocks + p.root) / l.shard;
     mb.parameters = persistent_elems * by.param;
     mb.gradients = persistent_elems * by.grad;
-    mb.optimizer = persistent_elems * by.opt;
+    // ZeRO-1: each data-parallel rank keeps the optimizer state of its 1/replicate share.
+    mb.optimizer = persistent_elems * by.opt / (l.zero1 ? l.replicate : 1);
     if (l.shard > 1) {
       // current + prefetched units in bf16, one unit's unsharded gradient (bf16, plus the
       // reduce-scatter's fp32 copy under the mixed policy), and the root unit (embedding / head),

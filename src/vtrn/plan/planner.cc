@@ -27,6 +27,11 @@ Planner::Planner(ModelSpec model, const topo::Cluster& cluster, Workload workloa
                                 " must be between 0 and " + most + " FSDP units");
 }
 
+void Planner::set_step_model(const hw::StepModel& params) {
+  hw::validate(params);
+  params_ = params;
+}
+
 double Planner::budget_bytes() const { return hbm_budget_bytes(cluster_); }
 
 double Planner::peak_flops_per_rank() const { return plan::peak_flops_per_rank(cluster_); }
@@ -50,6 +55,21 @@ Evaluation Planner::evaluate(const Layout& layout, bool search_placement) const 
   Routing r;
   route(l, search_placement, r);
   return evaluate_routed(l, r);
+}
+
+std::vector<Evaluation> Planner::evaluate_each(const Layout& layout,
+                                               const std::vector<hw::StepModel>& params) const {
+  const Evaluation first = evaluate(layout);  // validates the layout
+  Routing r;
+  route(first.layout, true, r);
+  std::vector<Evaluation> out;
+  out.reserve(params.size());
+  Planner copy = *this;
+  for (const hw::StepModel& sm : params) {
+    copy.set_step_model(sm);
+    out.push_back(copy.evaluate_routed(first.layout, r));
+  }
+  return out;
 }
 
 namespace {
@@ -84,7 +104,27 @@ bool worst_route(const topo::Cluster& cl, const topo::LinkGraph& g,
                  std::string& error) {
   double worst = -1;
   std::map<std::string, bool> seen;
+  // A group that is another's translate by whole nodes (every rank moved by the same multiple
+  // of the ranks per node) has the same chips in the same roles, so the same signature: found
+  // without building it. Not in an UltraServer, whose signature names the nodes.
+  const int per_node = cl.ranks_per_node();
+  const bool by_node = cl.spec().ultraserver_nodes <= 1 && per_node > 0;
+  std::map<int, std::vector<const std::vector<int>*>> seen_at;  // by first rank within its node
   for (const auto& grp : groups) {
+    if (by_node && !grp.empty()) {
+      auto& reps = seen_at[grp[0] % per_node];
+      bool translate = false;
+      for (const std::vector<int>* rep : reps) {
+        const int delta = grp[0] - (*rep)[0];
+        if (rep->size() != grp.size() || delta % per_node != 0) continue;
+        translate = true;
+        for (size_t j = 0; j < grp.size() && translate; ++j)
+          translate = grp[j] - (*rep)[j] == delta;
+        if (translate) break;
+      }
+      if (translate) continue;
+      reps.push_back(&grp);
+    }
     if (!seen.emplace(signature(cl, grp), true).second) continue;
     coll::Route rt = coll::route_group(cl, g, grp);
     if (!rt.routable) {
@@ -157,7 +197,12 @@ void Planner::route(const Layout& l, bool search, Routing& r) const {
   }
 }
 
-Evaluation Planner::evaluate_routed(const Layout& l, const Routing& r) const {
+Evaluation Planner::evaluate_unfit(const Layout& l, const MemoryBreakdown& mem) const {
+  return evaluate_routed(l, Routing{}, &mem);
+}
+
+Evaluation Planner::evaluate_routed(const Layout& l, const Routing& r,
+                                    const MemoryBreakdown* known) const {
   Evaluation e;
   e.layout = l;
   e.routable = r.routable;
@@ -182,7 +227,7 @@ Evaluation Planner::evaluate_routed(const Layout& l, const Routing& r) const {
                  std::to_string(model_.heads) + " attention heads of " + model_.name +
                  "; use a TP degree that divides them";
   }
-  e.memory = memory(l);
+  e.memory = known ? *known : memory(l);
   e.fits = e.memory.total <= e.memory.budget;
 
   // Model FLOPs per step (for MFU): 3 x forward (backward = 2 x forward), no recompute.
@@ -196,11 +241,11 @@ Evaluation Planner::evaluate_routed(const Layout& l, const Routing& r) const {
   e.model_flops_per_step =
       3.0 * (2.0 * matmul_per_token + attn_per_token) * s * workload_.global_batch;
 
-  if (!e.batch_ok) {
+  if (!e.batch_ok || (known && !e.fits)) {
     classify(e);
     return e;
   }
-  e.time = step_time(model_, cluster_, workload_, l, r.routes);
+  e.time = step_time(model_, cluster_, workload_, l, r.routes, params_);
   e.tokens_per_second = workload_.global_batch * s / e.time.step_s;
   e.mfu = e.model_flops_per_step / (e.time.step_s * cluster_.world() * peak_flops_per_rank());
   classify(e);

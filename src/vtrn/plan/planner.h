@@ -63,6 +63,9 @@ struct LayoutSearchResult {
       rejected;        ///< the best-looking rejected layouts (fewest bytes over budget first)
   long evaluated = 0;  ///< layouts evaluated (factorization x checkpointing x micro-batch)
   int factorizations = 0;
+  /// Layouts never timed: dominated by one with less recomputation that fits, or whose
+  /// optimistic bound (collectives free) could not change the ranking or the alternatives.
+  long pruned = 0;
   int placement_searches = 0;  ///< unroutable defaults handed to the placement search
   int placement_searches_skipped =
       0;                    ///< unroutable defaults that could not enter the top keep_top
@@ -80,11 +83,19 @@ class Planner {
   const ModelSpec& model() const { return model_; }
   const topo::Cluster& cluster() const { return cluster_; }
   const Workload& workload() const { return workload_; }
+  /// The step model's parameters: the calibrated ones unless replaced (bench/calibrate.py
+  /// replaces them while fitting). Throws std::invalid_argument for out-of-bounds values.
+  const hw::StepModel& step_model() const { return params_; }
+  void set_step_model(const hw::StepModel& params);
 
   /// One layout under its default (row-major) placement, or the placement search's when the
   /// default is not routable and |search_placement|. Throws std::invalid_argument when the
   /// layout's degrees do not multiply to the world.
   Evaluation evaluate(const Layout& layout, bool search_placement = true) const;
+
+  /// |layout| routed once and evaluated under each of |params| (the calibration's fit).
+  std::vector<Evaluation> evaluate_each(const Layout& layout,
+                                        const std::vector<hw::StepModel>& params) const;
 
   /// Memory of |layout| (routing is not consulted).
   MemoryBreakdown memory(const Layout& layout) const;
@@ -115,7 +126,11 @@ class Planner {
     AxisRoutes routes;
   };
   void route(const Layout& layout, bool search_placement, Routing& out) const;
-  Evaluation evaluate_routed(const Layout& layout, const Routing& routing) const;
+  // |known|: the layout's memory, already computed; when it does not fit, the step is not timed.
+  Evaluation evaluate_routed(const Layout& layout, const Routing& routing,
+                             const MemoryBreakdown* known = nullptr) const;
+  // A layout over the memory budget |mem|, checked and classified without routing or timing.
+  Evaluation evaluate_unfit(const Layout& layout, const MemoryBreakdown& mem) const;
   void classify(Evaluation& e) const;
   /// LayoutSearchResult::why_nothing: the closest of |rejected| (most promising first), what it
   /// needs and what limits it, and how many nodes would fit the model.
@@ -124,6 +139,7 @@ class Planner {
   ModelSpec model_;
   topo::Cluster cluster_;
   Workload workload_;
+  hw::StepModel params_ = hw::calibrated_step_model();
 };
 
 }  // namespace vtrn::plan

@@ -99,7 +99,7 @@ std::string Planner::explain(const Evaluation& e) const {
     else if (l.shard > 1)
       w += "FSDP" + std::to_string(l.shard);
     else if (l.replicate > 1)
-      w += "DDP" + std::to_string(l.replicate);
+      w += (l.zero1 ? "ZeRO-1 DP" : "DDP") + std::to_string(l.replicate);
     else
       w += "one rank";
     return w;
@@ -150,7 +150,7 @@ std::vector<std::string> Planner::alternatives(const Evaluation& best,
     else if (l.shard > 1)
       w += "FSDP" + std::to_string(l.shard);
     else if (l.replicate > 1)
-      w += "DDP" + std::to_string(l.replicate);
+      w += (l.zero1 ? "ZeRO-1 DP" : "DDP") + std::to_string(l.replicate);
     else
       w += "one rank";
     return w + " (micro-batch " + std::to_string(l.micro_batch) + ", " +

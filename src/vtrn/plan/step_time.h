@@ -5,9 +5,11 @@
 // Units: seconds. The model and its assumptions are written down in docs/planner.md.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "vtrn/coll/route.h"
+#include "vtrn/hw/step_model.h"
 #include "vtrn/plan/layout.h"
 #include "vtrn/plan/model_spec.h"
 #include "vtrn/topo/cluster.h"
@@ -42,5 +44,12 @@ double peak_flops_per_rank(const topo::Cluster& cluster);
 /// without a route costs nothing.
 TimeBreakdown step_time(const ModelSpec& m, const topo::Cluster& cluster, const Workload& workload,
                         const Layout& l, const AxisRoutes& routes);
+/// The same under |params| instead of the calibrated step model.
+TimeBreakdown step_time(const ModelSpec& m, const topo::Cluster& cluster, const Workload& workload,
+                        const Layout& l, const AxisRoutes& routes, const hw::StepModel& params);
+
+/// Key/value features one TP rank computes: ceil(kv_heads / tp) heads, so past kv_heads ranks
+/// each KV head is duplicated.
+std::int64_t kv_dim_per_rank(const ModelSpec& m, int tp);
 
 }  // namespace vtrn::plan
