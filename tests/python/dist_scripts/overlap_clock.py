@@ -1,8 +1,10 @@
 """Run under `vtrn run --nproc-per-node 2`: a compute stream and a collective stream overlap on
 the modeled clock, and the step is shorter than the sum of its parts by the overlap."""
 
+import json
 import os
 import sys
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -68,5 +70,21 @@ busy_comm = clock["streams"][comm.stream_id]["busy_us"]
 assert abs(busy_comm["collective"] - coll) <= 1e-6 * coll, (busy_comm, coll)
 assert abs(sum(busy_main.values()) - (m2 - m0)) <= 1e-6 * m2, (busy_main, m2 - m0)
 assert abs(clock["span_us"] - step_us) <= 1e-6 * step_us, (clock["span_us"], step_us)
+
+# In a profile, the collective is a device event on a track of its own (tid 1000 + stream).
+with torch.profiler.profile(
+    activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.PrivateUse1]
+) as prof:
+    with torch.neuron.stream(comm):
+        dist.all_reduce(grad)
+    torch.neuron.synchronize()
+path = os.path.join(tempfile.mkdtemp(), f"rank{r}.json")
+prof.export_chrome_trace(path)
+with open(path) as f:
+    events = json.load(f)["traceEvents"]
+reduces = [e for e in events if e.get("cat") == "kernel" and e["name"] == "all_reduce"]
+assert len(reduces) == 1, reduces
+assert reduces[0]["tid"] == 1000 + comm.stream_id, reduces[0]
+assert abs(reduces[0]["dur"] - coll) <= 1e-3, (reduces[0], coll)  # the same 16 MiB all-reduce
 dist.destroy_process_group()
 os.write(sys.stdout.fileno(), f"rank {r} OK step {step_us:.3f} us, parts {parts:.3f} us\n".encode())
