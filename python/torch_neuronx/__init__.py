@@ -4,8 +4,8 @@ Scripts and libraries written for TorchNeuron import ``torch_neuronx`` (HF accel
 transformers detect Trainium by finding it), so vtrn installs a package of that name. Its
 functions keep TorchNeuron's names, signatures and errors and run on vtrn (``vtrn`` and
 ``torch.neuron``, which stay vtrn's own API; ``nki_op`` and ``wrap_nki`` come from vtrn's ``nki``
-package). TorchNeuron features vtrn does not have yet (``NeuronProfiler``,
-``compiler.compile_only``) exist and raise NotImplementedError naming themselves when used.
+package). TorchNeuron features vtrn does not have yet (``compiler.compile_only``) exist and raise
+NotImplementedError naming themselves when used.
 
 Importing it loads torch and registers the ``neuron`` device, as ``import torch`` already does.
 """

@@ -12,10 +12,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "clear_op_tracking",
+    "clock",
     "get_executed_ops",
     "get_fallback_ops",
     "metrics",
     "register",
+    "reset_clock",
     "reset_metrics",
 ]
 
@@ -105,3 +107,39 @@ def reset_metrics():
     from vtrn import _C
 
     _C._reset_metrics()
+
+
+def clock(device=None, reset: bool = False) -> dict:
+    """The modeled device clock of a neuron device (the current one by default).
+
+    Each stream has a timeline that kernels advance by their modeled time (plus a launch
+    overhead each), copies by the DMA and host-transfer model, and collectives by their modeled
+    time; event waits and ``wait_stream`` join timelines, and the host's synchronizations
+    (``torch.neuron.synchronize()``, ``.cpu()``, ``.item()``) hold later work back.
+
+    Returns ``{"origin_us", "end_us", "span_us", "streams": {stream_id: {"busy_us": {engine:
+    us}, "busy_total_us", "idle_us", "end_us"}}}`` since the last reset: ``busy_us`` by engine
+    class (``tensor``, ``vector``, ``scalar``, ``gpsimd``, ``dma``, ``collective``) and
+    ``idle_us``, the device's span minus the stream's busy time. ``reset=True`` starts a new
+    span after reading this one.
+    """
+    register()
+    import torch
+
+    from vtrn import _C
+
+    index = torch.neuron._device_index(device)
+    out = dict(_C._clock(index))
+    if reset:
+        _C._reset_clock(index)
+    return out
+
+
+def reset_clock(device=None) -> None:
+    """Starts a new span of ``clock()`` at the device's current modeled time."""
+    register()
+    import torch
+
+    from vtrn import _C
+
+    _C._reset_clock(torch.neuron._device_index(device))

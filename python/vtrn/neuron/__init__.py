@@ -66,6 +66,7 @@ from vtrn.neuron.streams import (
     default_stream,
     set_stream,
     stream,
+    wall_elapsed_time,
 )
 from vtrn.neuron.streams import (
     _sleep as _sleep,
@@ -109,6 +110,7 @@ __all__ = [
     "set_rng_state_all",
     "set_stream",
     "stream",
+    "wall_elapsed_time",
     "synchronize",
 ]
 

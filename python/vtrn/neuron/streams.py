@@ -50,6 +50,11 @@ class _NeuronEventMeta(type):
 class Event(metaclass=_NeuronEventMeta):
     """Marks a point in a stream's work; ``elapsed_time`` measures between two of them.
 
+    ``elapsed_time`` is modeled device time: the milliseconds the work between the two records
+    would take on Trainium (``vtrn.clock()`` explains it per stream and engine).
+    ``torch.neuron.wall_elapsed_time(start, end)`` gives the host's wall-clock milliseconds
+    between the two events' completion instead.
+
     ``torch.neuron.Event(...)`` builds a ``torch.Event`` on the neuron device: torch.Event's
     methods accept only torch.Event itself, not subclasses, so this is a factory whose
     isinstance check matches every neuron torch.Event."""
@@ -63,6 +68,19 @@ class Event(metaclass=_NeuronEventMeta):
             blocking=blocking,
             interprocess=interprocess,
         )
+
+
+def wall_elapsed_time(start: torch.Event, end: torch.Event) -> float:
+    """Wall-clock milliseconds between the completion of ``start`` and of ``end`` on this host
+    (``end.elapsed_time`` is modeled device time). Both must be recorded and completed."""
+    for name, e in (("start", start), ("end", end)):
+        if not isinstance(e, torch.Event) or e.device.type != "neuron":
+            raise TypeError(
+                f"wall_elapsed_time: {name} must be a neuron torch.Event, got {type(e).__name__}"
+                f"{'' if not isinstance(e, torch.Event) else ' on ' + str(e.device)}; "
+                "make it with torch.neuron.Event(enable_timing=True)."
+            )
+    return _C._event_wall_elapsed_ms(start.event_id, end.event_id)
 
 
 def current_stream(dev=None) -> Stream:

@@ -163,9 +163,10 @@ Event::Point Event::point() const {
   return state_->point;
 }
 
-void Event::record(Stream& stream) {
+void Event::record(Stream& stream, double modeled_s) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const uint64_t generation = ++state_->generation;
+  state_->modeled_s = modeled_s;
   // Holding the state lock across enqueue keeps (point, generation) consistent; the marker
   // takes the lock only when it runs, on the worker.
   const uint64_t sequence = stream.enqueue("event record", [state = state_, generation] {
@@ -192,20 +193,35 @@ void Event::synchronize() const {
 
 bool Event::recorded() const { return point().stream != nullptr; }
 
+void Event::check_completed(const char* which) const {
+  const Point p = point();
+  if (p.stream == nullptr || !p.reached()) {
+    throw std::logic_error(
+        std::string("elapsed_time: the ") + which +
+        " event has not been recorded and completed; record it and synchronize first");
+  }
+}
+
 double Event::elapsed_ms_since(const Event& start) const {
-  auto completion = [](const Event& e, const char* which) {
-    const Point p = e.point();
-    if (p.stream == nullptr || !p.reached()) {
-      throw std::logic_error(
-          std::string("elapsed_time: the ") + which +
-          " event has not been recorded and completed; record it and synchronize first");
-    }
+  start.check_completed("start");
+  check_completed("end");
+  auto completed_at = [](const Event& e) {
     std::lock_guard<std::mutex> lock(e.state_->mutex);
     return e.state_->completed_at;
   };
-  const Clock::time_point begin = completion(start, "start");
-  const Clock::time_point end = completion(*this, "end");
-  return std::chrono::duration<double, std::milli>(end - begin).count();
+  return std::chrono::duration<double, std::milli>(completed_at(*this) - completed_at(start))
+      .count();
+}
+
+double Event::modeled_s() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->modeled_s;
+}
+
+double Event::modeled_elapsed_ms_since(const Event& start) const {
+  start.check_completed("start");
+  check_completed("end");
+  return (modeled_s() - start.modeled_s()) * 1e3;
 }
 
 }  // namespace vtrn::runtime

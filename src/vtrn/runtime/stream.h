@@ -8,7 +8,8 @@
 //    stays usable.
 //  * Event::record() marks the point reached by the stream's work enqueued so far;
 //    Event::block() makes a stream wait for the most recent record, as it stood when block()
-//    was called. An event never recorded is complete.
+//    was called. An event never recorded is complete. A record also keeps the modeled device
+//    time its caller gives (the stream's DeviceClock time), for modeled_elapsed_ms_since().
 //  * A task owns what it captures and destroys it on the worker thread after running.
 //  * A forked child runs the work its parent queued and had not started. hold_for_fork() lets
 //    the worker finish (and release) its task and keeps it from starting another, so a fork
@@ -110,7 +111,8 @@ class Event {
   using Clock = std::chrono::steady_clock;
 
   /// Marks the current end of |stream|'s queue; the event completes when the stream gets there.
-  void record(Stream& stream);
+  /// |modeled_s| is the modeled device time of that point.
+  void record(Stream& stream, double modeled_s = 0);
 
   /// Makes |stream| wait for the most recent record before running later work.
   void block(Stream& stream);
@@ -124,6 +126,10 @@ class Event {
   /// Milliseconds between the completion of |start| and of this event. Both must have been
   /// recorded and completed; throws std::logic_error otherwise.
   double elapsed_ms_since(const Event& start) const;
+  /// The same between the modeled device times given to the two records.
+  double modeled_elapsed_ms_since(const Event& start) const;
+  /// The modeled device time of the most recent record (0 when never recorded).
+  double modeled_s() const;
 
   bool recorded() const;
 
@@ -139,7 +145,10 @@ class Event {
     Point point;
     uint64_t generation = 0;           ///< records so far
     Clock::time_point completed_at{};  ///< when the most recent record was reached
+    double modeled_s = 0;              ///< modeled device time of the most recent record
   };
+  /// Checks that the most recent record was reached; throws std::logic_error naming |which|.
+  void check_completed(const char* which) const;
   Point point() const;
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };

@@ -185,6 +185,17 @@ TEST(EventTest, QueryElapsedAndNeverRecorded) {
   EXPECT_THROW(never.elapsed_ms_since(start), std::logic_error);
 }
 
+TEST(EventTest, ModeledElapsedIsTheDifferenceOfTheRecordedDeviceTimes) {
+  Stream s("s");
+  Event start, end, never;
+  start.record(s, 0.25);
+  end.record(s, 0.75);
+  end.synchronize();
+  EXPECT_DOUBLE_EQ(end.modeled_elapsed_ms_since(start), 500.0);  // (0.75 - 0.25) s in ms
+  EXPECT_DOUBLE_EQ(start.modeled_s(), 0.25);
+  EXPECT_THROW(never.modeled_elapsed_ms_since(start), std::logic_error);
+}
+
 TEST(EventTest, BlockUsesTheRecordAsOfTheCall) {
   Stream a("a"), b("b");
   Event e;

@@ -43,7 +43,11 @@ std::vector<double>& collective_clock() {
   return *seconds;
 }
 
-void add_modeled_seconds(c10::DeviceIndex device, double seconds) {
+// Also places the collective on the current stream's modeled timeline, named |op|.
+void add_modeled_seconds(c10::DeviceIndex device, const char* op, double seconds) {
+  advance_clock(device, op,
+                runtime::ModeledWork::on(runtime::WorkKind::kCollective,
+                                         runtime::EngineClass::kCollective, seconds));
   std::lock_guard<std::mutex> lock(clock_mutex);
   auto& clock = collective_clock();
   if (clock.size() <= static_cast<size_t>(device)) clock.resize(device + 1, 0.0);
@@ -474,7 +478,7 @@ class NeuronBackend final : public c10d::Backend {
     for (const auto& t : tensors) bytes += t.defined() ? t.nbytes() : 0;
     if (!tensors.empty() && tensors[0].defined() && getSize() > 1) {
       add_modeled_seconds(
-          tensors[0].device().index(),
+          tensors[0].device().index(), op,
           coll::estimate(*cluster_, route_, coll::Collective::kSendRecv, bytes).seconds);
     }
     return c10::make_intrusive<NeuronPendingWork>(std::move(work), type, tensors,
@@ -505,7 +509,7 @@ class NeuronBackend final : public c10d::Backend {
     if (!outputs.empty() && outputs[0].defined()) {
       const double transfer =
           getSize() > 1 ? coll::estimate(*cluster_, route_, collective, bytes).seconds : 0.0;
-      add_modeled_seconds(outputs[0].device().index(), transfer + extra_seconds);
+      add_modeled_seconds(outputs[0].device().index(), op, transfer + extra_seconds);
     }
     return done(type, outputs);
   }

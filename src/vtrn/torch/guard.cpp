@@ -72,46 +72,66 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return runtime_stream(stream).query();
   }
 
-  void synchronizeStream(const c10::Stream& stream) const override { synchronize_stream(stream); }
+  // The user's synchronizations: the host waits on the modeled clock too.
+  void synchronizeStream(const c10::Stream& stream) const override {
+    synchronize_stream(stream);
+    host_wait_stream(stream);
+  }
 
-  void synchronizeDevice(c10::DeviceIndex index) const override { synchronize(index); }
+  void synchronizeDevice(c10::DeviceIndex index) const override {
+    synchronize(index);
+    host_wait_all(index);
+  }
 
+  // An event keeps the modeled time of its stream's timeline at the record, beside the
+  // runtime event: waits join timelines, elapsed_time() is modeled device time.
   void record(void** event, const c10::Stream& stream, c10::DeviceIndex device_index,
               c10::EventFlag /*flag*/) const override {
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "Event device index ",
                 static_cast<int>(device_index),
                 " does not match the recording stream's device neuron:",
                 static_cast<int>(stream.device_index()), ".");
-    if (*event == nullptr) *event = new runtime::Event();
-    static_cast<runtime::Event*>(*event)->record(runtime_stream(stream));
+    if (*event == nullptr) *event = new NeuronEvent();
+    auto* e = static_cast<NeuronEvent*>(*event);
+    runtime::Stream& queue = runtime_stream(stream);  // flushes held groups first
+    e->device = stream.device_index();
+    e->record(queue, device_clock(stream.device_index()).mark(static_cast<int>(stream.id())));
   }
 
   void block(void* event, const c10::Stream& stream) const override {
     if (event == nullptr) return;  // never recorded: nothing to wait for
-    static_cast<runtime::Event*>(event)->block(runtime_stream(stream));
+    auto* e = static_cast<NeuronEvent*>(event);
+    if (e->recorded())
+      device_clock(stream.device_index()).wait(static_cast<int>(stream.id()), e->modeled_s());
+    e->block(runtime_stream(stream));
   }
 
   bool queryEvent(void* event) const override {
-    return event == nullptr || static_cast<runtime::Event*>(event)->query();
+    return event == nullptr || static_cast<NeuronEvent*>(event)->query();
   }
 
   void synchronizeEvent(void* event) const override {
     if (event == nullptr) return;
-    const WithoutGil no_gil;
-    static_cast<runtime::Event*>(event)->synchronize();
+    auto* e = static_cast<NeuronEvent*>(event);
+    {
+      const WithoutGil no_gil;
+      e->synchronize();
+    }
+    if (e->device >= 0) device_clock(e->device).host_wait(e->modeled_s());
   }
 
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
-    delete static_cast<runtime::Event*>(event);
+    delete static_cast<NeuronEvent*>(event);
   }
 
+  // Modeled milliseconds; torch.neuron.wall_elapsed_time() gives the host's.
   double elapsedTime(void* start, void* end,
                      const c10::DeviceIndex /*device_index*/) const override {
     TORCH_CHECK(start != nullptr && end != nullptr,
                 "elapsed_time needs both events recorded; record them on a neuron stream first.");
     try {
-      return static_cast<runtime::Event*>(end)->elapsed_ms_since(
-          *static_cast<runtime::Event*>(start));
+      return static_cast<NeuronEvent*>(end)->modeled_elapsed_ms_since(
+          *static_cast<NeuronEvent*>(start));
     } catch (const std::logic_error& e) {
       TORCH_CHECK(false, e.what());
     }

@@ -213,26 +213,35 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (!self.is_cpu() && !dst.is_cpu()) {
     // neuron -> neuron: queued on the destination's stream, after the source's producer.
     if (index_of(self) != index_of(dst)) sync_current_stream(index_of(self));
-    enqueue(index_of(dst), "aten::_copy_from", [src = DeviceView(self), out = DeviceView(dst)] {
-      at::Tensor out_cpu = out.cpu();
-      at::native::copy_(out_cpu, src.cpu(), false);
-    });
+    const double bytes = static_cast<double>(self.nbytes() + dst.nbytes());
+    enqueue(index_of(dst), "aten::_copy_from", modeled_device_copy(bytes),
+            [src = DeviceView(self), out = DeviceView(dst)] {
+              at::Tensor out_cpu = out.cpu();
+              at::native::copy_(out_cpu, src.cpu(), false);
+            });
   } else if (!dst.is_cpu()) {
     // cpu -> neuron. A non-blocking copy from pinned memory is queued; otherwise the host
     // buffer may be reused as soon as copy_ returns, so copy now, after queued work on dst.
+    const runtime::ModeledWork modeled = modeled_host_copy(static_cast<double>(dst.nbytes()));
     if (non_blocking && self.is_pinned()) {
-      enqueue(index_of(dst), "aten::_copy_from", [src = self, out = DeviceView(dst)] {
+      enqueue(index_of(dst), "aten::_copy_from", modeled, [src = self, out = DeviceView(dst)] {
         at::Tensor out_cpu = out.cpu();
         at::native::copy_(out_cpu, src, false);
       });
     } else {
       sync_current_stream(index_of(dst));
+      // The host waits for the copy: it reuses its buffer as soon as copy_ returns.
+      device_clock(index_of(dst))
+          .host_wait(advance_clock(index_of(dst), "aten::_copy_from", modeled).end_s);
       at::Tensor dst_cpu = cpu_alias(dst);
       at::native::copy_(dst_cpu, self, false);
     }
   } else {
-    // neuron -> cpu: a host read.
+    // neuron -> cpu: a host read, which the host waits for.
     sync_current_stream(index_of(self));
+    const runtime::ModeledWork modeled = modeled_host_copy(static_cast<double>(self.nbytes()));
+    device_clock(index_of(self))
+        .host_wait(advance_clock(index_of(self), "aten::_copy_from", modeled).end_s);
     at::Tensor dst_cpu = dst;
     at::native::copy_(dst_cpu, cpu_alias(self), false);
   }
@@ -260,10 +269,12 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   VTRN_RECORD_OP("fill_.Scalar");
   check_fill_value(self, value);
   if (self.numel() == 0) return self;
-  enqueue(index_of(self), "aten::fill_.Scalar", [out = DeviceView(self), value] {
-    at::Tensor alias = out.cpu();
-    at::native::fill_(alias, value);
-  });
+  enqueue(index_of(self), "aten::fill_.Scalar",
+          modeled_memory_kernel(static_cast<double>(self.nbytes())),
+          [out = DeviceView(self), value] {
+            at::Tensor alias = out.cpu();
+            at::native::fill_(alias, value);
+          });
   return self;
 }
 
@@ -275,26 +286,32 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   if (self.numel() == 0) return self;
   if (value.is_cpu()) return fill_scalar(self, value.item());
   if (index_of(value) != index_of(self)) sync_current_stream(index_of(value));
-  enqueue(index_of(self), "aten::fill_.Tensor", [out = DeviceView(self), v = DeviceView(value)] {
-    at::Tensor alias = out.cpu();
-    at::native::fill_(alias, v.cpu());
-  });
+  enqueue(index_of(self), "aten::fill_.Tensor",
+          modeled_memory_kernel(static_cast<double>(self.nbytes())),
+          [out = DeviceView(self), v = DeviceView(value)] {
+            at::Tensor alias = out.cpu();
+            at::native::fill_(alias, v.cpu());
+          });
   return self;
 }
 
 at::Tensor& zero(at::Tensor& self) {
   VTRN_RECORD_OP("zero_");
   if (self.numel() == 0) return self;
-  enqueue(index_of(self), "aten::zero_", [out = DeviceView(self)] {
-    at::Tensor alias = out.cpu();
-    at::native::zero_(alias);
-  });
+  enqueue(index_of(self), "aten::zero_", modeled_memory_kernel(static_cast<double>(self.nbytes())),
+          [out = DeviceView(self)] {
+            at::Tensor alias = out.cpu();
+            at::native::zero_(alias);
+          });
   return self;
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   VTRN_RECORD_OP("_local_scalar_dense");
   sync_current_stream(index_of(self));
+  const runtime::ModeledWork modeled = modeled_host_copy(static_cast<double>(self.element_size()));
+  device_clock(index_of(self))
+      .host_wait(advance_clock(index_of(self), "aten::_local_scalar_dense", modeled).end_s);
   return at::native::_local_scalar_dense_cpu(cpu_alias(self));
 }
 

@@ -5,8 +5,12 @@
 // the CPU times come out as garbage.
 //
 // The stubs time the CPU side only, on c10::getTime() (the profiler's own clock): they create
-// no device event, so ops carry no device time until device activity is reported to the trace.
+// no device event. Device activity reaches the trace through the Kineto plugin
+// (device_trace.cpp), which also keeps the correlation stack below.
+#include "vtrn/torch/profiler.h"
+
 #include <functional>
+#include <vector>
 
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/ApproximateClock.h>
@@ -17,6 +21,9 @@
 
 namespace vtrn::torch_adapter {
 namespace {
+
+// The ops the profiler is inside on this thread, innermost last (pushed by the profiler).
+thread_local std::vector<std::uint64_t> tls_correlations;
 
 using torch::profiler::impl::ProfilerVoidEventStub;
 
@@ -63,4 +70,15 @@ struct RegisterProfilerStubs {
 } register_profiler_stubs;
 
 }  // namespace
+
+std::uint64_t profiler_correlation() {
+  return tls_correlations.empty() ? 0 : tls_correlations.back();
+}
+
+void push_profiler_correlation(std::uint64_t id) { tls_correlations.push_back(id); }
+
+void pop_profiler_correlation() {
+  if (!tls_correlations.empty()) tls_correlations.pop_back();
+}
+
 }  // namespace vtrn::torch_adapter

@@ -64,7 +64,11 @@ PYBIND11_MODULE(_C, m) {
   // reference to a tensor that Python also knows, which takes the GIL on the worker thread.
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
   m.def(
-      "synchronize", [](int index) { adapter::synchronize(static_cast<c10::DeviceIndex>(index)); },
+      "synchronize",
+      [](int index) {
+        adapter::synchronize(static_cast<c10::DeviceIndex>(index));
+        adapter::host_wait_all(static_cast<c10::DeviceIndex>(index));
+      },
       no_gil);
   m.def("_stream_priority", [](int64_t stream_id) { return adapter::stream_priority(stream_id); });
   m.def("_stream_priority_range", [] { return adapter::stream_priority_range(); });
@@ -100,9 +104,12 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_sleep",
       [](int index, double seconds) {
-        adapter::enqueue(static_cast<c10::DeviceIndex>(index), "vtrn::_sleep", [seconds] {
-          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        });
+        // As torch.cuda._sleep's spin kernel: |seconds| of device time, on the GpSimd engines.
+        adapter::enqueue(
+            static_cast<c10::DeviceIndex>(index), "vtrn::_sleep",
+            vtrn::runtime::ModeledWork::on(vtrn::runtime::WorkKind::kKernel,
+                                           vtrn::runtime::EngineClass::kGpSimd, seconds),
+            [seconds] { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); });
       },
       no_gil);
   // A gate: queued work that waits until Python opens it (deterministic stream tests).
@@ -153,6 +160,42 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   m.def("_reset_metrics", &adapter::reset_eager_metrics);
+  m.def("_clock", [](int index) {
+    const vtrn::runtime::ClockUsage u =
+        adapter::device_clock(static_cast<c10::DeviceIndex>(index)).usage();
+    py::dict streams;
+    for (const vtrn::runtime::StreamUsage& su : u.streams) {
+      py::dict busy;
+      for (int e = 0; e < vtrn::runtime::kEngineClassCount; ++e)
+        busy[py::str(std::string(vtrn::runtime::engine_class_name(
+            static_cast<vtrn::runtime::EngineClass>(e))))] = su.busy[e] * 1e6;
+      py::dict d;
+      d["busy_us"] = busy;
+      d["busy_total_us"] = su.busy_s * 1e6;
+      d["idle_us"] = su.idle_s * 1e6;
+      d["end_us"] = su.end_s * 1e6;
+      streams[py::int_(su.stream)] = d;
+    }
+    py::dict out;
+    out["origin_us"] = u.origin_s * 1e6;
+    out["end_us"] = u.end_s * 1e6;
+    out["span_us"] = u.span_s() * 1e6;
+    out["streams"] = streams;
+    return out;
+  });
+  m.def("_reset_clock",
+        [](int index) { adapter::device_clock(static_cast<c10::DeviceIndex>(index)).reset(); });
+  m.def("_event_wall_elapsed_ms", [](int64_t start, int64_t end) {
+    TORCH_CHECK(start != 0 && end != 0,
+                "wall_elapsed_time needs both events recorded; record them on a neuron stream "
+                "first.");
+    try {
+      return reinterpret_cast<const adapter::NeuronEvent*>(end)->elapsed_ms_since(
+          *reinterpret_cast<const adapter::NeuronEvent*>(start));
+    } catch (const std::logic_error& e) {
+      TORCH_CHECK(false, e.what());
+    }
+  });
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);
   m.def("_end_graph_capture", &adapter::end_graph_capture, no_gil);
   m.def("_start_export_recording", &adapter::start_export_recording);

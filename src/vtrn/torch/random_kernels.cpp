@@ -30,6 +30,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "vtrn/cost/kernel_cost.h"
 #include "vtrn/torch/device_view.h"
 #include "vtrn/torch/generator.h"
 #include "vtrn/torch/op_tracking.h"
@@ -37,6 +38,19 @@
 
 namespace vtrn::torch_adapter {
 namespace {
+
+/// A random fill on the device: one Vector element-operation per element drawn, and the
+/// tensor's bytes written (the cost model's terms).
+runtime::ModeledWork modeled_random_kernel(const at::Tensor& t) {
+  cost::Work w;
+  w.vector_ops = static_cast<double>(t.numel());
+  w.bytes = static_cast<double>(t.nbytes());
+  const cost::KernelCost c = cost::CostModel::trn2().estimate(w);
+  return runtime::ModeledWork::on(runtime::WorkKind::kKernel,
+                                  c.engine == cost::Engine::kVector ? runtime::EngineClass::kVector
+                                                                    : runtime::EngineClass::kDma,
+                                  c.time_s);
+}
 
 struct PhiloxDraws {
   uint32_t a, b;
@@ -74,7 +88,7 @@ void queue_random_fill(const at::Tensor& self, const char* op,
   if (self.numel() == 0) return;
   const uint64_t count = static_cast<uint64_t>(self.numel()) * (self.is_complex() ? 2 : 1);
   const PhiloxRange range = reserve_philox(generator, index_of(self), count);
-  enqueue(index_of(self), op, [out = DeviceView(self), range, gen] {
+  enqueue(index_of(self), op, modeled_random_kernel(self), [out = DeviceView(self), range, gen] {
     at::Tensor alias = out.cpu();
     if (alias.is_complex()) alias = at::view_as_real(alias);
     const int64_t n = alias.numel();
@@ -297,20 +311,22 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::
   }
   if (n == 0) return out;
   const PhiloxRange range = reserve_philox(generator, index_of(out), static_cast<uint64_t>(n));
-  enqueue(index_of(out), "aten::randperm.generator_out", [dst = DeviceView(out), range, n] {
-    std::vector<uint64_t> keys(n);
-    for (int64_t i = 0; i < n; ++i) {
-      const PhiloxDraws d = philox(range, static_cast<uint64_t>(i));
-      keys[i] = static_cast<uint64_t>(d.b) << 32 | d.a;
-    }
-    std::vector<int64_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
-    at::Tensor alias = dst.cpu();
-    at::native::copy_(alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)),
-                      false);
-  });
+  enqueue(index_of(out), "aten::randperm.generator_out", modeled_random_kernel(out),
+          [dst = DeviceView(out), range, n] {
+            std::vector<uint64_t> keys(n);
+            for (int64_t i = 0; i < n; ++i) {
+              const PhiloxDraws d = philox(range, static_cast<uint64_t>(i));
+              keys[i] = static_cast<uint64_t>(d.b) << 32 | d.a;
+            }
+            std::vector<int64_t> order(n);
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
+            at::Tensor alias = dst.cpu();
+            at::native::copy_(
+                alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)),
+                false);
+          });
   return out;
 }
 
@@ -325,7 +341,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const PhiloxRange range =
       drop ? reserve_philox(std::nullopt, index_of(input), static_cast<uint64_t>(input.numel()))
            : PhiloxRange{0, 0};
-  enqueue(index_of(input), "aten::native_dropout",
+  enqueue(index_of(input), "aten::native_dropout", modeled_random_kernel(input),
           [in = DeviceView(input), out = DeviceView(output), m = DeviceView(mask), range, p, drop] {
             at::Tensor x = in.cpu();
             at::Tensor y = out.cpu();

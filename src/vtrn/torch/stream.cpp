@@ -16,9 +16,12 @@
 
 #include <c10/util/Exception.h>
 
+#include "vtrn/cost/kernel_cost.h"
+#include "vtrn/hw/runtime.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/eager/pending_group.h"
 #include "vtrn/torch/gil.h"
+#include "vtrn/torch/profiler.h"
 
 namespace vtrn::torch_adapter {
 
@@ -157,6 +160,61 @@ runtime::Stream& runtime_stream(const c10::Stream& stream) {
   // Anything that touches a stream must come after the ops AEE is still holding.
   flush_pending(stream.device_index());
   return streams_of(stream.device_index()).get(stream.id());
+}
+
+runtime::DeviceClock& device_clock(c10::DeviceIndex device) {
+  static std::vector<std::unique_ptr<runtime::DeviceClock>>* all = [] {
+    auto* v = new std::vector<std::unique_ptr<runtime::DeviceClock>>();  // leaked, as the streams
+    for (int d = 0; d < device_count(); ++d)
+      v->push_back(std::make_unique<runtime::DeviceClock>(hw::kExecutionLaunchOverhead));
+    return v;
+  }();
+  check_device_index(device);
+  return *(*all)[device];
+}
+
+runtime::ClockRecord advance_clock(c10::DeviceIndex device, std::string_view op,
+                                   const runtime::ModeledWork& modeled) {
+  const int stream = static_cast<int>(current_stream(device).id());
+  return device_clock(device).advance(stream, op, modeled, profiler_correlation());
+}
+
+void enqueue(c10::DeviceIndex device, const char* op, const runtime::ModeledWork& modeled,
+             std::function<void()> work) {
+  // Flushes held AEE groups first, so the clock sees work in the order the streams run it.
+  runtime_stream(current_stream(device));
+  advance_clock(device, op, modeled);
+  enqueue(device, op, std::move(work));
+}
+
+namespace {
+runtime::ModeledWork modeled_dma(double bytes, runtime::WorkKind kind) {
+  cost::Work w;
+  w.bytes = bytes;
+  const cost::KernelCost c = cost::CostModel::trn2().estimate(w);
+  return runtime::ModeledWork::on(kind, runtime::EngineClass::kDma, c.time_s);
+}
+}  // namespace
+
+runtime::ModeledWork modeled_memory_kernel(double bytes) {
+  return modeled_dma(bytes, runtime::WorkKind::kKernel);
+}
+
+runtime::ModeledWork modeled_device_copy(double bytes) {
+  return modeled_dma(bytes, runtime::WorkKind::kCopy);
+}
+
+runtime::ModeledWork modeled_host_copy(double bytes) {
+  return runtime::ModeledWork::on(
+      runtime::WorkKind::kCopy, runtime::EngineClass::kDma,
+      cost::CostModel::trn2().chip().dma_latency + bytes / hw::kHostTransferBps);
+}
+
+void host_wait_all(c10::DeviceIndex device) { device_clock(device).host_wait_all(); }
+
+void host_wait_stream(const c10::Stream& stream) {
+  runtime::DeviceClock& clock = device_clock(stream.device_index());
+  clock.host_wait(clock.now(static_cast<int>(stream.id())));
 }
 
 void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work) {

@@ -19,17 +19,55 @@
 //    until the fork is done. So a child finds the groups whole and unlocked, no lock held by a
 //    worker it does not have, and every op its parent issued either run or still queued (the
 //    child runs those). The wait is for the task each worker is running, not the queue.
+//  * Each device has a modeled clock (runtime::DeviceClock): work queued with a ModeledWork
+//    advances its stream's timeline there, tagged with the profiler's current op. The host
+//    waits on that clock only where the user synchronizes (device_host_wait_all and friends);
+//    the waits vtrn makes internally (a collective waiting for its producers, FSDP2's storage
+//    resize) are emulation details and leave the modeled clock alone.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <string_view>
 #include <utility>
 
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
+#include "vtrn/runtime/device_clock.h"
 #include "vtrn/runtime/stream.h"
 
 namespace vtrn::torch_adapter {
+
+/// A neuron event: the runtime event and the device it was last recorded on (-1: never).
+struct NeuronEvent : runtime::Event {
+  c10::DeviceIndex device = -1;
+};
+
+/// The modeled clock of |device|.
+runtime::DeviceClock& device_clock(c10::DeviceIndex device);
+
+/// Queues |work| like enqueue() below and places |modeled| on the current stream's modeled
+/// timeline.
+void enqueue(c10::DeviceIndex device, const char* op, const runtime::ModeledWork& modeled,
+             std::function<void()> work);
+
+/// Places |modeled| on the current stream's timeline of |device| without queueing anything
+/// (a collective, whose data moved on the host; a copy made at once).
+runtime::ClockRecord advance_clock(c10::DeviceIndex device, std::string_view op,
+                                   const runtime::ModeledWork& modeled);
+
+/// A kernel that only moves |bytes| between HBM and the core (fill, zero), from the cost model.
+runtime::ModeledWork modeled_memory_kernel(double bytes);
+/// A copy of |bytes| inside the device (a DMA), from the cost model.
+runtime::ModeledWork modeled_device_copy(double bytes);
+/// A copy of |bytes| between host memory and the device: one DMA start plus the bytes at the
+/// host transfer bandwidth (hw::kHostTransferBps).
+runtime::ModeledWork modeled_host_copy(double bytes);
+
+/// The user synchronizes on the host: with every stream of |device|, with |stream|.
+void host_wait_all(c10::DeviceIndex device);
+void host_wait_stream(const c10::Stream& stream);
 
 /// The calling thread's current stream on |device|.
 c10::Stream current_stream(c10::DeviceIndex device);

@@ -56,8 +56,38 @@ void Launch::execute() const {
   }
 }
 
+namespace {
+// The executable's kernels, each on the engine class that bounds it.
+runtime::ModeledWork modeled_work(const compiler::Executable& exe) {
+  runtime::ModeledWork w;
+  for (const compiler::Kernel& k : exe.kernels) {
+    runtime::EngineClass engine = runtime::EngineClass::kDma;
+    switch (k.cost.engine) {
+      case cost::Engine::kTensor:
+        engine = runtime::EngineClass::kTensor;
+        break;
+      case cost::Engine::kVector:
+        engine = runtime::EngineClass::kVector;
+        break;
+      case cost::Engine::kScalar:
+        engine = runtime::EngineClass::kScalar;
+        break;
+      case cost::Engine::kGpSimd:
+        engine = runtime::EngineClass::kGpSimd;
+        break;
+      case cost::Engine::kDma:
+        engine = runtime::EngineClass::kDma;
+        break;
+    }
+    w.busy[static_cast<size_t>(engine)] += k.cost.time_s;
+  }
+  return w;
+}
+}  // namespace
+
 void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
-  enqueue(device, name, [l = std::move(launch)] { l.execute(); });
+  const runtime::ModeledWork modeled = modeled_work(launch.executable->executable());
+  enqueue(device, name, modeled, [l = std::move(launch)] { l.execute(); });
 }
 
 }  // namespace vtrn::torch_adapter::eager
