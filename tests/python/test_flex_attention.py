@@ -4,7 +4,6 @@ same causal mask (the CPU has no FlexAttention backward to compare with)."""
 
 import torch
 import torch.nn.functional as F
-
 from conftest import run_python
 
 
