@@ -21,7 +21,7 @@ endif
 
 all: install
 
-$(STAMPS)/setup: scripts/setup.sh requirements-dev.txt
+$(STAMPS)/setup: scripts/setup.sh requirements-dev.txt requirements-torch-nodeps.txt examples/torchtitan/torchtitan-0.3.0.patch
 	@mkdir -p $(STAMPS)
 	PYTHON=$(PYTHON) scripts/setup.sh
 	@touch $@

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
-APT_PACKAGES=(g++ make ccache clang-format libgtest-dev nlohmann-json3-dev libopenblas-dev)
+APT_PACKAGES=(g++ make ccache clang-format libgtest-dev nlohmann-json3-dev libopenblas-dev patch)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -27,3 +27,7 @@ if ! "$PYTHON" -c "import importlib.metadata as m, sys; sys.exit(m.version('torc
   "$PYTHON" -m pip install --quiet torch==2.13.0
 fi
 "$PYTHON" -m pip install --quiet -r requirements-dev.txt
+# Packages whose metadata names torch go in without their dependencies (those are listed in
+# requirements-dev.txt), so that nothing replaces torch==2.13.0; then torchtitan's patch.
+"$PYTHON" -m pip install --quiet --no-deps -r requirements-torch-nodeps.txt
+PYTHON="$PYTHON" examples/torchtitan/apply_patch.sh

@@ -102,17 +102,11 @@ def current_device() -> int:
     return _devices.current_device()
 
 
-def _check_device_id(device_id: int) -> None:
-    count = device_count()
-    if not 0 <= device_id < count:
-        raise ValueError(f"Invalid device id: {device_id}. Valid range is 0 to {count - 1}")
-
-
 def set_device(device: int) -> None:
-    """Makes ``device`` (an index) the current device; ValueError outside 0..count-1."""
-    device = int(device)
-    _check_device_id(device)
-    _devices.set_device(device)
+    """Makes ``device`` (an index) the current device. An index this process does not see
+    raises what ``torch.neuron.set_device`` raises: RuntimeError, as CUDA's invalid device
+    ordinal, naming the index and the devices there are."""
+    _devices.set_device(int(device))
 
 
 def _get_device_index(device, optional: bool = False, allow_cpu: bool = False):
@@ -125,9 +119,7 @@ def _get_device_index(device, optional: bool = False, allow_cpu: bool = False):
 
 def get_device_properties(device):
     """Name, ``total_memory`` (the HBM bank's bytes) and the core of ``device``."""
-    device_id = _get_device_index(device)
-    _check_device_id(device_id)
-    return _devices.get_device_properties(device_id)
+    return _devices.get_device_properties(_get_device_index(device))
 
 
 def empty_cache() -> None:

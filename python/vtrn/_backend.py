@@ -40,7 +40,8 @@ def register():
             torch.utils.generate_methods_for_privateuse1_backend(
                 for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
             )
-        from vtrn import distributed
+        from vtrn import _compile_hooks, distributed
 
         distributed.register()
+        _compile_hooks.install()
         _registered = True

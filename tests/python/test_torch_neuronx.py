@@ -67,8 +67,17 @@ def test_devices_follow_torchneuron():
     assert torch_neuronx.device_count() == 64
     props = torch_neuronx.get_device_properties("neuron:3")
     assert props.core == 3 and props.total_memory == 24 * 2**30 - 2 * 96 * 2**20
-    with pytest.raises(ValueError, match="Invalid device id: 64. Valid range is 0 to 63"):
-        torch_neuronx.set_device(64)
+    # An index past the last device: torch.neuron's RuntimeError (CUDA's "invalid device
+    # ordinal" type), the same text from both modules.
+    for call in (torch_neuronx.set_device, torch_neuronx.get_device_properties):
+        with pytest.raises(RuntimeError) as from_neuronx:
+            call(64)
+        with pytest.raises(RuntimeError) as from_torch:
+            getattr(torch.neuron, call.__name__)(64)
+        assert type(from_neuronx.value) is type(from_torch.value) is RuntimeError
+        assert str(from_neuronx.value) == str(from_torch.value)
+        assert "neuron:64 does not exist" in str(from_torch.value)
+        assert "(neuron:0 to neuron:63)" in str(from_torch.value)
     with pytest.raises(ValueError, match="Expected neuron device, got cpu"):
         torch_neuronx.synchronize("cpu")
     before = torch_neuronx.current_device()

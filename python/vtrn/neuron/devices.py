@@ -71,8 +71,12 @@ def current_device() -> int:
 
 
 def set_device(dev) -> None:
-    """Makes ``dev`` the current device of the calling thread."""
-    _C.set_device(_device_index(dev))
+    """Makes ``dev`` the current device of the calling thread and, as CUDA's does, initializes
+    the device (``is_initialized()`` is then True: FakeTensor reads it to place an
+    index-less ``"neuron"`` on the current device instead of ``neuron:0``)."""
+    index = _device_index(dev)
+    _lazy_init()
+    _C.set_device(index)
 
 
 @contextlib.contextmanager
