@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 namespace vtrn::runtime {
@@ -34,8 +36,8 @@ ThreadState& thread_state() {
 }
 
 const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
-  const Key key{s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed,
-                static_cast<int>(s.input)};
+  const Key key{
+      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input)};
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();
@@ -69,6 +71,18 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
   dnnl::memory o(p.out, st.engine, out);
   p.matmul.execute(st.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
   st.stream.wait();
+}
+
+void host_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) != dnnl_success)
+    throw std::runtime_error("oneDNN sgemm failed for m=" + std::to_string(m) +
+                             " n=" + std::to_string(n) + " k=" + std::to_string(k));
 }
 
 std::int64_t host_matmul_primitives_compiled() { return thread_state().compiled; }

@@ -30,6 +30,11 @@ struct MatmulShape {
 /// Thread-safe; each calling thread keeps its own compiled primitives, per shape.
 void host_matmul(const MatmulShape& shape, const void* lhs, const void* rhs, float* out);
 
+/// c = a x b for row-major float32 matrices with leading dimensions (oneDNN's sgemm): a is
+/// m x k (lda), b is k x n (ldb), c is m x n (ldc). For the strided products of convolutions.
+void host_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                const float* b, std::int64_t ldb, float* c, std::int64_t ldc);
+
 /// Primitives the calling thread has compiled so far (each distinct shape once).
 std::int64_t host_matmul_primitives_compiled();
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -20,8 +21,10 @@ std::vector<double> reference(const MatmulShape& s, const std::vector<float>& a,
       for (std::int64_t j = 0; j < s.n; ++j) {
         double acc = 0.0;
         for (std::int64_t k = 0; k < s.k; ++k) {
-          const float av = s.lhs_transposed ? a[(bb * s.k + k) * s.m + i] : a[(bb * s.m + i) * s.k + k];
-          const float bv = s.rhs_transposed ? b[(bb * s.n + j) * s.k + k] : b[(bb * s.k + k) * s.n + j];
+          const float av =
+              s.lhs_transposed ? a[(bb * s.k + k) * s.m + i] : a[(bb * s.m + i) * s.k + k];
+          const float bv =
+              s.rhs_transposed ? b[(bb * s.n + j) * s.k + k] : b[(bb * s.k + k) * s.n + j];
           acc += static_cast<double>(av) * bv;
         }
         out[(bb * s.m + i) * s.n + j] = acc;
@@ -61,19 +64,16 @@ TEST_P(HostMatmulTest, MatchesDoublePrecisionReference) {
   const std::vector<double> ref = reference(s, a, b);
   // Float32 accumulation of k products of magnitude <= 1: the error grows at most like k * eps.
   const double tol = 4.0 * static_cast<double>(std::max<std::int64_t>(c.k, 1)) * 1.2e-7;
-  for (std::size_t i = 0; i < out.size(); ++i)
-    ASSERT_NEAR(out[i], ref[i], tol) << "element " << i;
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], tol) << "element " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, HostMatmulTest,
-    ::testing::Combine(::testing::Values(Case{1, 3, 5, 7, false, false},
-                                         Case{2, 17, 9, 33, true, false},
-                                         Case{3, 8, 16, 64, false, true},
-                                         Case{2, 31, 12, 5, true, true},
-                                         Case{1, 64, 128, 256, false, false},
-                                         Case{2, 4, 6, 0, false, false}),
-                       ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
+    ::testing::Combine(
+        ::testing::Values(Case{1, 3, 5, 7, false, false}, Case{2, 17, 9, 33, true, false},
+                          Case{3, 8, 16, 64, false, true}, Case{2, 31, 12, 5, true, true},
+                          Case{1, 64, 128, 256, false, false}, Case{2, 4, 6, 0, false, false}),
+        ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
 
 TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
   const std::int64_t before = host_matmul_primitives_compiled();
@@ -87,6 +87,25 @@ TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
   EXPECT_EQ(out[1], 22.0f);
   EXPECT_EQ(out[2], 43.0f);
   EXPECT_EQ(out[3], 50.0f);
+}
+
+TEST(HostSgemm, HonoursLeadingDimensions) {
+  // a = [[1,2],[3,4]] inside a 2x3 buffer, b = [[5,6],[7,8]] inside 2x4, c written into 2x5;
+  // the padding columns must stay untouched.
+  const float a[6] = {1, 2, -1, 3, 4, -1};
+  const float b[8] = {5, 6, -1, -1, 7, 8, -1, -1};
+  float c[10];
+  std::fill_n(c, 10, -7.0f);
+  host_sgemm(2, 2, 2, a, 3, b, 4, c, 5);
+  EXPECT_EQ(c[0], 19.0f);
+  EXPECT_EQ(c[1], 22.0f);
+  EXPECT_EQ(c[5], 43.0f);
+  EXPECT_EQ(c[6], 50.0f);
+  for (int i : {2, 3, 4, 7, 8, 9}) EXPECT_EQ(c[i], -7.0f) << i;
+  host_sgemm(2, 2, 0, a, 3, b, 4, c, 5);
+  EXPECT_EQ(c[0], 0.0f);
+  EXPECT_EQ(c[6], 0.0f);
+  EXPECT_EQ(c[2], -7.0f);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "vtrn/hlo/convolution.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
+#include "vtrn/runtime/host_matmul.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -81,9 +82,7 @@ const T* canonical(const hlo::TensorType& t, const std::uint8_t* src, const Dims
 
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
           std::int64_t ldb, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b,
-              static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+  host_sgemm(m, n, k, a, k, b, ldb, c, ldc);
 }
 
 void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t n,
