@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <stdexcept>
-#include <string>
 #include <tuple>
 
 namespace vtrn::runtime {
 
 namespace {
 
-using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int>;
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int,
+                       std::int64_t>;
 
 // A thread's primitives: oneDNN primitives may run concurrently, but their library-managed
 // scratchpad makes one per thread the simple safe choice. Bounded, since a model with dynamic
@@ -36,8 +35,9 @@ ThreadState& thread_state() {
 }
 
 const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
+  const std::int64_t ldo = s.out_row_stride ? s.out_row_stride : s.n;
   const Key key{
-      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input)};
+      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input), ldo};
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();
@@ -50,7 +50,7 @@ const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
       s.rhs_transposed ? dnnl::memory::dims{k * n, 1, k} : dnnl::memory::dims{k * n, n, 1};
   const dnnl::memory::desc lhs({b, m, k}, in, lhs_strides);
   const dnnl::memory::desc rhs({b, k, n}, in, rhs_strides);
-  const dnnl::memory::desc out({b, m, n}, dt::f32, dnnl::memory::dims{m * n, n, 1});
+  const dnnl::memory::desc out({b, m, n}, dt::f32, dnnl::memory::dims{m * ldo, ldo, 1});
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), st.engine);
   ++st.compiled;
   return st.primitives.emplace(key, Primitive{dnnl::matmul(pd), lhs, rhs, out}).first->second;
@@ -61,7 +61,8 @@ const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
 void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* out) {
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    std::fill_n(out, s.batch * s.m * s.n, 0.0f);
+    const std::int64_t ldo = s.out_row_stride ? s.out_row_stride : s.n;
+    for (std::int64_t r = 0; r < s.batch * s.m; ++r) std::fill_n(out + r * ldo, s.n, 0.0f);
     return;
   }
   ThreadState& st = thread_state();
@@ -71,18 +72,6 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
   dnnl::memory o(p.out, st.engine, out);
   p.matmul.execute(st.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
   st.stream.wait();
-}
-
-void host_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-                const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (std::int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
-    return;
-  }
-  if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) != dnnl_success)
-    throw std::runtime_error("oneDNN sgemm failed for m=" + std::to_string(m) +
-                             " n=" + std::to_string(n) + " k=" + std::to_string(k));
 }
 
 std::int64_t host_matmul_primitives_compiled() { return thread_state().compiled; }

@@ -23,17 +23,15 @@ struct MatmulShape {
   bool lhs_transposed = false;
   bool rhs_transposed = false;
   MatmulInput input = MatmulInput::kF32;
+  // Distance between rows of out; 0 means n (dense). Batches stay m * out_row_stride apart.
+  std::int64_t out_row_stride = 0;
 };
 
-/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out dense [batch, m, n]. lhs and rhs
-/// are dense in the layouts |shape| names, of |shape.input|'s element type. k == 0 gives zeros.
+/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out [batch, m, n] (rows
+/// out_row_stride apart). lhs and rhs are dense in the layouts |shape| names, of |shape.input|'s
+/// element type. k == 0 gives zeros.
 /// Thread-safe; each calling thread keeps its own compiled primitives, per shape.
 void host_matmul(const MatmulShape& shape, const void* lhs, const void* rhs, float* out);
-
-/// c = a x b for row-major float32 matrices with leading dimensions (oneDNN's sgemm): a is
-/// m x k (lda), b is k x n (ldb), c is m x n (ldc). For the strided products of convolutions.
-void host_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-                const float* b, std::int64_t ldb, float* c, std::int64_t ldc);
 
 /// Primitives the calling thread has compiled so far (each distinct shape once).
 std::int64_t host_matmul_primitives_compiled();

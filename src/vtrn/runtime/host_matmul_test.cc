@@ -89,20 +89,20 @@ TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
   EXPECT_EQ(out[3], 50.0f);
 }
 
-TEST(HostSgemm, HonoursLeadingDimensions) {
-  // a = [[1,2],[3,4]] inside a 2x3 buffer, b = [[5,6],[7,8]] inside 2x4, c written into 2x5;
-  // the padding columns must stay untouched.
-  const float a[6] = {1, 2, -1, 3, 4, -1};
-  const float b[8] = {5, 6, -1, -1, 7, 8, -1, -1};
+TEST(HostMatmul, WritesRowsAtTheirStrideAndLeavesTheGapsAlone) {
+  // [[1,2],[3,4]] x [[5,6],[7,8]] into rows 5 floats apart; the padding must stay untouched.
+  const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
   float c[10];
   std::fill_n(c, 10, -7.0f);
-  host_sgemm(2, 2, 2, a, 3, b, 4, c, 5);
+  MatmulShape s{1, 2, 2, 2, false, false, MatmulInput::kF32, 5};
+  host_matmul(s, a, b, c);
   EXPECT_EQ(c[0], 19.0f);
   EXPECT_EQ(c[1], 22.0f);
   EXPECT_EQ(c[5], 43.0f);
   EXPECT_EQ(c[6], 50.0f);
   for (int i : {2, 3, 4, 7, 8, 9}) EXPECT_EQ(c[i], -7.0f) << i;
-  host_sgemm(2, 2, 0, a, 3, b, 4, c, 5);
+  s.k = 0;
+  host_matmul(s, a, b, c);
   EXPECT_EQ(c[0], 0.0f);
   EXPECT_EQ(c[6], 0.0f);
   EXPECT_EQ(c[2], -7.0f);

@@ -82,7 +82,13 @@ const T* canonical(const hlo::TensorType& t, const std::uint8_t* src, const Dims
 
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
           std::int64_t ldb, std::int64_t ldc) {
-  host_sgemm(m, n, k, a, k, b, ldb, c, ldc);
+  if (ldb != n) throw ExecError("convolution gemm: rhs rows must be dense");
+  MatmulShape shape;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  shape.out_row_stride = ldc;
+  host_matmul(shape, a, b, c);
 }
 
 void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t n,
