@@ -9,8 +9,7 @@ namespace vtrn::runtime {
 
 namespace {
 
-using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int,
-                       std::int64_t>;
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int>;
 
 // A thread's primitives: oneDNN primitives may run concurrently, but their library-managed
 // scratchpad makes one per thread the simple safe choice. Bounded, since a model with dynamic
@@ -35,9 +34,8 @@ ThreadState& thread_state() {
 }
 
 const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
-  const std::int64_t ldo = s.out_row_stride ? s.out_row_stride : s.n;
-  const Key key{
-      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input), ldo};
+  const Key key{s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed,
+                static_cast<int>(s.input)};
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();
@@ -50,7 +48,7 @@ const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
       s.rhs_transposed ? dnnl::memory::dims{k * n, 1, k} : dnnl::memory::dims{k * n, n, 1};
   const dnnl::memory::desc lhs({b, m, k}, in, lhs_strides);
   const dnnl::memory::desc rhs({b, k, n}, in, rhs_strides);
-  const dnnl::memory::desc out({b, m, n}, dt::f32, dnnl::memory::dims{m * ldo, ldo, 1});
+  const dnnl::memory::desc out({b, m, n}, dt::f32, dnnl::memory::dims{m * n, n, 1});
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), st.engine);
   ++st.compiled;
   return st.primitives.emplace(key, Primitive{dnnl::matmul(pd), lhs, rhs, out}).first->second;
@@ -61,8 +59,7 @@ const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
 void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* out) {
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    const std::int64_t ldo = s.out_row_stride ? s.out_row_stride : s.n;
-    for (std::int64_t r = 0; r < s.batch * s.m; ++r) std::fill_n(out + r * ldo, s.n, 0.0f);
+    std::fill_n(out, s.batch * s.m * s.n, 0.0f);
     return;
   }
   ThreadState& st = thread_state();

@@ -23,13 +23,10 @@ struct MatmulShape {
   bool lhs_transposed = false;
   bool rhs_transposed = false;
   MatmulInput input = MatmulInput::kF32;
-  // Distance between rows of out; 0 means n (dense). Batches stay m * out_row_stride apart.
-  std::int64_t out_row_stride = 0;
 };
 
-/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out [batch, m, n] (rows
-/// out_row_stride apart). lhs and rhs are dense in the layouts |shape| names, of |shape.input|'s
-/// element type. k == 0 gives zeros.
+/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out dense [batch, m, n]. lhs and rhs
+/// are dense in the layouts |shape| names, of |shape.input|'s element type. k == 0 gives zeros.
 /// Thread-safe; each calling thread keeps its own compiled primitives, per shape.
 void host_matmul(const MatmulShape& shape, const void* lhs, const void* rhs, float* out);
 

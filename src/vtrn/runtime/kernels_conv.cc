@@ -16,7 +16,6 @@
 #include "vtrn/hlo/convolution.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
-#include "vtrn/runtime/host_matmul.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -82,13 +81,9 @@ const T* canonical(const hlo::TensorType& t, const std::uint8_t* src, const Dims
 
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
           std::int64_t ldb, std::int64_t ldc) {
-  if (ldb != n) throw ExecError("convolution gemm: rhs rows must be dense");
-  MatmulShape shape;
-  shape.m = m;
-  shape.n = n;
-  shape.k = k;
-  shape.out_row_stride = ldc;
-  host_matmul(shape, a, b, c);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b,
+              static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
 }
 
 void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t n,
