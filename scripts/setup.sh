@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
-APT_PACKAGES=(g++ make ccache clang-format libgtest-dev nlohmann-json3-dev libopenblas-dev patch)
+APT_PACKAGES=(g++ make ccache clang-format libgtest-dev nlohmann-json3-dev libopenblas-dev patch
+  libdnnl-dev)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

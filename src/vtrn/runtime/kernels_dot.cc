@@ -1,10 +1,9 @@
-// dot_general through OpenBLAS: operands are laid out as [batch, m, k] and [batch, k, n]
-// (converted to float32, or float64 for f64), multiplied with cblas_sgemm/dgemm per batch,
-// and stored with round-to-nearest-even. bf16 x bf16 uses cblas_sbgemm when the OpenBLAS in
-// use exports it (Debian's 0.3.21 does not; the float32 path gives the same result, as bf16
-// products are exact in float32).
+// dot_general: operands are laid out as [batch, m, k] and [batch, k, n] (or passed transposed
+// where they are stored so) and multiplied by host_matmul (oneDNN) with float32 accumulation:
+// bf16 x bf16 on the CPU's bf16 kernels, every other floating mix widened to float32; float64
+// and integers through double (cblas_dgemm / exact loops). Results are stored with
+// round-to-nearest-even.
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +11,7 @@
 
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
+#include "vtrn/runtime/host_matmul.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -52,13 +52,19 @@ void permute_to(const hlo::TensorType& t, const std::uint8_t* src, const Dims& p
   }
 }
 
-using SbgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint,
-                          float, const std::uint16_t*, blasint, const std::uint16_t*, blasint,
-                          float, float*, blasint);
-
-SbgemmFn sbgemm() {
-  static SbgemmFn fn = reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
-  return fn;
+// |t|'s elements as float32, in storage order.
+void widen(const hlo::TensorType& t, const std::uint8_t* src, float* dst) {
+  const std::int64_t n = t.num_elements();
+  if (t.dtype == DType::kBF16) {
+    const auto* h = reinterpret_cast<const std::uint16_t*>(src);
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = hlo::bf16_to_f32(h[i]);
+  } else if (t.dtype == DType::kF32) {
+    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+  } else {
+    const int es = hlo::dtype_size(t.dtype);
+    for (std::int64_t i = 0; i < n; ++i)
+      dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
+  }
 }
 
 bool is_identity(const Dims& p) {
@@ -132,84 +138,49 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     otmp.resize(static_cast<std::size_t>(on));
     o = otmp.data();
   }
-  if (lt.dtype == DType::kBF16 && rt.dtype == DType::kBF16 && sbgemm()) {
-    std::vector<std::uint16_t> a, c;
-    const std::uint16_t* pa = reinterpret_cast<const std::uint16_t*>(lhs);
-    const std::uint16_t* pc = reinterpret_cast<const std::uint16_t*>(rhs);
-    if (!is_identity(lp)) {
-      std::vector<float> fa(static_cast<std::size_t>(lt.num_elements()));
-      permute_to(lt, lhs, lp, fa.data());
-      a.resize(fa.size());
-      for (std::size_t i = 0; i < fa.size(); ++i) a[i] = hlo::f32_to_bf16(fa[i]);
-      pa = a.data();
-    }
-    if (!is_identity(rp)) {
-      std::vector<float> fc(static_cast<std::size_t>(rt.num_elements()));
-      permute_to(rt, rhs, rp, fc.data());
-      c.resize(fc.size());
-      for (std::size_t i = 0; i < fc.size(); ++i) c[i] = hlo::f32_to_bf16(fc[i]);
-      pc = c.data();
-    }
-    for (std::int64_t bb = 0; bb < B; ++bb)
-      sbgemm()(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M),
-               static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, pa + bb * M * K,
-               static_cast<blasint>(K), pc + bb * K * N, static_cast<blasint>(N), 0.0f,
-               o + bb * M * N, static_cast<blasint>(N));
-  } else {
-    // An operand stored as [batch, k, m] (lhs) or [batch, n, k] (rhs) is passed to sgemm
-    // transposed rather than copied: attention's q k^T and the backward's p^T dO are such.
-    auto stored_transposed = [](const Dims& batch, const Dims& first, const Dims& second) {
-      Dims order = batch;
-      order.insert(order.end(), first.begin(), first.end());
-      order.insert(order.end(), second.begin(), second.end());
-      return is_identity(order);
-    };
-    const bool ta = !is_identity(lp) && stored_transposed(d.lhs_batch, d.lhs_contracting, lf);
-    const bool tb = !is_identity(rp) && stored_transposed(d.rhs_batch, rf, d.rhs_contracting);
-    std::vector<float> a, c;
-    const float* pa = reinterpret_cast<const float*>(lhs);
-    const float* pc = reinterpret_cast<const float*>(rhs);
-    auto widen = [](const hlo::TensorType& t, const std::uint8_t* src, std::vector<float>& dst) {
-      dst.resize(static_cast<std::size_t>(t.num_elements()));
-      if (t.dtype == DType::kBF16) {
-        const auto* h = reinterpret_cast<const std::uint16_t*>(src);
-        for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = hlo::bf16_to_f32(h[i]);
-      } else {
-        const int es = hlo::dtype_size(t.dtype);
-        for (std::size_t i = 0; i < dst.size(); ++i)
-          dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
-      }
-    };
-    if (ta || is_identity(lp)) {
-      if (lt.dtype != DType::kF32) {
-        widen(lt, lhs, a);
-        pa = a.data();
-      }
-    } else {
-      a.resize(static_cast<std::size_t>(lt.num_elements()));
-      permute_to(lt, lhs, lp, a.data());
-      pa = a.data();
-    }
-    if (tb || is_identity(rp)) {
-      if (rt.dtype != DType::kF32) {
-        widen(rt, rhs, c);
-        pc = c.data();
-      }
-    } else {
-      c.resize(static_cast<std::size_t>(rt.num_elements()));
-      permute_to(rt, rhs, rp, c.data());
-      pc = c.data();
-    }
-    if (K == 0)
-      std::fill_n(o, on, 0.0f);
+  // An operand stored as [batch, k, m] (lhs) or [batch, n, k] (rhs) is passed transposed
+  // rather than copied: attention's q k^T and the backward's p^T dO are such.
+  auto stored_transposed = [](const Dims& batch, const Dims& first, const Dims& second) {
+    Dims order = batch;
+    order.insert(order.end(), first.begin(), first.end());
+    order.insert(order.end(), second.begin(), second.end());
+    return is_identity(order);
+  };
+  MatmulShape shape;
+  shape.batch = B;
+  shape.m = M;
+  shape.n = N;
+  shape.k = K;
+  shape.lhs_transposed = !is_identity(lp) && stored_transposed(d.lhs_batch, d.lhs_contracting, lf);
+  shape.rhs_transposed = !is_identity(rp) && stored_transposed(d.rhs_batch, rf, d.rhs_contracting);
+  // bf16 x bf16 runs on the CPU's bf16 kernels; any other mix is widened to float32.
+  const bool bf16 = lt.dtype == DType::kBF16 && rt.dtype == DType::kBF16;
+  shape.input = bf16 ? MatmulInput::kBF16 : MatmulInput::kF32;
+  const DType input = bf16 ? DType::kBF16 : DType::kF32;
+  std::vector<std::uint8_t> a, c;
+  auto prepare = [&](const hlo::TensorType& t, const std::uint8_t* src, const Dims& perm,
+                     bool transposed, std::vector<std::uint8_t>& buf) -> const void* {
+    const bool in_place = transposed || is_identity(perm);
+    if (in_place && t.dtype == input) return src;
+    const auto n = static_cast<std::size_t>(t.num_elements());
+    std::vector<float> f(n);
+    if (in_place)
+      widen(t, src, f.data());
     else
-      for (std::int64_t bb = 0; bb < B; ++bb)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f,
-                    pa + bb * M * K, static_cast<blasint>(ta ? M : K), pc + bb * K * N,
-                    static_cast<blasint>(tb ? K : N), 0.0f, o + bb * M * N,
-                    static_cast<blasint>(N));
-  }
+      permute_to(t, src, perm, f.data());
+    if (input == DType::kF32) {
+      buf.resize(n * sizeof(float));
+      std::memcpy(buf.data(), f.data(), buf.size());
+    } else {  // exact: the values came from bf16
+      buf.resize(n * sizeof(std::uint16_t));
+      auto* h = reinterpret_cast<std::uint16_t*>(buf.data());
+      for (std::size_t i = 0; i < n; ++i) h[i] = hlo::f32_to_bf16(f[i]);
+    }
+    return buf.data();
+  };
+  const void* pa = prepare(lt, lhs, lp, shape.lhs_transposed, a);
+  const void* pc = prepare(rt, rhs, rp, shape.rhs_transposed, c);
+  host_matmul(shape, pa, pc, o);
   if (!otmp.empty()) {
     const int es = hlo::dtype_size(ot.dtype);
     if (ot.dtype == DType::kBF16)

@@ -20,7 +20,9 @@ DType matmul_dtype(Lowerer& L, Value a, Value b) {
   return L.dtype(a);
 }
 
-/// [b.., n, k] x [b.., k, m] with |batch| leading batch dims, in float32.
+/// [b.., n, k] x [b.., k, m] with |batch| leading batch dims, in float32. Half-precision
+/// operands go in as they are, with a float32 result (their products are exact in float32
+/// either way): the executor then runs bf16 on the CPU's bf16 instructions.
 Value matmul(Lowerer& L, Value a, Value b, int batch) {
   const DType c = opmath(L.dtype(a));
   hlo::DotDims dims;
@@ -30,7 +32,7 @@ Value matmul(Lowerer& L, Value a, Value b, int batch) {
   }
   dims.lhs_contracting = {batch + 1};
   dims.rhs_contracting = {batch};
-  return L.b.dot_general(L.convert(a, c), L.convert(b, c), dims);
+  return L.b.dot_general(a, b, dims, c);
 }
 
 std::vector<Value> mm(Lowerer& L, int batch) {

@@ -1,0 +1,93 @@
+#include "vtrn/runtime/host_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "vtrn/hlo/dtype.h"
+
+namespace vtrn::runtime {
+namespace {
+
+// The reference: each product and sum in double, from the operands' stored layouts.
+std::vector<double> reference(const MatmulShape& s, const std::vector<float>& a,
+                              const std::vector<float>& b) {
+  std::vector<double> out(static_cast<std::size_t>(s.batch * s.m * s.n), 0.0);
+  for (std::int64_t bb = 0; bb < s.batch; ++bb)
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        double acc = 0.0;
+        for (std::int64_t k = 0; k < s.k; ++k) {
+          const float av = s.lhs_transposed ? a[(bb * s.k + k) * s.m + i] : a[(bb * s.m + i) * s.k + k];
+          const float bv = s.rhs_transposed ? b[(bb * s.n + j) * s.k + k] : b[(bb * s.k + k) * s.n + j];
+          acc += static_cast<double>(av) * bv;
+        }
+        out[(bb * s.m + i) * s.n + j] = acc;
+      }
+  return out;
+}
+
+struct Case {
+  std::int64_t batch, m, n, k;
+  bool ta, tb;
+};
+
+class HostMatmulTest : public ::testing::TestWithParam<std::tuple<Case, MatmulInput>> {};
+
+TEST_P(HostMatmulTest, MatchesDoublePrecisionReference) {
+  const auto [c, input] = GetParam();
+  MatmulShape s{c.batch, c.m, c.n, c.k, c.ta, c.tb, input};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<std::size_t>(c.batch * c.m * c.k));
+  std::vector<float> b(static_cast<std::size_t>(c.batch * c.k * c.n));
+  std::vector<std::uint16_t> ah(a.size()), bh(b.size());
+  // bf16 operands hold values bf16 can represent, so the reference sees the same inputs.
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ah[i] = hlo::f32_to_bf16(dist(rng));
+    a[i] = input == MatmulInput::kBF16 ? hlo::bf16_to_f32(ah[i]) : dist(rng);
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    bh[i] = hlo::f32_to_bf16(dist(rng));
+    b[i] = input == MatmulInput::kBF16 ? hlo::bf16_to_f32(bh[i]) : dist(rng);
+  }
+  std::vector<float> out(static_cast<std::size_t>(c.batch * c.m * c.n), -1.0f);
+  if (input == MatmulInput::kBF16)
+    host_matmul(s, ah.data(), bh.data(), out.data());
+  else
+    host_matmul(s, a.data(), b.data(), out.data());
+  const std::vector<double> ref = reference(s, a, b);
+  // Float32 accumulation of k products of magnitude <= 1: the error grows at most like k * eps.
+  const double tol = 4.0 * static_cast<double>(std::max<std::int64_t>(c.k, 1)) * 1.2e-7;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    ASSERT_NEAR(out[i], ref[i], tol) << "element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, HostMatmulTest,
+    ::testing::Combine(::testing::Values(Case{1, 3, 5, 7, false, false},
+                                         Case{2, 17, 9, 33, true, false},
+                                         Case{3, 8, 16, 64, false, true},
+                                         Case{2, 31, 12, 5, true, true},
+                                         Case{1, 64, 128, 256, false, false},
+                                         Case{2, 4, 6, 0, false, false}),
+                       ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
+
+TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
+  const std::int64_t before = host_matmul_primitives_compiled();
+  MatmulShape s{1, 2, 2, 2, false, false, MatmulInput::kF32};
+  const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+  float out[4];
+  for (int i = 0; i < 3; ++i) host_matmul(s, a, b, out);
+  EXPECT_EQ(host_matmul_primitives_compiled() - before, 1);
+  // [[1,2],[3,4]] x [[5,6],[7,8]] by hand.
+  EXPECT_EQ(out[0], 19.0f);
+  EXPECT_EQ(out[1], 22.0f);
+  EXPECT_EQ(out[2], 43.0f);
+  EXPECT_EQ(out[3], 50.0f);
+}
+
+}  // namespace
+}  // namespace vtrn::runtime
