@@ -1,7 +1,9 @@
-"""Compilation metrics of the ``neuron`` torch.compile backend, one record per compiled graph,
-in TorchNeuron's shape (``NeuronCompilationMetrics``). A backend calls ``record_compilation``;
-users read ``get_dynamo_metrics()`` and clear with ``reset_dynamo_metrics()``. torch._dynamo's
-``counters["neuron"]`` counts the graphs, as TorchNeuron's does."""
+"""The per-graph compilation records of the ``neuron`` torch.compile backend, in TorchNeuron's
+shape (``NeuronCompilationMetrics``): the backend calls ``record_compilation`` once per AOT graph
+it compiles; ``torch_neuronx.neuron_dynamo_backend`` re-exports this store under TorchNeuron's
+names (``get_dynamo_metrics()`` returns the records, ``reset_dynamo_metrics()`` clears them).
+torch._dynamo's ``counters["neuron"]`` counts the graphs, as TorchNeuron's does. Imports nothing
+heavy: ``import torch_neuronx`` loads it."""
 
 from __future__ import annotations
 
