@@ -35,6 +35,7 @@ _COUNTERS = {
     "fused_groups": "vtrn.FusedGroups",
     "fused_ops": "vtrn.FusedOps",
     "fallbacks": "vtrn.Fallbacks",
+    "skipped_kernels": "vtrn.SkippedKernels",
     "modeled_device_time_us": "vtrn.ModeledDeviceTimeUs",
 }
 

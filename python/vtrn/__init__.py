@@ -92,8 +92,9 @@ def metrics():
     in memory; ``disk_cache_hits``: executables loaded from TORCH_NEURONX_NEFF_CACHE_DIR;
     ``executed_kernels``: executables run (a fused group counts once); ``fused_groups`` and
     ``fused_ops``: Adaptive Eager Execution groups and the ops inside them; ``fallbacks``: op
-    calls that ran through the CPU fallback; ``modeled_device_time_us``: the modeled Trainium
-    time of the executed kernels, in microseconds.
+    calls that ran through the CPU fallback; ``skipped_kernels``: executables compile-only mode
+    compiled but did not run; ``modeled_device_time_us``: the modeled Trainium time of the
+    executed kernels, in microseconds.
     """
     register()
     from vtrn import _C

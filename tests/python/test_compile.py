@@ -24,14 +24,17 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
-def train_losses(compiled, steps=3):
-    """Losses of |steps| Llama steps (forward and backward through the model, AdamW outside)."""
+def train_losses(compiled, autocast=False, steps=10):
+    """Losses of |steps| Llama steps (forward and backward through the model, AdamW outside),
+    the forward under bfloat16 autocast when |autocast|."""
     size = llama_step.resolve_size("tiny")
     model = llama_step.make_model("neuron", torch.float32, size)
     opt = llama_step.make_optimizer(model)
 
     def loss_of(tokens, targets):
-        return llama_step.loss_fn(model(tokens), targets)
+        with torch.autocast("neuron", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(tokens)
+        return llama_step.loss_fn(logits, targets)
 
     if compiled:
         loss_of = torch.compile(loss_of, backend="neuron", fullgraph=True, dynamic=False)
@@ -46,10 +49,11 @@ def train_losses(compiled, steps=3):
     return torch.stack(losses)
 
 
-def test_llama_step_is_one_forward_and_one_backward_module_and_matches_eager():
-    eager = train_losses(compiled=False)
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
+def test_llama_step_is_one_forward_and_one_backward_module_and_matches_eager(autocast):
+    eager = train_losses(compiled=False, autocast=autocast)
     vtrn.clear_op_tracking()
-    compiled = train_losses(compiled=True)
+    compiled = train_losses(compiled=True, autocast=autocast)
     assert vtrn.get_fallback_ops() == []
     modules = graph_modules()
     assert sorted(modules.values()) == [1, 1], modules
@@ -57,6 +61,10 @@ def test_llama_step_is_one_forward_and_one_backward_module_and_matches_eager():
     metrics = get_dynamo_metrics()
     assert metrics["graphs"] == 1 and metrics["fallbacks"] == 0
     torch.testing.assert_close(compiled, eager)
+    # The reference itself is the CPU's: eager neuron follows it (bf16 within bf16's precision).
+    cpu = torch.tensor(llama_step.train("cpu", torch.float32, 10, clip=0)) if not autocast else None
+    if cpu is not None:
+        torch.testing.assert_close(compiled, cpu, rtol=1e-4, atol=1e-4)
 
 
 def test_each_batch_size_compiles_once():
@@ -70,6 +78,85 @@ def test_each_batch_size_compiles_once():
     m = get_dynamo_metrics()
     assert m["graphs"] == 3
     assert m["compiles"] + m["cache_hits"] == 3
+
+
+BATCH_SIZES_SCRIPT = """
+import torch, vtrn.compile as c
+f = torch.compile(lambda x, w: torch.relu(x @ w).sum(1), backend="neuron", dynamic=False)
+w = torch.randn(8, 4)
+for b in (2, 3, 5, 3, 2, 5):
+    x = torch.randn(b, 8)
+    got = f(x.to("neuron"), w.to("neuron")).cpu()
+    assert torch.allclose(got, torch.relu(x @ w).sum(1), atol=1e-5), (got, b)
+m = c.get_dynamo_metrics()
+print(m["graphs"], m["compiles"], m["cache_hits"])
+"""
+
+
+def test_three_batch_sizes_give_exactly_three_compiles(tmp_path):
+    env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path))
+    r = run_python(BATCH_SIZES_SCRIPT, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [int(v) for v in r.stdout.split()] == [3, 3, 0]
+
+
+def hf_llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config)
+
+
+def hf_train_losses(device, compiled, steps=3):
+    model = hf_llama().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    forward = (
+        torch.compile(model, backend="neuron", fullgraph=True, dynamic=False) if compiled else model
+    )
+    losses = []
+    for i in range(steps):
+        ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(i))
+        opt.zero_grad()
+        loss = forward(input_ids=ids.to(device), labels=ids.to(device)).loss
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach().cpu())
+    return torch.stack(losses)
+
+
+def test_hf_llama_training_step_compiles_to_two_modules_and_matches_eager():
+    eager = hf_train_losses("neuron", compiled=False)
+    vtrn.clear_op_tracking()
+    compiled = hf_train_losses("neuron", compiled=True)
+    torch.testing.assert_close(compiled, eager)
+    torch.testing.assert_close(
+        compiled, hf_train_losses("cpu", compiled=False), rtol=1e-4, atol=1e-4
+    )
+    assert vtrn.get_fallback_ops() == []
+    assert sorted(graph_modules().values()) == [1, 1], graph_modules()
+    assert get_dynamo_metrics()["fallbacks"] == 0
+
+
+def test_hf_llama_generate_with_a_compiled_forward_matches_eager():
+    model = hf_llama().eval()
+    ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(9))
+    want = model.generate(ids, max_new_tokens=4, do_sample=False)
+    model = model.to("neuron")
+    model.forward = torch.compile(model.forward, backend="neuron", dynamic=False)
+    got = model.generate(ids.to("neuron"), max_new_tokens=4, do_sample=False)
+    assert torch.equal(got.cpu(), want)
+    # One graph per sequence length (the KV cache grows), each one module.
+    assert get_dynamo_metrics()["graphs"] >= 1 and get_dynamo_metrics()["fallbacks"] == 0
+    assert set(graph_modules().values()) == {1}, graph_modules()
 
 
 def test_unlowerable_op_fails_by_default_naming_it_and_runs_with_fallback_execution():

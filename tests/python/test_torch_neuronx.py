@@ -41,7 +41,6 @@ SUBMODULES = [
 ]  # fmt: skip
 # What vtrn does not have yet: each call raises NotImplementedError naming the feature.
 NOT_YET = {
-    "torch_neuronx.compiler.compile_only": lambda: torch_neuronx.compiler.compile_only(),
     "torch_neuronx.metrics.set_enabled(False)": lambda: torch_neuronx.metrics.set_enabled(False),
 }
 

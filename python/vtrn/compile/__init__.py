@@ -2,27 +2,28 @@
 
 The backend is registered through the ``torch_dynamo_backends`` entry point, so it is known
 right after ``import torch``. See docs/compile.md.
+
+The backend (and torch._dynamo with it) loads on first use of one of its names; the
+per-graph record store, ``vtrn.compile.records``, loads without it (``import torch_neuronx``
+reads it).
 """
 
-from vtrn.compile._backend import (
-    CompileMetrics,
-    get_dynamo_metrics,
-    graph_modules,
-    neuron_backend,
-    reset_dynamo_metrics,
-)
-from vtrn.compile.device_interface import NeuronInterface, register
-from vtrn.compile.export import export_stablehlo, exported_inputs
+import importlib
 
-register()
-
-__all__ = [
+_BACKEND_NAMES = (
     "CompileMetrics",
-    "NeuronInterface",
-    "export_stablehlo",
-    "exported_inputs",
     "get_dynamo_metrics",
     "graph_modules",
     "neuron_backend",
     "reset_dynamo_metrics",
-]
+)
+
+__all__ = [*_BACKEND_NAMES, "NeuronInterface"]
+
+
+def __getattr__(name):
+    if name in _BACKEND_NAMES:
+        return getattr(importlib.import_module("vtrn.compile._backend"), name)
+    if name == "NeuronInterface":
+        return importlib.import_module("vtrn.compile.device_interface").NeuronInterface
+    raise AttributeError(f"module 'vtrn.compile' has no attribute {name!r}")

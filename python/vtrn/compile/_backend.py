@@ -9,6 +9,7 @@ docs/compile.md).
 
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 import re
@@ -18,6 +19,8 @@ import time
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+
+from vtrn.compile import device_interface, records
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
@@ -86,6 +89,7 @@ def reset_dynamo_metrics() -> None:
     with _lock:
         _metrics = CompileMetrics()
         _modules.clear()
+    records.reset_dynamo_metrics()
 
 
 def graph_modules() -> dict:
@@ -182,9 +186,102 @@ def _view_or_copy(x, shape):
         return aten.view.default(aten.alias_copy.default(x), shape)
 
 
+def _writes_back_input(node) -> bool:
+    """Whether |node| is the copy_ that writes a mutated graph input's new value back into it
+    (keep_inference_input_mutations), with the value's own shape and dtype."""
+    dst, src = node.args[:2]
+    if not (isinstance(dst, torch.fx.Node) and dst.op == "placeholder"):
+        return False
+    if not isinstance(src, torch.fx.Node):
+        return False
+    a, b = dst.meta.get("val"), src.meta.get("val")
+    return (
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.is_contiguous()
+    )
+
+
+def _filled(shape, dtype, device, value):
+    """full / full_like / scalar_tensor as vtrn::fill, one lowered op (eager mode runs them as
+    a native fill, which would end the capture's group). The empty tensor only gives the type."""
+    return torch.ops.vtrn.fill.default(torch.empty(shape, dtype=dtype, device=device), value)
+
+
+def _arange(start, end, step, dtype, device, numel):
+    """arange into an out tensor of its final size (arange's own out tensor is resized, a
+    native call that would end the capture's group), then a dense copy: views of a functional
+    op's result stay in the group, views of an out= tensor end it."""
+    out = torch.empty(numel, dtype=dtype, device=device)
+    return aten.alias_copy.default(aten.arange.start_out(start, end, step, out=out))
+
+
+FACTORIES = {
+    aten.full.default: lambda n: n.args[1],
+    aten.full_like.default: lambda n: n.args[1],
+    aten.scalar_tensor.default: lambda n: n.args[0],
+}
+ARANGES = {
+    aten.arange.default: lambda n: (0, n.args[0], 1),
+    aten.arange.start: lambda n: (n.args[0], n.args[1], 1),
+    aten.arange.start_step: lambda n: (n.args[0], n.args[1], n.args[2] if len(n.args) > 2 else 1),
+}
+
+
+def _on_device(node) -> bool:
+    """Whether |node|'s result is a dense tensor on neuron."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.device.type == "neuron" and val.is_contiguous()
+
+
+def _is_lowered_batch_norm(node) -> bool:
+    """A training _native_batch_norm_legit_functional that vtrn::batch_norm computes in one
+    lowered op (float input of rank >= 2 on neuron, with running statistics): the same five
+    results (output, saved mean and inverse std, new running mean and variance)."""
+    if len(node.args) != 8 or node.args[5] is not True:
+        return False
+    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in node.args[:5]]
+    x, rm, rv = vals[0], vals[3], vals[4]
+    floats = (torch.float32, torch.bfloat16, torch.float16)
+    return (
+        all(isinstance(v, torch.Tensor) for v in (x, rm, rv))
+        and x.device.type == "neuron"
+        and x.dtype in floats
+        and x.dim() >= 2
+        and x.numel() > 0
+        and all(v is None or (v.dtype in floats and v.device == x.device) for v in vals[1:])
+    )
+
+
+def _is_device_convert(node) -> bool:
+    """A _to_copy that only changes the dtype of a neuron tensor (vtrn::convert lowers it;
+    _to_copy itself is a native copy in eager mode, which would end the capture's group)."""
+    if set(node.kwargs) - {"dtype", "layout", "device", "memory_format", "non_blocking"}:
+        return False
+    if len(node.args) != 1 or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    x, val = node.args[0].meta.get("val"), node.meta.get("val")
+    if not (isinstance(x, torch.Tensor) and isinstance(val, torch.Tensor)):
+        return False
+    return (
+        x.device.type == "neuron"
+        and val.device == x.device
+        and node.kwargs.get("layout") in (None, torch.strided)
+        and val.is_contiguous()
+    )
+
+
 def _dense_copies(gm):
-    """clone -> alias_copy: the same dense copy, but one vtrn lowers (clone itself is a native
-    copy in eager mode, which would end the capture's group); view -> _view_or_copy."""
+    """Rewrites calls that eager mode runs natively (each would end the capture's group) into
+    lowered ones: clone -> alias_copy (the same dense copy); dtype-only _to_copy ->
+    vtrn::convert; full, full_like, scalar_tensor -> vtrn::fill; arange -> arange.out into a
+    tensor of its size; constant_pad_nd -> vtrn::constant_pad; training batch norm ->
+    vtrn::batch_norm (eager mode's lowering of it); view -> _view_or_copy; and the
+    copy_ that writes a mutated input back -> alias_copy.out into the input, so the module's
+    result is written into the input's buffer (input/output aliasing) inside the one
+    executable."""
     changed = False
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -195,6 +292,46 @@ def _dense_copies(gm):
             changed = True
         elif node.target in (aten.view.default, aten._unsafe_view.default):
             node.target = _view_or_copy
+            changed = True
+        elif node.target is aten._to_copy.default and _is_device_convert(node):
+            node.target = torch.ops.vtrn.convert.default
+            node.args = (node.args[0], node.meta["val"].dtype)
+            node.kwargs = {}
+            changed = True
+        elif node.target in FACTORIES and _on_device(node):
+            val = node.meta["val"]
+            value = FACTORIES[node.target](node)
+            node.target = _filled
+            node.args = (tuple(val.shape), val.dtype, val.device, value)
+            node.kwargs = {}
+            changed = True
+        elif node.target in ARANGES and _on_device(node) and node.meta["val"].numel() > 0:
+            val = node.meta["val"]
+            start, end, step = ARANGES[node.target](node)
+            node.target = _arange
+            node.args = (start, end, step, val.dtype, val.device, val.numel())
+            node.kwargs = {}
+            changed = True
+        elif (
+            node.target is aten.constant_pad_nd.default
+            and _on_device(node)
+            and all(p >= 0 for p in node.args[1])
+        ):
+            value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+            node.target = torch.ops.vtrn.constant_pad.default
+            node.args = (node.args[0], list(node.args[1]), value)
+            node.kwargs = {}
+            changed = True
+        elif node.target is aten._native_batch_norm_legit_functional.default and (
+            _is_lowered_batch_norm(node)
+        ):
+            node.target = torch.ops.vtrn.batch_norm.default
+            changed = True
+        elif node.target is aten.copy_.default and _writes_back_input(node):
+            dst, src = node.args[:2]
+            node.target = aten.alias_copy.out
+            node.args = (src,)
+            node.kwargs = {"out": dst}
             changed = True
     if changed:
         gm.recompile()
@@ -208,12 +345,32 @@ def _device_of(args):
     return torch.neuron.current_device() if hasattr(torch, "neuron") else 0
 
 
+def _graph_id(gm, example_inputs) -> str:
+    """A key of the graph: its code and its inputs' shapes and dtypes (the composed module's
+    own cache key is only known inside the runtime)."""
+    h = hashlib.sha256(gm.code.encode())
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor):
+            h.update(f"{tuple(x.shape)}{x.dtype};".encode())
+        else:
+            h.update(f"{x!r};".encode())
+    return h.hexdigest()[:32]
+
+
+def _has_collectives(gm) -> bool:
+    return any(
+        node.op == "call_function" and "_c10d_functional" in str(node.target)
+        for node in gm.graph.nodes
+    )
+
+
 def _graph_compiler(kind, options, gm, example_inputs):
     """AOT compiler for one forward, backward or inference graph."""
     from torch._functorch._aot_autograd.logging_utils import get_aot_graph_name
 
     from vtrn import _C
 
+    passes_start = time.perf_counter()
     try:
         name = get_aot_graph_name()
     except Exception:  # noqa: BLE001 - outside an AOT trace (direct calls)
@@ -226,6 +383,15 @@ def _graph_compiler(kind, options, gm, example_inputs):
         raise _cannot_lower(kind, bad)
     autocopy = os.environ.get("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY") != "1"
     state = {"first": True}
+    record = records.NeuronCompilationMetrics(
+        graph_id=_graph_id(gm, example_inputs),
+        graph_name=name,
+        model_name=name.split("__")[0],
+        has_collectives=_has_collectives(gm),
+        graph_node_count=len(gm.graph.nodes),
+        timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        torch_neuronx_fx_passes_us=int((time.perf_counter() - passes_start) * 1e6),
+    )
 
     def run(*args):
         device = _device_of(args)
@@ -270,6 +436,10 @@ def _graph_compiler(kind, options, gm, example_inputs):
                 _metrics.compiles += 1 if compiles else 0
                 _metrics.cache_hits += 1 if compiles == 0 else 0
                 _metrics.compile_time_s += time.perf_counter() - start
+        if state["first"]:
+            # The first run lowers, composes and compiles the module (and runs it).
+            record.torch_neuronx_compile_us = int((time.perf_counter() - start) * 1e6)
+            records.record_compilation(record)
         state["first"] = False
         return out
 
@@ -308,3 +478,6 @@ def neuron_backend(gm, example_inputs, *, mode=None, options=None):
         keep_inference_input_mutations=True,
     )
     return backend(gm, example_inputs)
+
+
+device_interface.register()

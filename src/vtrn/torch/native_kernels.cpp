@@ -15,9 +15,11 @@
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/fill_native.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/full_like.h>
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
@@ -337,6 +339,36 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Tensor", fill_tensor);
   m.impl("zero_", zero);
   m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+// vtrn::convert(self, dtype): a dtype conversion that is one lowered op on `neuron` (compiled
+// graphs use it for _to_copy, which eager mode runs as a native copy); elsewhere, and for the
+// CPU fallback, it is Tensor.to(dtype) (a copy, as _to_copy makes).
+at::Tensor convert_anywhere(const at::Tensor& self, at::ScalarType dtype) {
+  return self.to(dtype, /*non_blocking=*/false, /*copy=*/true);
+}
+
+// vtrn::fill(like, value) and vtrn::constant_pad(self, pad, value): full_like and
+// constant_pad_nd as one lowered op each on `neuron`, for compiled graphs.
+at::Tensor fill_anywhere(const at::Tensor& like, const at::Scalar& value) {
+  return at::full_like(like, value, at::MemoryFormat::Contiguous);
+}
+
+at::Tensor constant_pad_anywhere(const at::Tensor& self, at::IntArrayRef pad,
+                                 const at::Scalar& value) {
+  return at::constant_pad_nd(self, pad, value);
+}
+
+TORCH_LIBRARY_FRAGMENT(vtrn, m) {
+  m.def("convert(Tensor self, ScalarType dtype) -> Tensor");
+  m.def("fill(Tensor like, Scalar value) -> Tensor");
+  m.def("constant_pad(Tensor self, int[] pad, Scalar value) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(vtrn, CompositeExplicitAutograd, m) {
+  m.impl("convert", convert_anywhere);
+  m.impl("fill", fill_anywhere);
+  m.impl("constant_pad", constant_pad_anywhere);
 }
 
 // The dispatcher picks the Autograd key of the highest backend in the arguments, which for a

@@ -156,6 +156,7 @@ PYBIND11_MODULE(_C, m) {
     d["fused_groups"] = e.fused_groups;
     d["fused_ops"] = e.fused_ops;
     d["fallbacks"] = e.fallbacks;
+    d["skipped_kernels"] = e.skipped_kernels;
     d["modeled_device_time_us"] = e.modeled_device_time_us;
     return d;
   });
@@ -196,6 +197,8 @@ PYBIND11_MODULE(_C, m) {
       TORCH_CHECK(false, e.what());
     }
   });
+  m.def("_compile_only", &adapter::compile_only);
+  m.def("_set_compile_only", &adapter::set_compile_only);
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);
   m.def("_end_graph_capture", &adapter::end_graph_capture, no_gil);
   m.def("_start_export_recording", &adapter::start_export_recording);

@@ -25,12 +25,15 @@ struct Launch {
   std::shared_ptr<const runtime::LoadedExecutable> executable;
   std::vector<BufferRef> inputs, outputs;
   std::vector<bool> staged;  // per output: written through a staging buffer
+  bool run = true;           // false in compile-only mode: outputs get sentinels instead
 
   /// Decides, for each output, whether it is written in place or through a staging buffer.
   void plan_outputs(const AliasSafety& aliasing);
 
   /// Runs the executable on the buffers (on a stream's worker): packs non-contiguous inputs and
-  /// copies staged outputs into place.
+  /// copies staged outputs into place. When |run| is false it only fills the outputs with
+  /// compile-only mode's sentinels: NaN in floating and complex outputs, 4 in the others (as
+  /// the NKI simulator fills new allocations).
   void execute() const;
 };
 

@@ -1,5 +1,6 @@
 // The eager execution counters vtrn.metrics() reports: compiles, cache hits, executed
-// kernels, fused groups, CPU fallbacks and the modeled device time.
+// kernels, fused groups, CPU fallbacks and the modeled device time; and compile-only mode,
+// which decides whether a counted kernel executes.
 //
 // Promises:
 //  * Counting is lock free (relaxed atomics) and safe from any thread; a snapshot reads each
@@ -21,6 +22,7 @@ struct EagerMetrics {
   uint64_t fused_groups = 0;       ///< groups of queued ops run as one executable
   uint64_t fused_ops = 0;          ///< ops that ran inside those groups
   uint64_t fallbacks = 0;          ///< calls that ran through the CPU fallback
+  uint64_t skipped_kernels = 0;    ///< executables compile-only mode did not run
   double modeled_device_time_us = 0;
 };
 
@@ -30,10 +32,18 @@ void reset_eager_metrics();
 /// Counts one call that ran through the CPU fallback.
 void count_fallback();
 
+/// Compile-only mode (TORCH_NEURONX_COMPILE_ONLY=1, torch_neuronx.compiler.compile_only()):
+/// executables compile into the cache but are not run; their outputs hold sentinels. Read from
+/// the environment on first use; set_compile_only overrides it for the whole process.
+bool compile_only();
+void set_compile_only(bool on);
+
 namespace eager {
 
-/// Counts one executable run; |fused_ops| > 0 when it ran a fused group of that many ops.
-void count_kernel(double modeled_seconds, uint64_t fused_ops);
+/// Counts one executable run; |fused_ops| > 0 when it ran a fused group of that many ops. In
+/// compile-only mode it counts a skipped kernel instead (and no modeled time). Returns whether
+/// the executable is to run: the caller queues its launch with that answer.
+bool count_kernel(double modeled_seconds, uint64_t fused_ops);
 
 /// Counts where the compile cache found an executable.
 void count_cache_result(runtime::CacheSource source);

@@ -183,7 +183,8 @@ std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>
 /// A convert back to float32 of an op's result that the op rounded from float32 reuses the
 /// float32 value: intermediates stay in float32 inside a group, as "What is TorchNeuron?" warns
 /// ("Fusion can change intermediate precision"). Roundings inside an op (an operand promoted to
-/// bfloat16 before it is computed in float32) are the op's own arithmetic and stay.
+/// bfloat16 before it is computed in float32) are the op's own arithmetic and stay. A graph
+/// capture keeps every rounding, so a compiled graph computes what the same ops compute eagerly.
 void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
                   std::unordered_map<int, int>& wide) {
   for (const hlo::Op& op : src.ops) {
@@ -202,7 +203,7 @@ void inline_block(const hlo::Block& src, hlo::Block& dst, std::vector<int>& map,
       map[static_cast<size_t>(r)] = nv;
       r = nv;
     }
-    if (op.kind == hlo::OpKind::kConvert &&
+    if (op.kind == hlo::OpKind::kConvert && !capturing() &&
         std::find(src.results.begin(), src.results.end(), op.results[0]) != src.results.end()) {
       const DType from = dst.type(copy.operands[0]).dtype, to = dst.type(copy.results[0]).dtype;
       if (from == DType::kF32 && (to == DType::kBF16 || to == DType::kF16))
@@ -267,7 +268,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     l.inputs = std::move(ops[0].inputs);
     l.outputs = std::move(ops[0].outputs);
     l.plan_outputs(ops[0].op->aliasing);
-    count_kernel(ops[0].op->modeled_seconds, 0);
+    l.run = count_kernel(ops[0].op->modeled_seconds, 0);
     enqueue_launch(device, ops[0].name, std::move(l));
     return;
   }
@@ -443,7 +444,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
   l.inputs = std::move(ext);
   l.outputs = std::move(outputs);
   l.plan_outputs(exe->aliasing);
-  count_kernel(exe->executable->executable().modeled_time_s(), ops.size());
+  l.run = count_kernel(exe->executable->executable().modeled_time_s(), ops.size());
   enqueue_launch(device, "aten::(fused group)", std::move(l));
 }
 
@@ -488,7 +489,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
   }
   flush_pending(device);
   launch.plan_outputs(op->aliasing);
-  count_kernel(op->modeled_seconds, 0);
+  launch.run = count_kernel(op->modeled_seconds, 0);
   enqueue_launch(device, name, std::move(launch));
 }
 

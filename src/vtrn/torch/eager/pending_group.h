@@ -18,7 +18,8 @@
 //  * A buffer the group allocated whose tensor died before the group ran is not written; every
 //    other buffer receives its final value.
 //  * Intermediates stay in float32 inside a group (a round to bfloat16/float16 and back is
-//    skipped), so fused results may differ in the last bits from op-by-op results.
+//    skipped), so fused results may differ in the last bits from op-by-op results. Inside a
+//    graph capture every rounding stays: a compiled graph gives the op-by-op results.
 #pragma once
 
 #include <functional>

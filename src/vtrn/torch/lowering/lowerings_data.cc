@@ -1,5 +1,6 @@
 // Data movement that computes: concatenation (also FSDP2's copy-in and split copy-out), the
-// triangular masks, slice_backward's zero padding and alias_copy.
+// triangular masks, slice_backward's zero padding, alias_copy, and the compiled-graph ops
+// vtrn::convert, vtrn::fill and vtrn::constant_pad.
 #include "vtrn/torch/lowering/families.h"
 
 #include <algorithm>
@@ -85,6 +86,48 @@ void add_data_lowerings(std::vector<OpLowering>& r) {
         Value x = L.tensor(0);
         L.require_claimed(L.dtype(x));
         return {L.convert(L.b.reshape(x, L.shape(x)), L.out_dtype(0, L.dtype(x)))};
+      }));
+  // vtrn::convert(self, dtype): the dtype conversion of _to_copy, as one lowered op (the
+  // compiled-graph path uses it; _to_copy itself is a native copy in eager mode).
+  add(r, {"vtrn::convert"},
+      entry(
+          all_types(),
+          [](Lowerer& L) -> std::vector<Value> {
+            Value x = L.tensor(0);
+            L.require_claimed(L.dtype(x));
+            if (L.arg(1).kind != ArgKind::kDType) throw Unsupported("convert without a dtype");
+            return {L.convert(x, L.arg(1).dtype)};
+          },
+          /*elementwise=*/true));
+  // vtrn::fill(like, value): a tensor of |like|'s shape and dtype holding |value| (a runtime
+  // scalar); compiled graphs use it for full, full_like and scalar_tensor, which eager mode
+  // runs as a native fill. |like| is only read for its type.
+  add(r, {"vtrn::fill"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+        Value like = L.tensor(0);
+        const DType d = L.dtype(like);
+        L.require_claimed(d);
+        return {L.broadcast_to(L.scalar(1, d), L.shape(like))};
+      }));
+  // vtrn::constant_pad(self, pad, value): constant_pad_nd for non-negative pads (pairs from
+  // the last dim backwards); compiled graphs use it, eager mode composes it from a fill and a
+  // copy.
+  add(r, {"vtrn::constant_pad"}, entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
+        Value x = L.tensor(0);
+        const DType d = L.dtype(x);
+        L.require_claimed(d);
+        const std::vector<std::int64_t> pad = L.ints(1);
+        const int rank = L.rank(x);
+        if (pad.size() % 2 != 0 || static_cast<int>(pad.size()) > 2 * rank)
+          throw Unsupported("constant_pad of a pad longer than the rank");
+        std::vector<std::int64_t> low(static_cast<std::size_t>(rank), 0),
+            high(static_cast<std::size_t>(rank), 0), interior(static_cast<std::size_t>(rank), 0);
+        for (std::size_t i = 0; i < pad.size() / 2; ++i) {
+          const std::size_t dim = static_cast<std::size_t>(rank) - 1 - i;
+          low[dim] = pad[2 * i];
+          high[dim] = pad[2 * i + 1];
+          if (low[dim] < 0 || high[dim] < 0) throw Unsupported("constant_pad of a negative pad");
+        }
+        return {L.b.pad(x, L.scalar(2, d), low, high, interior)};
       }));
   add(r, {"tril", "tril_", "tril.out"}, entry(all_types(), triangle(true)));
   add(r, {"triu", "triu_", "triu.out"}, entry(all_types(), triangle(false)));
