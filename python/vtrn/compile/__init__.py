@@ -18,12 +18,16 @@ _BACKEND_NAMES = (
     "reset_dynamo_metrics",
 )
 
-__all__ = [*_BACKEND_NAMES, "NeuronInterface"]
+_EXPORT_NAMES = ("export_stablehlo", "exported_inputs")
+
+__all__ = [*_BACKEND_NAMES, *_EXPORT_NAMES, "NeuronInterface"]
 
 
 def __getattr__(name):
     if name in _BACKEND_NAMES:
         return getattr(importlib.import_module("vtrn.compile._backend"), name)
+    if name in _EXPORT_NAMES:
+        return getattr(importlib.import_module("vtrn.compile.export"), name)
     if name == "NeuronInterface":
         return importlib.import_module("vtrn.compile.device_interface").NeuronInterface
     raise AttributeError(f"module 'vtrn.compile' has no attribute {name!r}")
