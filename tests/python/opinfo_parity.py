@@ -96,6 +96,31 @@ EXTRA_OPINFOS = {
     "_to_copy": [],
     "index": ["__getitem__"],
     "_index_put_impl_": ["index_put"],
+    "max_pool2d_with_indices": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
+    "max_pool2d_with_indices_backward": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
+    "max_pool3d_with_indices": ["nn.functional.max_pool3d"],
+    "max_pool3d_with_indices_backward": ["nn.functional.max_pool3d"],
+    "avg_pool2d": ["nn.functional.avg_pool1d"],
+    "avg_pool2d_backward": ["nn.functional.avg_pool1d", "nn.functional.avg_pool2d"],
+    "avg_pool3d_backward": ["nn.functional.avg_pool3d"],
+    "_adaptive_avg_pool2d": [
+        "nn.functional.adaptive_avg_pool1d",
+        "nn.functional.adaptive_avg_pool2d",
+    ],
+    "_adaptive_avg_pool2d_backward": [
+        "nn.functional.adaptive_avg_pool1d",
+        "nn.functional.adaptive_avg_pool2d",
+    ],
+    "_adaptive_avg_pool3d": ["nn.functional.adaptive_avg_pool3d"],
+    "_adaptive_avg_pool3d_backward": ["nn.functional.adaptive_avg_pool3d"],
+    "adaptive_max_pool2d": ["nn.functional.adaptive_max_pool1d"],
+    "adaptive_max_pool2d_backward": [
+        "nn.functional.adaptive_max_pool1d",
+        "nn.functional.adaptive_max_pool2d",
+    ],
+    "adaptive_max_pool3d_backward": ["nn.functional.adaptive_max_pool3d"],
+    "_fused_rms_norm": ["nn.functional.rms_norm"],
+    "_fused_rms_norm_backward": ["nn.functional.rms_norm"],
 }
 
 # OpInfo variants left out, with the reason (they duplicate a kept variant on the CPU).
