@@ -188,7 +188,9 @@ def test_rms_norm(dtype, weight, eps, clean_tracking):
         ww = w.to(device).requires_grad_() if weight else None
         out = F.rms_norm(xx, (5, 8), ww, eps)
         inputs = (xx, ww) if weight else (xx,)
-        return [out.detach().cpu()] + [g.cpu() for g in torch.autograd.grad(out, inputs, grad.to(device))]
+        return [out.detach().cpu()] + [
+            g.cpu() for g in torch.autograd.grad(out, inputs, grad.to(device))
+        ]
 
     vtrn.clear_op_tracking()
     got = run_on("neuron")

@@ -77,8 +77,10 @@ Windows split(const Dims& shape, std::size_t n) {
     throw Unsupported("pooling input of an unexpected rank");
   Windows w;
   w.lead.assign(shape.begin(), shape.end() - static_cast<std::ptrdiff_t>(n));
+  // An empty batch is allowed (the result is empty too); any other empty dim is an error.
   for (std::size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] == 0) throw Unsupported("pooling of an empty input");
+    if (shape[i] == 0 && !(i == 0 && shape.size() == n + 2))
+      throw Unsupported("pooling of an empty input");
   w.axes.resize(n);
   for (std::size_t d = 0; d < n; ++d) w.axes[d].in = shape[w.lead.size() + d];
   return w;
@@ -133,8 +135,8 @@ Windows sliding(const Dims& shape, std::size_t n, Dims kernel, Dims stride, Dims
       const std::int64_t end_padded = std::min(start + k, a.in + p);
       a.divisor.push_back(static_cast<double>(
           count_include_pad ? end_padded - start
-                            : std::max<std::int64_t>(
-                                  0, std::min(end_padded, a.in) - std::max<std::int64_t>(start, 0))));
+                            : std::max<std::int64_t>(0, std::min(end_padded, a.in) -
+                                                            std::max<std::int64_t>(start, 0))));
     }
   }
   return w;
@@ -215,16 +217,16 @@ std::pair<Value, Value> window_max(Lowerer& L, const Gathered& gw) {
   const DType d = L.dtype(gw.values);
   Value inside = L.b.broadcast_in_dim(gw.inside, s, {1, 2});
   Value pos = L.b.broadcast_in_dim(gw.pos, s, {1, 2});
-  const double lowest = hlo::is_float(d) ? -INFINITY
-                        : d == DType::kU8
-                            ? 0.0
-                            : -std::pow(2.0, 8 * hlo::dtype_size(d) - 1);
+  const double lowest = hlo::is_float(d)  ? -INFINITY
+                        : d == DType::kU8 ? 0.0
+                                          : -std::pow(2.0, 8 * hlo::dtype_size(d) - 1);
   Value v = L.b.select(inside, gw.values, L.b.broadcast_to(L.constant(lowest, d), s));
   Value m = L.reduce(v, {2}, ReduceKind::kMax, false);
-  Value target = L.b.binary(hlo::OpKind::kAnd, inside, L.b.compare(Comparison::kEQ, v, L.b.broadcast_in_dim(m, s, {0, 1})));
+  Value target = L.b.binary(hlo::OpKind::kAnd, inside,
+                            L.b.compare(Comparison::kEQ, v, L.b.broadcast_in_dim(m, s, {0, 1})));
   const double none = std::numeric_limits<std::int32_t>::max() * 1024.0;
-  Value idx = L.reduce(L.b.select(target, pos, L.full_like(pos, none)), {2}, ReduceKind::kMin,
-                       false);
+  Value idx =
+      L.reduce(L.b.select(target, pos, L.full_like(pos, none)), {2}, ReduceKind::kMin, false);
   if (hlo::is_float(d)) {
     Value nan = L.b.binary(hlo::OpKind::kAnd, inside, L.b.compare(Comparison::kNE, v, v));
     Value any_nan = L.reduce(nan, {2}, ReduceKind::kOr, false);
@@ -249,6 +251,22 @@ Value scatter_rows(Lowerer& L, Value rows, Value index, std::int64_t n) {
   return L.b.scatter(zeros, L.b.reshape(index, {s[0], 1}), rows, sd, ScatterKind::kAdd);
 }
 
+/// A zero tensor of |shape| (the result of an empty batch).
+Value zeros(Lowerer& L, const Dims& shape, DType d) {
+  return L.b.broadcast_to(L.constant(0, d), shape);
+}
+
+/// The values and indices of max pooling |x| over |w|.
+std::vector<Value> max_outputs(Lowerer& L, Value x, const Windows& w) {
+  const DType d = L.dtype(x);
+  if (w.batch() == 0)
+    return {L.convert(zeros(L, w.out_shape(), d), L.out_dtype(0, d)),
+            L.convert(zeros(L, w.out_shape(), DType::kI64), L.out_dtype(1, DType::kI64))};
+  auto [m, idx] = window_max(L, gather_windows(L, x, w));
+  return {L.convert(L.b.reshape(m, w.out_shape()), L.out_dtype(0, d)),
+          L.convert(L.b.reshape(idx, w.out_shape()), L.out_dtype(1, DType::kI64))};
+}
+
 std::size_t spatial_dims(const Lowerer& L) {
   const std::string& name = L.entry.name;
   return name.find("3d") != std::string::npos ? 3 : name.find("2d") != std::string::npos ? 2 : 1;
@@ -260,23 +278,16 @@ void check_input(Lowerer& L, Value x) { L.require_claimed(L.dtype(x)); }
 std::vector<Value> max_pool(Lowerer& L) {
   Value x = L.tensor(0);
   check_input(L, x);
-  const Windows w = sliding(L.shape(x), spatial_dims(L), L.ints(1), L.ints(2), L.ints(3),
-                            L.ints(4), L.flag(5), true);
-  auto [m, idx] = window_max(L, gather_windows(L, x, w));
-  const DType d = L.dtype(x);
-  return {L.convert(L.b.reshape(m, w.out_shape()), L.out_dtype(0, d)),
-          L.convert(L.b.reshape(idx, w.out_shape()), L.out_dtype(1, DType::kI64))};
+  const Windows w = sliding(L.shape(x), spatial_dims(L), L.ints(1), L.ints(2), L.ints(3), L.ints(4),
+                            L.flag(5), true);
+  return max_outputs(L, x, w);
 }
 
 /// adaptive_max_pool{2,3}d(self, output_size)
 std::vector<Value> adaptive_max_pool(Lowerer& L) {
   Value x = L.tensor(0);
   check_input(L, x);
-  const Windows w = adaptive(L.shape(x), spatial_dims(L), L.ints(1));
-  auto [m, idx] = window_max(L, gather_windows(L, x, w));
-  const DType d = L.dtype(x);
-  return {L.convert(L.b.reshape(m, w.out_shape()), L.out_dtype(0, d)),
-          L.convert(L.b.reshape(idx, w.out_shape()), L.out_dtype(1, DType::kI64))};
+  return max_outputs(L, x, adaptive(L.shape(x), spatial_dims(L), L.ints(1)));
 }
 
 /// The gradient of max pooling: grad_output [*lead, *out] added at indices into self's shape.
@@ -298,9 +309,11 @@ Value max_pool_grad(Lowerer& L, Value grad, Value self, Value indices) {
     }
   }
   // Row r = batch * plane + index; an index outside the plane is dropped.
+  if (b == 0) return zeros(L, ss, d);
   Value idx = L.b.reshape(L.convert(indices, DType::kI64), {b, p});
-  Value inside = L.b.binary(hlo::OpKind::kAnd, L.b.compare(Comparison::kGE, idx, L.full_like(idx, 0)),
-                          L.b.compare(Comparison::kLT, idx, L.full_like(idx, plane)));
+  Value inside =
+      L.b.binary(hlo::OpKind::kAnd, L.b.compare(Comparison::kGE, idx, L.full_like(idx, 0)),
+                 L.b.compare(Comparison::kLT, idx, L.full_like(idx, plane)));
   Value base = L.b.mul(L.b.iota(TensorType(DType::kI64, {b, p}), 0),
                        L.full_like(idx, static_cast<double>(plane)));
   Value rows = L.b.select(inside, L.b.add(base, idx), L.full_like(idx, -1));
@@ -379,6 +392,7 @@ std::vector<Value> avg_pool(Lowerer& L) {
   check_input(L, x);
   const DType d = L.dtype(x), acc = avg_acc(d);
   const Windows w = avg_windows(L, L.shape(x), 1);
+  if (w.batch() == 0) return {L.convert(zeros(L, w.out_shape(), d), L.out_dtype(0, d))};
   Value sum = window_sum(L, gather_windows(L, x, w), acc);
   Value div = avg_divisor(L, w, divisor_override(L, 6), acc);
   Value y = L.b.div(sum, L.b.broadcast_in_dim(div, L.shape(sum), {1}));
@@ -405,6 +419,7 @@ std::vector<Value> adaptive_avg_pool(Lowerer& L) {
   check_input(L, x);
   const DType d = L.dtype(x);
   const Windows w = adaptive(L.shape(x), spatial_dims(L), L.ints(1));
+  if (w.batch() == 0) return {L.convert(zeros(L, w.out_shape(), d), L.out_dtype(0, d))};
   const Gathered gw = gather_windows(L, x, w);
   Value y = w.axes.size() == 3 && opmath(d) != d
                 ? adaptive_divide(L, L.convert(rounded_window_sum(L, gw, d), DType::kF32), w, d)
@@ -417,6 +432,7 @@ std::vector<Value> adaptive_avg_pool(Lowerer& L) {
 /// in that dtype, rounding every sum, in output order; so does the scatter.
 Value spread(Lowerer& L, Value per_output, const Windows& w, Value like) {
   const std::int64_t b = w.batch(), p = w.outputs(), k = w.window();
+  if (b == 0) return zeros(L, L.shape(like), L.dtype(like));
   Value pos = positions(L, w);
   // Rows of the scatter are plane positions, each a [B] vector: [P * K, B] into [S, B].
   per_output = L.convert(per_output, L.dtype(like));
@@ -454,7 +470,8 @@ std::vector<Value> adaptive_avg_pool_backward(Lowerer& L) {
   const std::size_t n = spatial_dims(L);
   const Dims gs = L.shape(grad);
   if (gs.size() < n) throw Unsupported("adaptive pooling backward ranks");
-  const Windows w = adaptive(L.shape(x), n, Dims(gs.end() - static_cast<std::ptrdiff_t>(n), gs.end()));
+  const Windows w =
+      adaptive(L.shape(x), n, Dims(gs.end() - static_cast<std::ptrdiff_t>(n), gs.end()));
   check_grad(L, grad, w);
   Value g = L.b.reshape(L.convert(grad, c), {w.batch(), w.outputs()});
   return {L.convert(spread(L, adaptive_divide(L, g, w, d), w, x), L.out_dtype(0, d))};
@@ -466,8 +483,8 @@ std::vector<Value> max_pool_backward(Lowerer& L) {
   Value grad = L.tensor(0), x = L.tensor(1);
   check_input(L, x);
   if (!hlo::is_float(L.dtype(x))) throw Unsupported("max pooling backward of an integer tensor");
-  const Windows w = sliding(L.shape(x), spatial_dims(L), L.ints(2), L.ints(3), L.ints(4),
-                            L.ints(5), L.flag(6), true);
+  const Windows w = sliding(L.shape(x), spatial_dims(L), L.ints(2), L.ints(3), L.ints(4), L.ints(5),
+                            L.flag(6), true);
   check_grad(L, grad, w);
   return {L.convert(max_pool_grad(L, grad, x, L.tensor(7)), L.out_dtype(0, L.dtype(x)))};
 }
@@ -488,34 +505,35 @@ void add_pool_lowerings(std::vector<OpLowering>& r) {
   add(r,
       {"max_pool2d_with_indices", "max_pool2d_with_indices.out", "max_pool3d_with_indices",
        "max_pool3d_with_indices.out"},
-      entry(max_types, max_pool));
+      zero_size_ok(entry(max_types, max_pool)));
   add(r,
       {"max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input",
        "max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input"},
-      entry(floats(), max_pool_backward));
+      zero_size_ok(entry(floats(), max_pool_backward)));
   // The CPU's avg_pool3d takes no float16/bfloat16.
-  add(r, {"avg_pool2d", "avg_pool2d.out"}, entry(avg_types, avg_pool));
-  add(r, {"avg_pool3d", "avg_pool3d.out"}, entry({DType::kF32, DType::kI64}, avg_pool));
+  add(r, {"avg_pool2d", "avg_pool2d.out"}, zero_size_ok(entry(avg_types, avg_pool)));
+  add(r, {"avg_pool3d", "avg_pool3d.out"},
+      zero_size_ok(entry({DType::kF32, DType::kI64}, avg_pool)));
   add(r, {"avg_pool2d_backward", "avg_pool2d_backward.grad_input"},
-      entry(floats(), avg_pool_backward));
+      zero_size_ok(entry(floats(), avg_pool_backward)));
   add(r, {"avg_pool3d_backward", "avg_pool3d_backward.grad_input"},
-      entry({DType::kF32}, avg_pool_backward));
+      zero_size_ok(entry({DType::kF32}, avg_pool_backward)));
   add(r,
       {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out", "_adaptive_avg_pool3d",
        "_adaptive_avg_pool3d.out"},
-      entry(floats(), adaptive_avg_pool));
+      zero_size_ok(entry(floats(), adaptive_avg_pool)));
   add(r,
       {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out",
        "_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out"},
-      entry(floats(), adaptive_avg_pool_backward));
+      zero_size_ok(entry(floats(), adaptive_avg_pool_backward)));
   add(r,
       {"adaptive_max_pool2d", "adaptive_max_pool2d.out", "adaptive_max_pool3d",
        "adaptive_max_pool3d.out"},
-      entry(floats(), adaptive_max_pool));
+      zero_size_ok(entry(floats(), adaptive_max_pool)));
   add(r,
       {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input",
        "adaptive_max_pool3d_backward", "adaptive_max_pool3d_backward.grad_input"},
-      entry(floats(), adaptive_max_pool_backward));
+      zero_size_ok(entry(floats(), adaptive_max_pool_backward)));
 }
 
 }  // namespace vtrn::lowering

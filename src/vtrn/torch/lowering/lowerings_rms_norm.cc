@@ -31,7 +31,6 @@ std::pair<std::int64_t, std::int64_t> rows_of(Lowerer& L, Value input, const Dim
       k *= s[i];
     }
   }
-  if (m * k == 0) throw Unsupported("rms_norm of an empty tensor");
   return {m, k};
 }
 
@@ -60,7 +59,7 @@ Value row_rstd(Lowerer& L, Value x, double eps) {
 
 void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
   // _fused_rms_norm(input, normalized_shape, weight?, eps?) -> (output, rstd)
-  add(r, {"_fused_rms_norm"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"_fused_rms_norm"}, zero_size_ok(entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value input = L.tensor(0);
         const DType d = L.dtype(input);
         L.require_claimed(d);
@@ -77,10 +76,11 @@ void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
         const Dims s = L.shape(input);
         return {L.convert(L.b.reshape(y, s), d),
                 L.b.reshape(rstd, stat_shape(s, normalized.size()))};
-      }));
+      })));
   // _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight?, output_mask)
   //   -> (grad_input, grad_weight)
-  add(r, {"_fused_rms_norm_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+  add(r, {"_fused_rms_norm_backward"},
+      zero_size_ok(entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value input = L.tensor(1);
         const DType d = L.dtype(input);
         L.require_claimed(d);
@@ -96,9 +96,9 @@ void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
         std::vector<Value> out(2, kUnchanged);
         if (mask[0]) {
           Value g = L.has(4) ? L.b.mul(dy, weight_rows(L, L.tensor(4), normalized, m, k)) : dy;
-          Value mgx = L.b.div(L.reduce(L.b.mul(g, xhat), {1}, ReduceKind::kAdd, true),
-                              L.broadcast_to(L.constant(static_cast<double>(k), DType::kF32),
-                                             {m, 1}));
+          Value mgx =
+              L.b.div(L.reduce(L.b.mul(g, xhat), {1}, ReduceKind::kAdd, true),
+                      L.broadcast_to(L.constant(static_cast<double>(k), DType::kF32), {m, 1}));
           Value dx = L.b.mul(L.broadcast_to(rstd, {m, k}),
                              L.b.sub(g, L.b.mul(xhat, L.broadcast_to(mgx, {m, k}))));
           out[0] = L.convert(L.b.reshape(dx, L.shape(input)), d);
@@ -110,7 +110,7 @@ void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
               L.dtype(w));
         }
         return out;
-      }));
+      })));
 }
 
 }  // namespace vtrn::lowering
