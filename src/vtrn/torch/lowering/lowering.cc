@@ -378,6 +378,8 @@ const std::vector<OpLowering>& registry() {
     add_nn_lowerings(r);
     add_conv_lowerings(r);
     add_pool_lowerings(r);
+    add_activation_lowerings(r);
+    add_grouped_mm_lowerings(r);
     add_norm_lowerings(r);
     add_rms_norm_lowerings(r);
     add_data_lowerings(r);

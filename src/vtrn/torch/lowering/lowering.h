@@ -210,6 +210,8 @@ void add_reduction_lowerings(std::vector<OpLowering>& r);
 void add_nn_lowerings(std::vector<OpLowering>& r);
 void add_conv_lowerings(std::vector<OpLowering>& r);
 void add_pool_lowerings(std::vector<OpLowering>& r);
+void add_activation_lowerings(std::vector<OpLowering>& r);
+void add_grouped_mm_lowerings(std::vector<OpLowering>& r);
 void add_norm_lowerings(std::vector<OpLowering>& r);
 void add_rms_norm_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
