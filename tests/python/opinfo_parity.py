@@ -96,6 +96,31 @@ EXTRA_OPINFOS = {
     "_to_copy": [],
     "index": ["__getitem__"],
     "_index_put_impl_": ["index_put"],
+    "max_pool2d_with_indices": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
+    "max_pool2d_with_indices_backward": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
+    "max_pool3d_with_indices": ["nn.functional.max_pool3d"],
+    "max_pool3d_with_indices_backward": ["nn.functional.max_pool3d"],
+    "avg_pool2d": ["nn.functional.avg_pool1d"],
+    "avg_pool2d_backward": ["nn.functional.avg_pool1d", "nn.functional.avg_pool2d"],
+    "avg_pool3d_backward": ["nn.functional.avg_pool3d"],
+    "_adaptive_avg_pool2d": [
+        "nn.functional.adaptive_avg_pool1d",
+        "nn.functional.adaptive_avg_pool2d",
+    ],
+    "_adaptive_avg_pool2d_backward": [
+        "nn.functional.adaptive_avg_pool1d",
+        "nn.functional.adaptive_avg_pool2d",
+    ],
+    "_adaptive_avg_pool3d": ["nn.functional.adaptive_avg_pool3d"],
+    "_adaptive_avg_pool3d_backward": ["nn.functional.adaptive_avg_pool3d"],
+    "adaptive_max_pool2d": ["nn.functional.adaptive_max_pool1d"],
+    "adaptive_max_pool2d_backward": [
+        "nn.functional.adaptive_max_pool1d",
+        "nn.functional.adaptive_max_pool2d",
+    ],
+    "adaptive_max_pool3d_backward": ["nn.functional.adaptive_max_pool3d"],
+    "_fused_rms_norm": ["nn.functional.rms_norm"],
+    "_fused_rms_norm_backward": ["nn.functional.rms_norm"],
 }
 
 # OpInfo variants left out, with the reason (they duplicate a kept variant on the CPU).
@@ -118,6 +143,8 @@ NO_OPINFO = {
     "test_index_sort_ops.py::test_arange checks every overload against the CPU",
     "eye": "factory: its OpInfo samples pass Python numbers only, so nothing runs on neuron; "
     "test_index_sort_ops.py::test_eye checks it against the CPU",
+    "_grouped_mm": "op_db has no _grouped_mm OpInfo; test_grouped_mm.py checks its four layouts "
+    "forward and backward against the CPU",
     "_foreach_norm": "every _foreach_norm OpInfo sample asks for dtype=float64; "
     "test_op_parity.py::test_foreach_norm_parity checks the float32/bfloat16/float16 calls "
     "clip_grad_norm_ makes",

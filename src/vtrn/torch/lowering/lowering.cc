@@ -377,7 +377,11 @@ const std::vector<OpLowering>& registry() {
     add_reduction_lowerings(r);
     add_nn_lowerings(r);
     add_conv_lowerings(r);
+    add_pool_lowerings(r);
+    add_activation_lowerings(r);
+    add_grouped_mm_lowerings(r);
     add_norm_lowerings(r);
+    add_rms_norm_lowerings(r);
     add_data_lowerings(r);
     add_optimizer_lowerings(r);
     add_factory_lowerings(r);

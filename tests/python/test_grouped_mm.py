@@ -1,0 +1,84 @@
+"""torch._grouped_mm on neuron against the CPU's composite: the four layouts (2-d x 3-d and 3-d x
+2-d with offsets over rows or columns, 2-d x 2-d with offsets over K, 3-d x 3-d), empty groups
+and offsets that end before the last row, forward and backward, with no CPU fallback. Rows past
+offs[-1] are uninitialized on the CPU (so are the matching rows of the input gradient, which
+is another grouped mm), so only rows below it are compared. The CPU wants every row's stride a
+multiple of 16 bytes, so the sizes are multiples of 8."""
+
+import pytest
+import torch
+
+import vtrn
+
+DTYPES = pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["float32", "bfloat16", "float16"]
+)
+
+
+def _grads(device, a, b, offs, grad, valid):
+    aa = a.to(device).requires_grad_()
+    bb = b.to(device).requires_grad_()
+    o = offs.to(device) if offs is not None else None
+    out = torch._grouped_mm(aa, bb, o)
+    # Only the initialized part of the output takes part in the loss.
+    ga, gb = torch.autograd.grad(out, (aa, bb), (grad * valid).to(device))
+    return out.detach().cpu(), ga.cpu(), gb.cpu()
+
+
+def check(a_shape, b_shape, offs, dtype, valid_dim=None):
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(a_shape, generator=gen).to(dtype)
+    b = torch.randn(b_shape, generator=gen).to(dtype)
+    offs = torch.tensor(offs, dtype=torch.int32) if offs is not None else None
+    out_cpu = torch._grouped_mm(a, b, offs)
+    grad = torch.randn(out_cpu.shape, generator=gen).to(dtype)
+    valid = torch.ones(out_cpu.shape, dtype=dtype)
+    if valid_dim is not None:
+        end = int(offs[-1])
+        valid.narrow(valid_dim, end, out_cpu.shape[valid_dim] - end).zero_()
+    vtrn.clear_op_tracking()
+    got = _grads("neuron", a, b, offs, grad, valid)
+    assert vtrn.get_fallback_ops() == []
+    assert "aten::_grouped_mm" in vtrn.get_executed_ops()
+    want = _grads("cpu", a, b, offs, grad, valid)
+    end = int(offs[-1]) if offs is not None else None
+    for g, w, name in zip(got, want, ["out", "grad_a", "grad_b"]):
+        assert g.shape == w.shape and g.dtype == w.dtype, name
+        if name == "out" and valid_dim is not None:
+            g, w = g.narrow(valid_dim, 0, end), w.narrow(valid_dim, 0, end)
+        if name == "grad_a" and valid_dim == 0:
+            g, w = g[:end], w[:end]
+        if name == "grad_b" and valid_dim == 1:
+            g, w = g[:, :end], w[:, :end]
+        torch.testing.assert_close(g, w, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@DTYPES
+@pytest.mark.parametrize("offs", [[3, 3, 7, 10], [2, 5, 6, 8]], ids=["empty_group", "short"])
+def test_2d_3d(offs, dtype, clean_tracking):
+    check((10, 16), (4, 16, 8), offs, dtype, valid_dim=0)
+
+
+@DTYPES
+def test_3d_2d(dtype, clean_tracking):
+    check((3, 8, 16), (16, 16), [5, 5, 12], dtype, valid_dim=1)
+
+
+@DTYPES
+def test_2d_2d(dtype, clean_tracking):
+    check((8, 16), (16, 8), [5, 5, 12, 16], dtype)
+
+
+@DTYPES
+def test_3d_3d(dtype, clean_tracking):
+    check((3, 8, 16), (3, 16, 8), None, dtype)
+
+
+def test_bad_offsets_raise_the_cpus_error():
+    a, b = torch.randn(6, 8), torch.randn(2, 8, 4)
+    offs = torch.tensor([3, 6], dtype=torch.int64)
+    with pytest.raises(RuntimeError) as cpu:
+        torch._grouped_mm(a, b, offs)
+    with pytest.raises(RuntimeError) as dev:
+        torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron"))
+    assert str(dev.value) == str(cpu.value)
