@@ -47,6 +47,31 @@ bool debug_enabled() {
   return on;
 }
 
+/// The factories whose CPU kernels resize their out= argument themselves, without
+/// resize_output's deprecation warning.
+bool is_factory(const lowering::OpLowering& entry) {
+  return entry.name == "arange.start_out" || entry.name == "linspace.out" ||
+         entry.name == "eye.out" || entry.name == "eye.m_out";
+}
+
+/// Resizes a factory's out= argument as its CPU kernel does: arange and linspace keep any
+/// shape with the right element count (arange warns when it differs: a rounding error in its
+/// bounds is the usual cause); eye always resizes, silently.
+void resize_factory_output(const lowering::OpLowering& entry, at::Tensor& out,
+                           c10::IntArrayRef dims) {
+  if (out.sizes() == dims) return;
+  const bool eye = entry.name == "eye.out" || entry.name == "eye.m_out";
+  if (!eye && out.numel() == dims[0]) return;
+  if (entry.name == "arange.start_out" && out.numel() > 0) {
+    TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ",
+               out.numel(), " which does not match the computed number of elements ", dims[0],
+               ". Note that this may occur as a result of rounding error. "
+               "The out tensor will be resized to a tensor of shape (",
+               dims[0], ",).");
+  }
+  out.resize_(dims);
+}
+
 /// The strides the CPU gives a fresh output of |dims| (empty when contiguous ones): an
 /// elementwise op's TensorIterator follows the layout of its inputs (a transposed or
 /// channels_last input gives an output laid out the same way), and cat keeps the memory
@@ -436,7 +461,9 @@ class LoweredKernel final : public c10::OperatorKernel {
         if (!compiled->written[j]) continue;
         const hlo::TensorType& type = compiled->output_types[k++];
         at::Tensor& out = outputs[j];
-        if (resizable[j]) {
+        if (resizable[j] && is_factory(*entry_)) {
+          resize_factory_output(*entry_, out, type.dims);
+        } else if (resizable[j]) {
           at::native::resize_output(out, type.dims);
         } else {
           TORCH_CHECK(out.sizes() == c10::IntArrayRef(type.dims), "output with shape ", out.sizes(),
