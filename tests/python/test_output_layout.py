@@ -28,6 +28,12 @@ CASES = {
     "cast on a permutation": (lambda a: a.to(torch.bfloat16), (PERMUTED,)),
     "cat of channels_last": (lambda a, b: torch.cat([a, b], dim=1), (NHWC, NHWC)),
     "cat of mixed formats": (lambda a, b: torch.cat([a, b]), (NHWC, NCHW)),
+    # Shape (4, 1, 3) with strides (6, 2, 2) permuted: is_contiguous() holds, yet the CPU's
+    # result takes strides (3, 1, 1), not the default (3, 3, 1), for the size-1 dim.
+    "unary on a sliced permutation with a size-1 dim": (
+        lambda a: a.exp(),
+        (torch.randn(4, 3, 2)[:, :, ::2].permute(0, 2, 1),),
+    ),
     "matmul of a transpose stays contiguous": (lambda a: a @ a.t(), (torch.randn(3, 3).t(),)),
 }
 

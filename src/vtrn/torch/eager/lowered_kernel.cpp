@@ -2,6 +2,7 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "vtrn/torch/eager/lowered_kernel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +73,17 @@ void resize_factory_output(const lowering::OpLowering& entry, at::Tensor& out,
   out.resize_(dims);
 }
 
+/// The row-major (contiguous) strides of |sizes|, size-1 dims included.
+std::vector<int64_t> row_major(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t step = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    strides[k] = step;
+    step *= std::max<int64_t>(sizes[k], 1);
+  }
+  return strides;
+}
+
 /// The strides the CPU gives a fresh output of |dims| (empty when contiguous ones): an
 /// elementwise op's TensorIterator follows the layout of its inputs (a transposed or
 /// channels_last input gives an output laid out the same way), and cat keeps the memory
@@ -86,7 +98,9 @@ std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
   auto take = [&](const at::Tensor& t) {
     if (!t.defined() || t.dim() == 0) return;
     inputs.push_back(t);
-    all_contiguous = all_contiguous && t.is_contiguous();
+    // Exactly the default strides: is_contiguous() ignores the strides of size-1 dims, which
+    // TensorIterator's layout follows too.
+    all_contiguous = all_contiguous && t.strides() == c10::IntArrayRef(row_major(t.sizes()));
   };
   for (size_t i = first; i < first + n; ++i) {
     const c10::IValue& v = stack[i];
@@ -123,7 +137,9 @@ std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
   config.add_output(result);
   for (const at::Tensor& m : metas) config.add_const_input(m);
   at::TensorIterator iter = config.build();
-  if (iter.output(0).sizes() != dims || iter.output(0).is_contiguous()) return {};
+  if (iter.output(0).sizes() != dims ||
+      iter.output(0).strides() == c10::IntArrayRef(row_major(dims)))
+    return {};
   return iter.output(0).strides().vec();
 }
 
