@@ -428,6 +428,9 @@ VALIDATION = {
     "65 dims: all(0)": lambda d: torch.ones([1] * 65, device=d).all(0),
     "65 dims: amax()": lambda d: torch.ones([1] * 65, device=d).amax(),
     "65 dims: norm": lambda d: torch.linalg.vector_norm(torch.ones([1] * 65, device=d)),
+    "65 dims: argmax(dim=0)": lambda d: torch.ones([1] * 65, device=d).argmax(0),
+    "65 dims: argmin(dim=0)": lambda d: torch.ones([1] * 65, device=d).argmin(0),
+    "65 dims: argmax()": lambda d: torch.ones([1] * 65, device=d).argmax(),
     "64 dims: sum(dim=0)": lambda d: torch.ones([1] * 64, device=d).sum(0),
     "lerp(bfloat16, float32)": lambda d: torch.lerp(
         _t([1.0], torch.bfloat16, d), _t([2.0], torch.float32, d), 0.5

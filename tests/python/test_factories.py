@@ -165,3 +165,66 @@ def test_bad_argument_raises_at_the_call_as_on_cpu(name):
 def test_copy_broadcasts_as_on_cpu():
     dev = torch.empty(2, 3, device=DEVICE).copy_(torch.arange(3.0, device=DEVICE))
     assert torch.equal(dev.cpu(), torch.empty(2, 3).copy_(torch.arange(3.0)))
+
+
+def _factory_outcome(fn, device):
+    """fn(out) on |device|: the result's shape and values (or the exception's type), and the
+    warnings it gave, as on the CPU."""
+    import warnings
+
+    out = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn(device)
+            out = (tuple(result.shape), result.cpu())
+        except RuntimeError as e:
+            out = (type(e), str(e))
+    # Where C++ raised the warning differs: "(Triggered internally at <file>:<line>.)".
+    texts = [
+        str(w.message).split(" (Triggered internally")[0]
+        for w in caught
+        if "fell back to CPU" not in str(w.message)
+    ]
+    return out, [t for t in texts if "computes float64" not in t]
+
+
+OUT_SHAPES = [(1, 49), (0,), (3,), (3, 3)]
+OUT_FACTORIES = {
+    "arange with a rounding error": lambda o: torch.arange(-1, 1, 2 / 49, out=o),
+    "arange": lambda o: torch.arange(0, 10, out=o),
+    "linspace": lambda o: torch.linspace(0, 1, 49, out=o),
+    "eye": lambda o: torch.eye(3, out=o),
+}
+
+
+@pytest.mark.parametrize("shape", OUT_SHAPES, ids=str)
+@pytest.mark.parametrize("name", list(OUT_FACTORIES))
+def test_factory_out_is_resized_as_on_the_cpu(name, shape):
+    # arange warns that the element count differs and resizes; linspace keeps any shape with
+    # the right count; eye always resizes. None gives resize_output's deprecation warning.
+    fn = OUT_FACTORIES[name]
+    (cpu_shape, cpu_values), cpu_warnings = _factory_outcome(
+        lambda d: fn(torch.zeros(shape, device=d)), "cpu"
+    )
+    (shape_n, values_n), warnings_n = _factory_outcome(
+        lambda d: fn(torch.zeros(shape, device=d)), DEVICE
+    )
+    assert shape_n == cpu_shape
+    assert warnings_n == cpu_warnings
+    torch.testing.assert_close(values_n, cpu_values)
+
+
+@pytest.mark.parametrize(
+    "dtype, n", [(torch.uint8, 2**8 + 1), (torch.half, 2**11 + 2), (torch.float, 2**24 + 2)]
+)
+def test_randperm_refuses_n_beyond_the_dtypes_exact_integers(dtype, n):
+    with pytest.raises(RuntimeError) as cpu:
+        torch.randperm(n, out=torch.empty(0, dtype=dtype))
+    with pytest.raises(RuntimeError) as dev:
+        torch.randperm(n, out=torch.empty(0, dtype=dtype, device=DEVICE))
+    assert str(dev.value) == str(cpu.value)
+    # One less is the largest n the dtype holds: accepted, as on the CPU.
+    res = torch.empty(0, dtype=dtype, device=DEVICE)
+    torch.randperm(n - 1, out=res)
+    assert torch.equal(res.cpu().sort().values.long(), torch.arange(n - 1))

@@ -69,3 +69,24 @@ def test_fallback_error_surfaces_as_the_cpu_error(clean_tracking):
     b = torch.ones(4, 5, device="neuron")
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         torch.mm(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+def test_mode_runs_through_the_fallback_as_on_the_cpu(dtype):
+    # mode's CompositeExplicitAutograd kernel refuses any device but the CPU, CUDA and XPU;
+    # on neuron it must reach the CPU fallback instead and give the CPU's values and indices.
+    x = torch.tensor([[1, 2, 2, 3, 3], [4, 4, 1, 1, 0]], dtype=dtype)
+    expected = torch.mode(x, 1)
+    got = torch.mode(x.to("neuron"), 1)
+    assert got.values.is_neuron and got.indices.is_neuron
+    assert torch.equal(got.values.cpu(), expected.values)
+    assert torch.equal(got.indices.cpu(), expected.indices)
+    # out= with a wrong values dtype raises the CPU's error.
+    with pytest.raises(RuntimeError) as cpu:
+        torch.mode(x.long(), 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
+    with pytest.raises(RuntimeError) as dev:
+        n = torch.empty(0, device="neuron")
+        torch.mode(
+            x.long().to("neuron"), 1, out=(n, torch.empty(0, dtype=torch.long, device=n.device))
+        )
+    assert str(dev.value) == str(cpu.value)

@@ -373,6 +373,25 @@ def test_histc(clean_tracking, dtype):
         expected = torch.histc(x.to(ref), bins=bins, min=lo, max=hi).to(dtype)
         vtrn.clear_op_tracking()
         got = torch.histc(x.to("neuron"), bins=bins, min=lo, max=hi)
-        assert vtrn.get_fallback_ops() == []
+        # The data's range (min == max) of floating data runs on the CPU, which refuses inf
+        # and nan there (test_histc_of_non_finite_data_raises_the_cpus_error).
+        data_range = lo == hi and dtype.is_floating_point
+        assert vtrn.get_fallback_ops() == (["aten::histc"] if data_range else [])
         assert got.dtype == dtype
         assert torch.equal(got.cpu(), expected)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[float("inf")], [float("-inf"), float("inf")], [1.0, 2.0, float("inf")], [float("nan")]],
+)
+def test_histc_of_non_finite_data_raises_the_cpus_error(values):
+    with pytest.raises(RuntimeError) as cpu:
+        torch.histc(torch.tensor(values))
+    with pytest.raises(RuntimeError) as dev:
+        torch.histc(torch.tensor(values, device="neuron"))
+    assert str(dev.value) == str(cpu.value)
+    # With a range given, inf and nan are outside it and ignored, natively, as on the CPU.
+    x = torch.tensor(values + [0.5])
+    got = torch.histc(x.to("neuron"), bins=4, min=0, max=3)
+    assert torch.equal(got.cpu(), torch.histc(x, bins=4, min=0, max=3))

@@ -222,5 +222,13 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
+// CompositeExplicitAutograd kernels that accept only the devices ATen has a kernel for
+// ("mode only supports CPU, CUDA and XPU device type") would win over the fallback above:
+// these ops take the fallback explicitly, so that they run as on the CPU.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* op : {"mode", "mode.values"})
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
 }  // namespace
 }  // namespace vtrn::torch_adapter

@@ -22,6 +22,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -304,6 +305,10 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {
   VTRN_RECORD_OP("randperm.generator_out");
   TORCH_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  // The CPU's check that n - 1 fits |out|'s dtype exactly (n > 2049 for half, ...), made on a
+  // host tensor of that dtype so that it costs no device work.
+  at::native::check_supported_max_int_with_precision(
+      n, at::empty({0}, out.options().device(c10::kCPU)));
   {
     // Growing |out| allocates on the current device: make that |out|'s device.
     const c10::DeviceGuard guard(out.device());

@@ -2,6 +2,7 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "vtrn/torch/eager/lowered_kernel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -13,10 +14,12 @@
 #include <vector>
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -43,6 +46,101 @@ bool debug_enabled() {
   static const bool on = std::getenv("VTRN_EAGER_DEBUG") != nullptr &&
                          std::strcmp(std::getenv("VTRN_EAGER_DEBUG"), "1") == 0;
   return on;
+}
+
+/// The factories whose CPU kernels resize their out= argument themselves, without
+/// resize_output's deprecation warning.
+bool is_factory(const lowering::OpLowering& entry) {
+  return entry.name == "arange.start_out" || entry.name == "linspace.out" ||
+         entry.name == "eye.out" || entry.name == "eye.m_out";
+}
+
+/// Resizes a factory's out= argument as its CPU kernel does: arange and linspace keep any
+/// shape with the right element count (arange warns when it differs: a rounding error in its
+/// bounds is the usual cause); eye always resizes, silently.
+void resize_factory_output(const lowering::OpLowering& entry, at::Tensor& out,
+                           c10::IntArrayRef dims) {
+  if (out.sizes() == dims) return;
+  const bool eye = entry.name == "eye.out" || entry.name == "eye.m_out";
+  if (!eye && out.numel() == dims[0]) return;
+  if (entry.name == "arange.start_out" && out.numel() > 0) {
+    TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ",
+               out.numel(), " which does not match the computed number of elements ", dims[0],
+               ". Note that this may occur as a result of rounding error. "
+               "The out tensor will be resized to a tensor of shape (",
+               dims[0], ",).");
+  }
+  out.resize_(dims);
+}
+
+/// The row-major (contiguous) strides of |sizes|, size-1 dims included.
+std::vector<int64_t> row_major(c10::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t step = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    strides[k] = step;
+    step *= std::max<int64_t>(sizes[k], 1);
+  }
+  return strides;
+}
+
+/// The strides the CPU gives a fresh output of |dims| (empty when contiguous ones): an
+/// elementwise op's TensorIterator follows the layout of its inputs (a transposed or
+/// channels_last input gives an output laid out the same way), and cat keeps the memory
+/// format its inputs share. Computed by ATen itself, over meta tensors of the inputs' layouts.
+std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
+                                        const torch::jit::Stack& stack, size_t first, size_t n,
+                                        c10::IntArrayRef dims) {
+  const bool cat = entry.name == "cat";
+  if (!entry.elementwise && !cat) return {};
+  std::vector<at::Tensor> inputs;
+  bool all_contiguous = true;
+  auto take = [&](const at::Tensor& t) {
+    if (!t.defined() || t.dim() == 0) return;
+    inputs.push_back(t);
+    // Exactly the default strides: is_contiguous() ignores the strides of size-1 dims, which
+    // TensorIterator's layout follows too.
+    all_contiguous = all_contiguous && t.strides() == c10::IntArrayRef(row_major(t.sizes()));
+  };
+  for (size_t i = first; i < first + n; ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      take(v.toTensor());
+    } else if (cat && v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) take(t);
+    }
+  }
+  if (all_contiguous || dims.size() < 2) return {};
+  if (cat) {
+    // ATen's cat: the first input's suggested memory format when every input (but the legacy
+    // 1-d empty ones it skips) suggests the same one, else contiguous.
+    std::optional<c10::MemoryFormat> format;
+    for (const at::Tensor& t : inputs) {
+      if (t.dim() == 1 && t.numel() == 0) continue;
+      const c10::MemoryFormat f = t.suggest_memory_format();
+      if (format && *format != f) return {};
+      format = f;
+    }
+    if (!format || *format == c10::MemoryFormat::Contiguous) return {};
+    at::Tensor probe =
+        at::empty(dims, at::TensorOptions().device(c10::kMeta).memory_format(*format));
+    return probe.strides().vec();
+  }
+  // The layout does not depend on the dtypes: one dtype for all keeps TensorIterator from
+  // promoting. The config borrows its operands: they live until the iterator is built.
+  at::Tensor result;
+  std::vector<at::Tensor> metas;
+  for (const at::Tensor& t : inputs)
+    metas.push_back(at::empty_strided(t.sizes(), t.strides(),
+                                      at::TensorOptions().dtype(at::kByte).device(c10::kMeta)));
+  at::TensorIteratorConfig config;
+  config.add_output(result);
+  for (const at::Tensor& m : metas) config.add_const_input(m);
+  at::TensorIterator iter = config.build();
+  if (iter.output(0).sizes() != dims ||
+      iter.output(0).strides() == c10::IntArrayRef(row_major(dims)))
+    return {};
+  return iter.output(0).strides().vec();
 }
 
 class LoweredKernel final : public c10::OperatorKernel {
@@ -361,9 +459,12 @@ class LoweredKernel final : public c10::OperatorKernel {
           continue;
         }
         const hlo::TensorType& type = compiled->output_types[k++];
-        outputs.push_back(at::empty(
-            type.dims,
-            at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device)));
+        const auto options =
+            at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device);
+        const std::vector<int64_t> strides =
+            cpu_output_strides(*entry_, *stack, first, info_.num_args, type.dims);
+        outputs.push_back(strides.empty() ? at::empty(type.dims, options)
+                                          : at::empty_strided(type.dims, strides, options));
         launch.outputs.push_back(BufferRef::of(outputs.back()));
         launch.outputs.back().fresh = true;
       }
@@ -376,7 +477,9 @@ class LoweredKernel final : public c10::OperatorKernel {
         if (!compiled->written[j]) continue;
         const hlo::TensorType& type = compiled->output_types[k++];
         at::Tensor& out = outputs[j];
-        if (resizable[j]) {
+        if (resizable[j] && is_factory(*entry_)) {
+          resize_factory_output(*entry_, out, type.dims);
+        } else if (resizable[j]) {
           at::native::resize_output(out, type.dims);
         } else {
           TORCH_CHECK(out.sizes() == c10::IntArrayRef(type.dims), "output with shape ", out.sizes(),

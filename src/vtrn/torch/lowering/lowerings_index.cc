@@ -291,8 +291,8 @@ std::vector<Value> index_put(Lowerer& L) {
 }
 
 /// histc(self, bins, min, max): counts in |bins| equal bins over [min, max] (the data's range
-/// when min == max), values outside ignored, the top edge in the last bin. Integer inputs too,
-/// as CUDA computes them.
+/// when min == max, for integer inputs; a floating one falls back), values outside ignored, the
+/// top edge in the last bin. Integer inputs too, as CUDA computes them.
 std::vector<Value> histc(Lowerer& L) {
   Value x = L.tensor(0);
   const DType d = L.dtype(x);
@@ -301,6 +301,10 @@ std::vector<Value> histc(Lowerer& L) {
   if (bins <= 0) throw Unsupported("histc: bins must be > 0");
   const double lo = L.real(2), hi = L.real(3);
   if (lo > hi) throw Unsupported("histc: max must be larger than min");
+  // A range taken from floating data raises on the CPU when the data holds inf or nan ("range
+  // of [inf, inf] is not finite"): only the values can tell, so that call runs on the CPU.
+  if (lo == hi && hlo::is_float(d) && TensorType(d, L.shape(x)).num_elements() > 0)
+    throw Unsupported("histc over the data's range of a floating tensor");
   const DType c = hlo::is_float(d) ? opmath(d) : DType::kF64;
   const std::int64_t n = TensorType(d, L.shape(x)).num_elements();
   Value v = L.convert(L.b.reshape(x, {n}), c);

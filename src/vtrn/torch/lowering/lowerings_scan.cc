@@ -70,6 +70,8 @@ LowerFn arg_op(bool is_max) {
       if (keepdim) out_shape.assign(s.size(), 1);
       return {L.convert(L.b.reshape(a.indices, out_shape), L.out_dtype(0, DType::kI64))};
     }
+    // The CPU's reduction takes a 64-bit dim mask: it refuses more dims with its own error.
+    if (L.rank(x) > 64) throw Unsupported(L.entry.name + " over more than 64 dims");
     const std::int64_t dim = L.wrap_dim(L.integer(1), L.rank(x));
     ArgResult a = arg_extreme(L, x, dim, is_max);
     Value idx = a.indices;

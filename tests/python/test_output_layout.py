@@ -1,0 +1,78 @@
+"""A fresh result has the CPU's layout (strides) and dtype.
+
+The CPU's elementwise ops (TensorIterator) lay their result out like their inputs: a
+transposed or channels_last input gives a transposed or channels_last result, and `cat` keeps
+the memory format its inputs share. Code that checks `is_contiguous(memory_format=...)` or
+passes strides on (PyTorch's own device-generic suites do) must see the same on `neuron`.
+Each case runs on the CPU (the reference) and on `neuron` and compares strides and values.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+torch.manual_seed(0)
+X = torch.randn(3, 4).t()  # strides (1, 4)
+NCHW = torch.randn(2, 3, 4, 5)
+NHWC = NCHW.to(memory_format=torch.channels_last)
+PERMUTED = torch.randn(2, 3, 4).permute(2, 0, 1)
+
+CASES = {
+    "unary on a transpose": (lambda a: a.exp(), (X,)),
+    "scalar add on a transpose": (lambda a: a + 1, (X,)),
+    "binary transpose + contiguous": (lambda a, b: a * b, (X, torch.randn(4, 3))),
+    "unary on channels_last": (lambda a: a.neg(), (NHWC,)),
+    "binary channels_last with a broadcast": (lambda a, b: a + b, (NHWC, torch.randn(5))),
+    "where on a permutation": (lambda a: torch.where(a > 0, a, 0.0), (PERMUTED,)),
+    "cast on a permutation": (lambda a: a.to(torch.bfloat16), (PERMUTED,)),
+    "cat of channels_last": (lambda a, b: torch.cat([a, b], dim=1), (NHWC, NHWC)),
+    "cat of mixed formats": (lambda a, b: torch.cat([a, b]), (NHWC, NCHW)),
+    # Shape (4, 1, 3) with strides (6, 2, 2) permuted: is_contiguous() holds, yet the CPU's
+    # result takes strides (3, 1, 1), not the default (3, 3, 1), for the size-1 dim.
+    # (Sliced on each device: a copy to the device would lay the slice out densely.)
+    "unary on a sliced permutation with a size-1 dim": (
+        lambda a: a[:, :, ::2].permute(0, 2, 1).exp(),
+        (torch.randn(4, 3, 2),),
+    ),
+    "matmul of a transpose stays contiguous": (lambda a: a @ a.t(), (torch.randn(3, 3).t(),)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fresh_output_has_the_cpus_strides(name):
+    fn, args = CASES[name]
+    expected = fn(*args)
+    got = fn(*(a.to("neuron") for a in args))
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert got.stride() == expected.stride(), f"{name}: {got.stride()} != {expected.stride()}"
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+def test_channels_last_survives_a_chain_of_ops():
+    expected = torch.relu(NHWC * 2 + 1)
+    got = torch.relu(NHWC.to("neuron") * 2 + 1)
+    assert got.is_contiguous(memory_format=torch.channels_last)
+    assert got.stride() == expected.stride()
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_adding_an_imaginary_scalar_promotes_as_on_the_cpu(dtype):
+    # float16 + 1j is complex32 (ComplexHalf) on the CPU, bfloat16 + 1j complex64.
+    x = torch.tensor([1.5, -2.0, 0.25], dtype=dtype)
+    with pytest.warns(UserWarning) if dtype == torch.float16 else _nothing():
+        expected = x + 1j
+    got = x.to("neuron") + 1j
+    assert got.device.type == "neuron"
+    assert got.dtype == expected.dtype
+    # equal() has no ComplexHalf kernel on the CPU: compare the (real, imag) pairs.
+    assert torch.equal(torch.view_as_real(got.cpu()), torch.view_as_real(expected))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
