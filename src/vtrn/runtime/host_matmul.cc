@@ -34,8 +34,8 @@ ThreadState& thread_state() {
 }
 
 const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
-  const Key key{s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed,
-                static_cast<int>(s.input)};
+  const Key key{
+      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input)};
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();

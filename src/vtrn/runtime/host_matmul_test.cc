@@ -20,8 +20,10 @@ std::vector<double> reference(const MatmulShape& s, const std::vector<float>& a,
       for (std::int64_t j = 0; j < s.n; ++j) {
         double acc = 0.0;
         for (std::int64_t k = 0; k < s.k; ++k) {
-          const float av = s.lhs_transposed ? a[(bb * s.k + k) * s.m + i] : a[(bb * s.m + i) * s.k + k];
-          const float bv = s.rhs_transposed ? b[(bb * s.n + j) * s.k + k] : b[(bb * s.k + k) * s.n + j];
+          const float av =
+              s.lhs_transposed ? a[(bb * s.k + k) * s.m + i] : a[(bb * s.m + i) * s.k + k];
+          const float bv =
+              s.rhs_transposed ? b[(bb * s.n + j) * s.k + k] : b[(bb * s.k + k) * s.n + j];
           acc += static_cast<double>(av) * bv;
         }
         out[(bb * s.m + i) * s.n + j] = acc;
@@ -61,19 +63,16 @@ TEST_P(HostMatmulTest, MatchesDoublePrecisionReference) {
   const std::vector<double> ref = reference(s, a, b);
   // Float32 accumulation of k products of magnitude <= 1: the error grows at most like k * eps.
   const double tol = 4.0 * static_cast<double>(std::max<std::int64_t>(c.k, 1)) * 1.2e-7;
-  for (std::size_t i = 0; i < out.size(); ++i)
-    ASSERT_NEAR(out[i], ref[i], tol) << "element " << i;
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], tol) << "element " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, HostMatmulTest,
-    ::testing::Combine(::testing::Values(Case{1, 3, 5, 7, false, false},
-                                         Case{2, 17, 9, 33, true, false},
-                                         Case{3, 8, 16, 64, false, true},
-                                         Case{2, 31, 12, 5, true, true},
-                                         Case{1, 64, 128, 256, false, false},
-                                         Case{2, 4, 6, 0, false, false}),
-                       ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
+    ::testing::Combine(
+        ::testing::Values(Case{1, 3, 5, 7, false, false}, Case{2, 17, 9, 33, true, false},
+                          Case{3, 8, 16, 64, false, true}, Case{2, 31, 12, 5, true, true},
+                          Case{1, 64, 128, 256, false, false}, Case{2, 4, 6, 0, false, false}),
+        ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
 
 TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
   const std::int64_t before = host_matmul_primitives_compiled();
