@@ -68,20 +68,6 @@ return 1 / torch.relu(torch.tensor([-0.0]).to(DEV))
 """,
     ),
     Known(
-        "elementwise-output-layout",
-        "Elementwise ops (and cat) on a permuted or channels_last input return a contiguous "
-        "tensor; the CPU's output takes the input's layout (stride order). Visible through "
-        "as_strided on the result, .stride(), is_contiguous(memory_format=...), and in aliasing: "
-        "reshape/flatten/contiguous() of the result is a view on neuron and a copy on the CPU.",
-        (
-            r"^view\.(as_strided|view|reshape|flatten):[^|]*\|.*\bnoncontig\b",
-            r"^unary\.contiguous:[^|]*\|.*\bnoncontig\b",
-        ),
-        """
-return torch.neg(torch.ones(2, 3, 4).to(DEV).permute(2, 0, 1)).stride()
-""",
-    ),
-    Known(
         "aee-threads-wrong-values",
         "With TORCH_NEURONX_ENABLE_CONCATENATION=1 and several Python threads on one device, "
         "programs that are right in one thread give wrong values (nan/inf or stale inputs: a "

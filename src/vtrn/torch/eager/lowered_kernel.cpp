@@ -461,8 +461,13 @@ class LoweredKernel final : public c10::OperatorKernel {
         const hlo::TensorType& type = compiled->output_types[k++];
         const auto options =
             at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device);
+        // Inside a graph capture results stay dense, so that the ops reading views of them stay
+        // in the module; the graph's outputs take their traced layout after it
+        // (vtrn.compile's _view_or_copy).
         const std::vector<int64_t> strides =
-            cpu_output_strides(*entry_, *stack, first, info_.num_args, type.dims);
+            graph_capture_active()
+                ? std::vector<int64_t>{}
+                : cpu_output_strides(*entry_, *stack, first, info_.num_args, type.dims);
         outputs.push_back(strides.empty() ? at::empty(type.dims, options)
                                           : at::empty_strided(type.dims, strides, options));
         launch.outputs.push_back(BufferRef::of(outputs.back()));

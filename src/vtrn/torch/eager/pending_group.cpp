@@ -502,6 +502,8 @@ void set_group_recorder(GroupRecorder r) {
 
 void begin_graph_capture() { eager::capture_depth.fetch_add(1, std::memory_order_acq_rel); }
 
+bool graph_capture_active() { return eager::capturing(); }
+
 void end_graph_capture(int device) {
   flush_pending(device);
   eager::capture_depth.fetch_sub(1, std::memory_order_acq_rel);

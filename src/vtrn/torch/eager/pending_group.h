@@ -56,6 +56,8 @@ bool concatenation_enabled();
 void begin_graph_capture();
 /// Closes the capture: runs |device|'s group.
 void end_graph_capture(int device);
+/// Whether a capture is open (on any thread).
+bool graph_capture_active();
 
 /// Export (torch.export programs as StableHLO text): while a recorder is set, every group that
 /// runs, a group of one included, first calls it with its module and the buffers the module's
