@@ -28,6 +28,20 @@ def clean_tracking():
     vtrn.clear_op_tracking()
 
 
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches, the neuron backend's counters and op tracking reset around a test."""
+    import torch._dynamo
+
+    from vtrn.compile import reset_dynamo_metrics
+
+    torch._dynamo.reset()
+    reset_dynamo_metrics()
+    vtrn.clear_op_tracking()
+    yield
+    torch._dynamo.reset()
+
+
 def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
     """Runs |code| in a fresh interpreter and returns the finished process."""
     return subprocess.run(

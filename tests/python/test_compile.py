@@ -8,20 +8,13 @@ import torch
 from conftest import run_python
 
 import vtrn
-from vtrn.compile import get_dynamo_metrics, graph_modules, reset_dynamo_metrics
+from vtrn.compile import get_dynamo_metrics, graph_modules
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 sys.path.insert(0, EXAMPLES)
 import llama_step  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    reset_dynamo_metrics()
-    vtrn.clear_op_tracking()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def train_losses(compiled, autocast=False, steps=10):

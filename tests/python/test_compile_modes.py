@@ -11,14 +11,7 @@ from conftest import run_python
 import vtrn
 from vtrn.compile import get_dynamo_metrics, graph_modules, reset_dynamo_metrics
 
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    reset_dynamo_metrics()
-    vtrn.clear_op_tracking()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def make_bn_model(device):

@@ -1,8 +1,12 @@
-// Shared pieces of the lowering families (lowerings_*.cc): dtype sets and registration
-// helpers. Internal to the lowering unit.
+// Shared pieces of the lowering families (lowerings_*.cc): dtype sets, registration helpers
+// and the row split the normalizations share. Internal to the lowering unit.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "vtrn/torch/lowering/lowering.h"
 
@@ -54,6 +58,27 @@ inline OpLowering with_checked_scalars(OpLowering e, std::vector<int> args) {
 inline OpLowering zero_size_ok(OpLowering e) {
   e.zero_size = true;
   return e;
+}
+
+/// A normalization's split of |input| into M rows of K, the trailing |normalized| dims making a
+/// row (layer norm, RMS norm). Shapes PyTorch's own checks refuse are Unsupported, so the CPU
+/// kernel reports them.
+inline std::pair<std::int64_t, std::int64_t> normalized_rows(
+    Lowerer& L, Value input, const std::vector<std::int64_t>& normalized, const char* op) {
+  const std::vector<std::int64_t> s = L.shape(input);
+  if (normalized.empty() || normalized.size() > s.size())
+    throw Unsupported(std::string(op) + " normalized_shape");
+  const std::size_t axis = s.size() - normalized.size();
+  std::int64_t m = 1, k = 1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i < axis) {
+      m *= s[i];
+    } else {
+      if (s[i] != normalized[i - axis]) throw Unsupported(std::string(op) + " shape mismatch");
+      k *= s[i];
+    }
+  }
+  return {m, k};
 }
 
 }  // namespace vtrn::lowering::family

@@ -62,24 +62,6 @@ Value rows_input_grad(Lowerer& L, Value g, Value xhat, Value rstd) {
   return L.b.mul(L.broadcast_to(rstd, s), inner);
 }
 
-/// Layer norm's split of |input| into M rows of K: the trailing |normalized| dims are a row.
-std::pair<std::int64_t, std::int64_t> layer_rows(Lowerer& L, Value input, const Dims& normalized) {
-  const Dims s = L.shape(input);
-  if (normalized.empty() || normalized.size() > s.size())
-    throw Unsupported("layer_norm normalized_shape");
-  const std::size_t axis = s.size() - normalized.size();
-  std::int64_t m = 1, k = 1;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i < axis) {
-      m *= s[i];
-    } else {
-      if (s[i] != normalized[i - axis]) throw Unsupported("layer_norm shape mismatch");
-      k *= s[i];
-    }
-  }
-  return {m, k};
-}
-
 Dims layer_stat_shape(const Dims& s, std::size_t normalized) {
   Dims out(s.begin(), s.end() - static_cast<std::ptrdiff_t>(normalized));
   out.resize(s.size(), 1);
@@ -109,7 +91,7 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims normalized = L.ints(1);
-        const auto [m, k] = layer_rows(L, input, normalized);
+        const auto [m, k] = normalized_rows(L, input, normalized, "layer_norm");
         const Dims s = L.shape(input);
         Value x = L.b.reshape(L.convert(input, DType::kF32), {m, k});
         const RowStats st = row_stats(L, x, L.real(4));
@@ -132,7 +114,7 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims normalized = L.ints(2);
-        const auto [m, k] = layer_rows(L, input, normalized);
+        const auto [m, k] = normalized_rows(L, input, normalized, "layer_norm");
         const Dims mask = L.ints(7);
         if (mask.size() != 3) throw Unsupported("layer_norm output_mask");
         Value x = L.b.reshape(L.convert(input, DType::kF32), {m, k});

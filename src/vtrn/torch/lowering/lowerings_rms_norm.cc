@@ -16,24 +16,6 @@ using namespace family;
 using hlo::ReduceKind;
 using Dims = std::vector<std::int64_t>;
 
-/// [M, K]: the rows of |input| whose trailing dims are |normalized|.
-std::pair<std::int64_t, std::int64_t> rows_of(Lowerer& L, Value input, const Dims& normalized) {
-  const Dims s = L.shape(input);
-  if (normalized.empty() || normalized.size() > s.size())
-    throw Unsupported("rms_norm normalized_shape (PyTorch's check reports it)");
-  const std::size_t axis = s.size() - normalized.size();
-  std::int64_t m = 1, k = 1;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i < axis) {
-      m *= s[i];
-    } else {
-      if (s[i] != normalized[i - axis]) throw Unsupported("rms_norm shape mismatch");
-      k *= s[i];
-    }
-  }
-  return {m, k};
-}
-
 /// The weight as a float32 [M, K] broadcast, after checking it is |normalized|-shaped.
 Value weight_rows(Lowerer& L, Value w, const Dims& normalized, std::int64_t m, std::int64_t k) {
   if (L.shape(w) != normalized) throw Unsupported("rms_norm weight shape");
@@ -64,7 +46,7 @@ void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims normalized = L.ints(1);
-        const auto [m, k] = rows_of(L, input, normalized);
+        const auto [m, k] = normalized_rows(L, input, normalized, "rms_norm");
         const double eps = L.has(3) ? L.real(3) : std::numeric_limits<float>::epsilon();
         Value x = L.b.reshape(L.convert(input, DType::kF32), {m, k});
         Value rstd = row_rstd(L, x, eps);
@@ -85,7 +67,7 @@ void add_rms_norm_lowerings(std::vector<OpLowering>& r) {
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims normalized = L.ints(2);
-        const auto [m, k] = rows_of(L, input, normalized);
+        const auto [m, k] = normalized_rows(L, input, normalized, "rms_norm");
         const Dims mask = L.ints(5);
         if (mask.size() != 2) throw Unsupported("rms_norm output_mask");
         if (L.shape(L.tensor(0)) != L.shape(input)) throw Unsupported("rms_norm grad shape");
