@@ -69,7 +69,6 @@ ClockRecord DeviceClock::advance(int stream, std::string_view name, const Modele
   double start = std::max(t.now, host_);
   if (work.kind == WorkKind::kKernel) start += launch_overhead_s_;
   ClockRecord r;
-  r.name = std::string(name);
   r.stream = stream;
   r.kind = work.kind;
   r.start_s = start;
@@ -79,7 +78,11 @@ ClockRecord DeviceClock::advance(int stream, std::string_view name, const Modele
   t.now = r.end_s;
   t.used = true;
   for (size_t e = 0; e < work.busy.size(); ++e) t.busy[e] += work.busy[e];
-  if (recording_) records_.push_back(r);
+  // The name is copied only when recording: every kernel launch passes through here.
+  if (recording_) {
+    records_.push_back(r);
+    records_.back().name = std::string(name);
+  }
   return r;
 }
 

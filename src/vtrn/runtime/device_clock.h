@@ -84,7 +84,8 @@ class DeviceClock {
   /// |launch_overhead_s|: the device-side start cost of each kernel.
   explicit DeviceClock(double launch_overhead_s);
 
-  /// Places |work| on |stream|'s timeline and returns where it went (seconds of device time).
+  /// Places |work| on |stream|'s timeline and returns where it went (seconds of device time;
+  /// the returned record carries no name, the recorded copy does).
   /// Throws std::invalid_argument for a negative or non-finite cost.
   ClockRecord advance(int stream, std::string_view name, const ModeledWork& work,
                       std::uint64_t correlation = 0);
