@@ -531,16 +531,20 @@ class Parser : public AttributeParser {
     return results;
   }
 
+  // `(%a, %b, ...)`: the operands of |r|, named |what| in errors.
+  void operand_list(ParsedOp& r, Scope& scope, const std::string& what) {
+    expect("(", "'(' and the operands of " + what);
+    if (accept(")")) return;
+    do {
+      std::string sp;
+      r.operands.push_back(value_use(scope, &sp));
+      r.operand_names.push_back(sp);
+    } while (accept(","));
+    expect(")", "')' to close the operands");
+  }
+
   void generic_op(ParsedOp& r, Scope& scope) {
-    expect("(", "'(' and the operands of '" + r.name + "'");
-    if (!accept(")")) {
-      do {
-        std::string sp;
-        r.operands.push_back(value_use(scope, &sp));
-        r.operand_names.push_back(sp);
-      } while (accept(","));
-      expect(")", "')' to close the operands");
-    }
+    operand_list(r, scope, "'" + r.name + "'");
     if (accept("<")) {
       auto props = parse_dict();
       r.attrs.insert(r.attrs.end(), props.begin(), props.end());
@@ -669,15 +673,7 @@ class Parser : public AttributeParser {
   void pretty_convolution(ParsedOp& r, Scope& scope) {
     // stablehlo.convolution(%lhs, %rhs) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0],
     //   window = {stride = [2], pad = [[1, 1]], ...} {feature_group_count = 1 : i64, ...} : types
-    expect("(", "'(' and the operands of stablehlo.convolution");
-    if (!accept(")")) {
-      do {
-        std::string sp;
-        r.operands.push_back(value_use(scope, &sp));
-        r.operand_names.push_back(sp);
-      } while (accept(","));
-      expect(")", "')' to close the operands");
-    }
+    operand_list(r, scope, "stablehlo.convolution");
     if (!accept_word(syntax::kPrettyDimNumbers))
       error("expected 'dim_numbers = [...]x[...]->[...]' in stablehlo.convolution");
     expect("=", "'=' after dim_numbers");
