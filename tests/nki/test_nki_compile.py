@@ -4,6 +4,11 @@ results equal eager mode's and PyTorch's, the module's modeled time includes the
 a model whose RMSNorm is an nki_op with an NKI backward trains under compile with PyTorch's
 losses."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -87,6 +92,44 @@ def test_the_module_holds_the_kernel_and_its_modeled_time(tmp_path, monkeypatch)
     entry = native.registered_kernel(keys[-1])
     assert entry is not None and abs(entry["latency_s"] * 1e6 - latency_us) < 1e-6
     assert entry["backend_config"].startswith(f"kernel={keys[-1]};latency_s=")
+
+
+CACHE_SCRIPT = """
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from rmsnorm_op import rmsnorm
+import vtrn.compile as c
+torch.manual_seed(0)
+x, g = torch.randn(200, 256), torch.rand(256)
+f = torch.compile(lambda x, g: rmsnorm(x, g) * 2.0, backend="neuron", fullgraph=True)
+got = f(x.to("neuron"), g.to("neuron")).cpu()
+want = torch.nn.functional.rms_norm(x, (256,), g, eps=1e-6) * 2.0
+assert torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+m = c.get_dynamo_metrics()
+print(m["compiles"], m["cache_hits"], list(c.graph_modules().values()))
+"""
+
+
+def test_a_module_with_a_kernel_is_reused_from_the_disk_cache_by_another_process(tmp_path):
+    """The second process loads the executable its first run stored: it traces the kernel for
+    the graph's shapes first, which registers the program the cached module names."""
+    env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path))
+    here = str(Path(__file__).parent)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", CACHE_SCRIPT, here],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-3000:]
+    assert runs[0].stdout.split() == ["1", "0", "[1]"]
+    assert runs[1].stdout.split() == ["0", "1", "[1]"]
 
 
 def add_into(x, y, out):
