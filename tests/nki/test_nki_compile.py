@@ -93,6 +93,14 @@ def test_the_module_holds_the_kernel_and_its_modeled_time(tmp_path, monkeypatch)
     assert entry is not None and abs(entry["latency_s"] * 1e6 - latency_us) < 1e-6
     assert entry["backend_config"].startswith(f"kernel={keys[-1]};latency_s=")
 
+    # The op also runs on cpu tensors (the CPU fallback's path), through the same program.
+    (y,) = torch.ops.vtrn.nki_call([x, g], keys[-1])
+    torch.testing.assert_close(y, _reference_rmsnorm(x, g), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="no NKI kernel is registered as nope"):
+        torch.ops.vtrn.nki_call([x, g], "nope")
+    with pytest.raises(ValueError, match="operand 0 has 262144 bytes, the kernel's tensor has"):
+        torch.ops.vtrn.nki_call([x[:128], g], keys[-1])
+
 
 CACHE_SCRIPT = """
 import sys
