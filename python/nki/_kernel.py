@@ -86,8 +86,22 @@ class Kernel:
         self.mode = mode
         self.options = options
         self._cache = {}  # traced programs; shared with the kernel's grid variants
+        self._root = self  # the kernel its grid variants were indexed from
         self.last_run = None
         functools.update_wrapper(self, func)
+
+    # Kernels are equal when they launch the same function on the same grid (torch.compile
+    # guards on kernels it treats as constants with these).
+    def __eq__(self, other):
+        return (
+            isinstance(other, Kernel)
+            and self.func is other.func
+            and self.grid == other.grid
+            and self.legacy == other.legacy
+        )
+
+    def __hash__(self):
+        return hash((id(self.func), self.grid, self.legacy))
 
     @property
     def sign(self):
@@ -104,6 +118,7 @@ class Kernel:
                 raise ValueError(f"SPMD grid {grid} has a dimension below 1")
         k = Kernel(self.func, grid, self.legacy, self.mode, **self.options)
         k._cache = self._cache
+        k._root = self._root
         return k
 
     def __call__(self, *args, **kwargs):
@@ -113,6 +128,11 @@ class Kernel:
                     "Calling a NKI kernel with a SPMD grid from another NKI kernel is not supported."
                 )
             return self.func(*args, **kwargs)  # a helper kernel: inlined into the caller's trace
+        if _has_torch_tensor(args, kwargs) and _dynamo_compiling():
+            # Inside torch.compile: the same operator wrap_nki calls, opaque to Dynamo.
+            from nki import _torch_hop
+
+            return _torch_hop.compiled_call(self._root, self.grid, args, kwargs)
         return launch(self, args, kwargs)
 
 
@@ -187,6 +207,13 @@ def launch(kernel: Kernel, args, kwargs):
 
         return _torch_bridge.launch(kernel, args, kwargs)
     return run_numpy(kernel, args, kwargs)
+
+
+def _dynamo_compiling():
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_dynamo_compiling()
 
 
 def _has_torch_tensor(args, kwargs):

@@ -13,6 +13,7 @@ gives it a backward. Outside tracing the body runs its kernels directly.
 """
 
 import contextlib
+import hashlib
 import inspect
 import threading
 
@@ -113,7 +114,63 @@ def kernel_signature(kernel_idx, grid, tensors, names, constants_key):
     returns = traced.returns
     result = (outputs, mutated, returns)
     _signature_cache[key] = result
+    _traces[key] = (traced, [arg_names[i] for i, _ in traced.inputs])
     return result
+
+
+_traces = {}  # kernel_signature's key -> (its trace, the traced tensor arguments' names)
+_registered = {}  # kernel_signature's key -> the key of the registered program
+
+
+def registered_key(kernel_idx, grid, tensors, names, constants_key):
+    """The content hash under which this call's traced program is registered for
+    ``custom_call @vtrn.nki`` (registering it on first use): the SHA-256 of the program's
+    instructions, tensors and target and of how the call's tensors bind to it. None when the
+    kernel takes a tensor argument it does not trace as a kernel input."""
+    _, mutated, _ = kernel_signature(kernel_idx, grid, tensors, names, constants_key)
+    key = (
+        kernel_idx,
+        tuple(grid),
+        constants_key,
+        tuple((n, tuple(t.shape), t.dtype) for n, t in zip(names, tensors)),
+    )
+    if key in _registered:
+        return _registered[key]
+    traced, traced_names = _traces[key]
+    if sorted(traced_names) != sorted(names):
+        _registered[key] = None
+        return None
+    storage = {n: s for n, (_, s) in zip(traced_names, traced.inputs)}
+    inputs = [storage[n].id for n in names]
+    results = [s.id for s in traced.outputs]
+    positions = [names.index(n) for n in mutated]
+    program = traced.tracer.program
+    digest = hashlib.sha256(program.fingerprint())
+    digest.update(repr((inputs, results, positions)).encode())
+    content = digest.hexdigest()
+    program.register(content, inputs, results, positions)
+    _registered[key] = content
+    return content
+
+
+# Torch dtypes whose bytes a kernel argument keeps as they are (64-bit types narrow on the way
+# into a kernel, so they take the copying path).
+_DEVICE_DTYPES = (
+    torch.float32, torch.bfloat16, torch.float16, torch.int8, torch.int16, torch.int32,
+    torch.uint8, torch.bool,
+)  # fmt: skip
+
+
+def _in_graph_capture(args) -> bool:
+    """Whether this call runs inside a compiled graph on `neuron` (the backend's capture is
+    open), with arguments the custom call can take as they are."""
+    if not args or not all(
+        t.device.type == "neuron" and t.dtype in _DEVICE_DTYPES and t.dim() > 0 for t in args
+    ):
+        return False
+    from vtrn import _C
+
+    return _C._graph_capture_active()
 
 
 class NKIKernelWrapper(HigherOrderOperator):
@@ -134,6 +191,11 @@ nki_kernel_wrapper = NKIKernelWrapper()
 
 
 def _dense(kernel_idx, grid, args, arg_names, constants_key):
+    if _in_graph_capture(args):
+        # One lowered op in the graph's module: `custom_call @vtrn.nki` naming the program.
+        key = registered_key(kernel_idx, grid, args, list(arg_names), constants_key)
+        if key is not None:
+            return tuple(torch.ops.vtrn.nki_call([t.contiguous() for t in args], key))
     kernel = registry.kernels[kernel_idx]
     kernel = kernel[tuple(grid)] if grid else kernel
     _, mutated, _ = kernel_signature(kernel_idx, grid, args, arg_names, constants_key)
@@ -221,6 +283,18 @@ for _key in (
     nki_kernel_wrapper.fallthrough(_key)
 
 
+# Kernels pass into compiled_call as constants (Dynamo guards on them by equality).
+pytree.register_constant(_kernel.Kernel)
+
+
+@torch._dynamo.nonstrict_trace
+def compiled_call(kernel, grid, args, kwargs):
+    """A kernel call inside a function torch.compile traces: Dynamo keeps it as one opaque node
+    (it cannot trace the kernel's tracer), and AOT Autograd traces into it, where it is the
+    nki_kernel_wrapper operator."""
+    return NKIHOPCaller(kernel, grid)(*args, **kwargs)
+
+
 class NKIHOPCaller:
     """``wrap_nki(kernel)``: index it with a grid, call it with the kernel's arguments."""
 
@@ -234,6 +308,8 @@ class NKIHOPCaller:
         return NKIHOPCaller(self.kernel, tuple(int(g) for g in grid))
 
     def __call__(self, *args, **kwargs):
+        if torch.compiler.is_dynamo_compiling():
+            return compiled_call(self.kernel._root, self.grid, args, kwargs)
         kernel = self.kernel[self.grid] if self.grid else self.kernel
         if not is_wrap_nki_enabled():
             return _kernel.launch(kernel, args, kwargs)

@@ -273,12 +273,33 @@ def _is_device_convert(node) -> bool:
     )
 
 
+def _is_same_type_copy(node) -> bool:
+    """A functional copy(dst, src) whose result is just src's values (same shape, dtype and
+    device, dense): functionalization writes an in-place update of an intermediate (a kernel
+    writing into a tensor the graph allocated) this way."""
+    if len(node.args) < 2 or node.kwargs.get("non_blocking"):
+        return False
+    dst, src = node.args[:2]
+    if not (isinstance(dst, torch.fx.Node) and isinstance(src, torch.fx.Node)):
+        return False
+    a, b = dst.meta.get("val"), src.meta.get("val")
+    return (
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.device == b.device
+        and _on_device(node)
+    )
+
+
 def _dense_copies(gm):
     """Rewrites calls that eager mode runs natively (each would end the capture's group) into
     lowered ones: clone -> alias_copy (the same dense copy); dtype-only _to_copy ->
     vtrn::convert; full, full_like, scalar_tensor -> vtrn::fill; arange -> arange.out into a
     tensor of its size; constant_pad_nd -> vtrn::constant_pad; training batch norm ->
-    vtrn::batch_norm (eager mode's lowering of it); view -> _view_or_copy; and the
+    vtrn::batch_norm (eager mode's lowering of it); view -> _view_or_copy; a functional copy
+    of a same-typed value -> alias_copy; and the
     copy_ that writes a mutated input back -> alias_copy.out into the input, so the module's
     result is written into the input's buffer (input/output aliasing) inside the one
     executable."""
@@ -326,6 +347,11 @@ def _dense_copies(gm):
             _is_lowered_batch_norm(node)
         ):
             node.target = torch.ops.vtrn.batch_norm.default
+            changed = True
+        elif node.target is aten.copy.default and _is_same_type_copy(node):
+            node.target = aten.alias_copy.default
+            node.args = (node.args[1],)
+            node.kwargs = {}
             changed = True
         elif node.target is aten.copy_.default and _writes_back_input(node):
             dst, src = node.args[:2]

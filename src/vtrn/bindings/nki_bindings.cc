@@ -13,6 +13,7 @@
 #include "vtrn/hw/instance.h"
 #include "vtrn/nki/interpreter.h"
 #include "vtrn/nki/program.h"
+#include "vtrn/nki/registry.h"
 #include "vtrn/nki/schedule.h"
 
 namespace py = pybind11;
@@ -306,6 +307,17 @@ void bind_nki(py::module_& m) {
           },
           py::arg("index"), py::arg("dst"), py::arg("accumulate"))
       .def("check_capacity", [](PyProgram& p) { check_capacity(p.program); })
+      .def("fingerprint", [](PyProgram& p) { return py::bytes(fingerprint(p.program)); })
+      .def(
+          "register",
+          [](PyProgram& p, const std::string& key, std::vector<std::int32_t> inputs,
+             std::vector<std::int32_t> results, std::vector<std::size_t> mutated) {
+            RegisteredKernel k{p.program, std::move(inputs), std::move(results),
+                               std::move(mutated)};
+            register_kernel(key, std::move(k));
+          },
+          py::arg("key"), py::arg("inputs"), py::arg("results"), py::arg("mutated"),
+          "Registers a copy of the program under |key| for `custom_call @vtrn.nki`")
       .def("schedule", [](PyProgram& p) { return schedule_dict(schedule(p.program, p.model)); })
       .def("timeline",
            [](PyProgram& p) {
@@ -336,6 +348,19 @@ void bind_nki(py::module_& m) {
           },
           py::arg("bindings"));
 
+  m.def(
+      "registered_kernel",
+      [](const std::string& key) -> py::object {
+        const std::shared_ptr<const RegisteredKernel> k = find_kernel(key);
+        if (!k) return py::none();
+        py::dict d;
+        d["instructions"] = k->program.instructions().size();
+        d["latency_s"] = k->latency_s;
+        d["engine"] = std::string(cost::engine_name(k->engine));
+        d["backend_config"] = backend_config(key, *k);
+        return d;
+      },
+      py::arg("key"), "The kernel registered under |key| for `custom_call @vtrn.nki`, or None");
   m.def(
       "core_arch",
       [](const std::string& target) {

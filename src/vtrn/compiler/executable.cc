@@ -10,6 +10,7 @@
 #include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/printer.h"
 #include "vtrn/hlo/verify.h"
+#include "vtrn/nki/registry.h"
 
 namespace vtrn::compiler {
 
@@ -96,6 +97,17 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
   for (int v : inputs) w.bytes += static_cast<double>(b.type(v).byte_size());
   const Op& root = b.ops[k.ops.back()];
   for (int r : root.results) w.bytes += static_cast<double>(b.type(r).byte_size());
+  if (root.kind == OpKind::kCustomCall && root.call_target_name == nki::kCustomCallTarget) {
+    // An NKI kernel: its own engine schedule's latency, which the call carries.
+    const std::optional<nki::CallConfig> c = nki::parse_backend_config(root.backend_config);
+    if (!c)
+      throw hlo::Error("custom_call @vtrn.nki has a malformed backend_config \"" +
+                       root.backend_config + "\"");
+    cost::KernelCost kc;
+    kc.engine = c->engine;
+    kc.time_s = c->latency_s;
+    return kc;
+  }
   if (k.kind == KernelKind::kFused) {
     for (int i : k.ops) {
       const Op& op = b.ops[i];

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "vtrn/nki/registry.h"
 #include "vtrn/runtime/executor_kernels.h"
 
 namespace vtrn::runtime {
@@ -34,8 +35,31 @@ std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
 }
+// `custom_call @vtrn.nki`: the NKI kernel its backend_config names, run by the interpreter.
+void run_nki_call(const CustomCallArgs& a) {
+  const std::optional<nki::CallConfig> c = nki::parse_backend_config(a.backend_config);
+  if (!c)
+    throw ExecError("custom_call @vtrn.nki has a malformed backend_config \"" + a.backend_config +
+                    "\"");
+  const std::shared_ptr<const nki::RegisteredKernel> k = nki::find_kernel(c->kernel);
+  if (!k)
+    throw ExecError("custom_call @vtrn.nki names NKI kernel " + c->kernel +
+                    ", which this process has not traced; call the kernel once (eagerly or "
+                    "through torch.compile) so it is registered before the module runs");
+  std::vector<std::size_t> in_bytes, out_bytes;
+  for (const hlo::TensorType& t : a.input_types)
+    in_bytes.push_back(static_cast<std::size_t>(t.byte_size()));
+  for (const hlo::TensorType& t : a.output_types)
+    out_bytes.push_back(static_cast<std::size_t>(t.byte_size()));
+  try {
+    nki::run_kernel(*k, a.inputs, in_bytes, a.outputs, out_bytes);
+  } catch (const std::invalid_argument& e) {
+    throw ExecError(e.what());
+  }
+}
+
 std::map<std::string, CustomCallFn>& registry() {
-  static std::map<std::string, CustomCallFn> r;
+  static std::map<std::string, CustomCallFn> r{{std::string(nki::kCustomCallTarget), run_nki_call}};
   return r;
 }
 

@@ -201,6 +201,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_compile_only", &adapter::set_compile_only);
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);
   m.def("_end_graph_capture", &adapter::end_graph_capture, no_gil);
+  m.def("_graph_capture_active", &adapter::graph_capture_active);
   m.def("_start_export_recording", &adapter::start_export_recording);
   m.def("_finish_export_recording", &adapter::finish_export_recording);
 }
