@@ -181,7 +181,8 @@ def compare_value(expected, actual, tainted: bool, ref=None, exact=None) -> tupl
             return "value", f"cpu {expected!r}, {DEVICE} {actual!r}"
         return None
     if isinstance(expected, (float, complex)):
-        ok = abs(actual - expected) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(expected)
+        ok = actual == expected  # infinities: their difference is nan
+        ok = ok or abs(actual - expected) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(expected)
         if isinstance(ref, (float, complex)):  # the float64 policy: the float32 program's value
             ok = ok or abs(actual - ref) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(ref)
         return (

@@ -142,6 +142,10 @@ OVERLAP_CASES = {
         x.view(2, 3).mT[1:].add_(x.view(2, 3).mT[:-1])
     ),
     "mul_ between interleaved columns": lambda x: x.view(3, 2)[:, 1].mul_(x.view(3, 2)[:, 0]),
+    # Strides (1, 2, 2): indices (0, 1, 0) and (0, 0, 1) name one element, visited twice.
+    "lerp_ of a self-overlapping view": lambda x: x.as_strided((2, 2, 2), (1, 2, 2)).lerp_(
+        torch.ones(2, dtype=x.dtype, device=x.device), 0.25
+    ),
 }
 
 
@@ -481,6 +485,7 @@ def test_out_and_in_place_compute_in_the_promoted_dtype_then_cast(case):
 # --- validation of reductions and arguments ---------------------------------------------------
 
 VALIDATION = {
+    "topk of bool": lambda d: torch.ones(3, dtype=torch.bool, device=d).topk(2),
     "sum dim=(0, 0)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, 0)),
     "sum dim=(0, -2)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, -2)),
     "amax dim=(1, 1)": lambda d: torch.ones(2, 3, device=d).amax(dim=(1, 1)),

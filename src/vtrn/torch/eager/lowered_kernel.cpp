@@ -218,13 +218,29 @@ class LoweredKernel final : public c10::OperatorKernel {
     return a0 < b1 && b0 < a1;
   }
 
+  // Whether two indices of |t| may name one element (an as_strided view with strides (2, 3, 3)
+  // does). TensorIterator calls that "too hard" and runs: its loop then reads an element it
+  // already wrote, which only the CPU's kernel reproduces.
+  static bool may_self_overlap(const at::Tensor& t) {
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims longer than 1
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.size(d) > 1) dims.emplace_back(std::abs(t.stride(d)), t.size(d));
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 0;  // the farthest offset the smaller-stride dims reach
+    for (const auto& [stride, size] : dims) {
+      if (stride <= reach) return true;
+      reach += stride * (size - 1);
+    }
+    return false;
+  }
+
   bool overlap_is_cpus_call(const torch::jit::Stack& stack, size_t first) const {
     bool found = false;
     // |out| is argument |out_arg|: the same tensor passed again as another argument (cat(
     // [x, y], out=x)) is an overlap, unless the op is elementwise.
     auto check = [&](const at::Tensor& out, size_t out_arg, std::optional<size_t> index) {
       if (found || !out.defined()) return;
-      if (at::has_internal_overlap(out) == at::MemOverlap::Yes) {
+      if (at::has_internal_overlap(out) == at::MemOverlap::Yes || may_self_overlap(out)) {
         found = true;
         return;
       }
