@@ -43,6 +43,10 @@ WIDE = (torch.float64, torch.complex128)
 HALF = (torch.float16, torch.bfloat16)
 F32_TOL = {"rtol": 1.3e-6, "atol": 1e-5}
 AEE = os.environ.get("TORCH_NEURONX_ENABLE_CONCATENATION", "0") == "1"
+# Under AEE with several threads, where a group ends depends on the other threads: a chain
+# may fuse in part (rounded after some ops, not others). Its value then lies between the
+# op-by-op and the fully fused results, give or take one bfloat16 rounding (set by fuzz()).
+PARTIAL_FUSION = False
 
 
 @dataclasses.dataclass
@@ -228,8 +232,11 @@ def _close_to_policy(got: torch.Tensor, ref) -> bool:
 def _close_to_f32(got: torch.Tensor, expected: torch.Tensor, ref) -> bool:
     """Under AEE: |got - cpu| stays within twice what computing the half-precision parts in
     float32 moves the result (|ref - cpu|), plus the default tolerance."""
-    if not isinstance(ref, torch.Tensor) or ref.shape != got.shape or got.is_complex():
+    if not isinstance(ref, torch.Tensor) or ref.shape != got.shape:
         return False
+    if got.is_complex() and expected.is_complex() and ref.is_complex():
+        # Each of the real and imaginary parts (a half-precision chain divided by a complex).
+        got, expected, ref = (torch.view_as_real(t.resolve_conj()) for t in (got, expected, ref))
     if not got.is_floating_point():
         return False
     g, e, f = got.double(), expected.double(), ref.double()
@@ -239,6 +246,9 @@ def _close_to_f32(got: torch.Tensor, expected: torch.Tensor, ref) -> bool:
     bound = 2 * (f - e).abs() + atol + rtol * e.abs()
     as_fused = (g - f).abs() <= 2 * (atol + rtol * f.abs())  # the float32 chain rounded once
     ok = both_nan | unstable | ((g - e).abs() <= bound) | (g == e) | as_fused
+    if PARTIAL_FUSION:
+        slack = 2.0**-8 * e.abs() + atol
+        ok = ok | ((g >= torch.minimum(e, f) - slack) & (g <= torch.maximum(e, f) + slack))
     return bool(ok.all())
 
 
@@ -269,6 +279,11 @@ def f32_program(stmts: list[Stmt], half: bool, wide: bool) -> list[Stmt]:
 
 def check(stmts: list[Stmt]) -> Mismatch | None:
     cpu = run_program(stmts, "cpu")
+    if cpu.error is not None and cpu.error[1:] == ("RuntimeError", "ZeroDivisionError"):
+        # A policy (docs/eager.md): integer division by zero does not raise on the device, as
+        # on CUDA, since seeing it would need the divisor on the host. Compare what comes before.
+        stmts = stmts[: cpu.error[0]]
+        cpu = run_program(stmts, "cpu")
     if cpu.error is not None and cpu.error[1] in ("NameError", "UnboundLocalError"):
         return Mismatch("invalid", "", "a statement the program needs was removed")
     dev = run_program(stmts, DEVICE)
@@ -382,6 +397,8 @@ def reproducer_mismatch(body: str) -> str | None:
 
 def fuzz(seeds, threads=1, seconds=None, large=False, include_known=False, max_stmts=8):
     """Runs the programs of |seeds| in |threads| Python threads; returns a summary dict."""
+    global PARTIAL_FUSION
+    PARTIAL_FUSION = AEE and threads > 1
     excluded = [p for k in POLICIES for p in k.features]
     if not include_known:
         excluded += [p for k in KNOWN_FAILURES for p in k.features]

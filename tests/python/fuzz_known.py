@@ -42,6 +42,14 @@ POLICIES: tuple[Known, ...] = (
         "",
     ),
     Known(
+        "integer-division-by-zero",
+        "Integer floor_divide/remainder by zero gives the executor's value instead of raising "
+        "ZeroDivisionError, as on CUDA: seeing the zero needs the divisor on the host "
+        "(docs/eager.md). The fuzzer compares the program up to that statement.",
+        (),
+        "",
+    ),
+    Known(
         "gelu-extremes",
         "gelu at the float32 extremes follows CUDA's formula, x * 0.5 * (1 + erf(x / sqrt 2)): "
         "gelu(inf) is inf and gelu(3e38) is 3e38 (as on CUDA), where the CPU's vector kernel "
