@@ -138,9 +138,7 @@ OVERLAP_CASES = {
     "the same view passed as out=": lambda x: torch.mul(x.view(2, 3), 2, out=x.view(2, 3)),
     # Not dense, so TensorIterator cannot compare them and accepts the call: the CPU's loop reads
     # elements 1 and 4 after it wrote them.
-    "x.mT[1:] += x.mT[:-1] (not dense)": lambda x: (
-        x.view(2, 3).mT[1:].add_(x.view(2, 3).mT[:-1])
-    ),
+    "x.mT[1:] += x.mT[:-1] (not dense)": lambda x: x.view(2, 3).mT[1:].add_(x.view(2, 3).mT[:-1]),
     "mul_ between interleaved columns": lambda x: x.view(3, 2)[:, 1].mul_(x.view(3, 2)[:, 0]),
     # Strides (1, 2, 2): indices (0, 1, 0) and (0, 0, 1) name one element, visited twice.
     "lerp_ of a self-overlapping view": lambda x: x.as_strided((2, 2, 2), (1, 2, 2)).lerp_(

@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 import torch
+from cpu_reference import check
 
 import vtrn
-from cpu_reference import check
 
 
 def fallback_warnings(caught):
