@@ -484,6 +484,18 @@ def test_out_and_in_place_compute_in_the_promoted_dtype_then_cast(case):
 
 VALIDATION = {
     "topk of bool": lambda d: torch.ones(3, dtype=torch.bool, device=d).topk(2),
+    "pow(float16, 70000)": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(70000),
+    "pow(float16, -2**63)": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(-(2**63)),
+    "pow(bfloat16, 1e40)": lambda d: torch.ones(3, dtype=torch.bfloat16, device=d).pow(1e40),
+    "pow(float16, inf) is fine": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(
+        float("inf")
+    ),
+    "remainder(float16, -0.512) rounds -0.512": lambda d: torch.remainder(
+        torch.tensor([-1.2177734375, -60000.0, 1.353515625], dtype=torch.float16, device=d), -0.512
+    ),
+    "floor_divide(bfloat16, 0.3) rounds 0.3": lambda d: torch.floor_divide(
+        torch.tensor([0.6, -0.9, 3.0], dtype=torch.bfloat16, device=d), 0.3
+    ),
     "sum dim=(0, 0)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, 0)),
     "sum dim=(0, -2)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, -2)),
     "amax dim=(1, 1)": lambda d: torch.ones(2, 3, device=d).amax(dim=(1, 1)),

@@ -256,6 +256,11 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
         };
         Value x = L.convert(L.tensor(0), c);
         double e = L.real(1);
+        // The CPU converts a half type's exponent to it and refuses a finite one beyond its
+        // range ("value cannot be converted to type c10::Half without overflow").
+        if (half && std::isfinite(e) &&
+            std::fabs(e) > (common == DType::kF16 ? 65504.0 : 3.3895313892515355e38))
+          throw Unsupported("pow: the exponent does not fit " + torch_dtype_name(common));
         if (half)
           e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
         Value y;
