@@ -144,8 +144,9 @@ def compare_value(expected, actual, tainted: bool, ref=None, exact=None) -> tupl
         if actual.dtype != expected.dtype:
             return "dtype", f"cpu {expected.dtype}, {DEVICE} {actual.dtype}"
         if actual.shape != expected.shape:
-            # A data-dependent shape (nonzero, a mask) of float64 work: the float32 program's.
-            if tainted and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
+            # A data-dependent shape (nonzero, a mask) of float64 work, or of a half-precision
+            # chain AEE computed in float32 (an overflow to inf avoided): the float32 program's.
+            if (tainted or AEE) and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
                 return None
             return "shape", f"cpu {tuple(expected.shape)}, {DEVICE} {tuple(actual.shape)}"
         got = actual.cpu()
@@ -182,6 +183,14 @@ def compare_value(expected, actual, tainted: bool, ref=None, exact=None) -> tupl
         try:
             torch.testing.assert_close(actual, expected, equal_nan=True)
         except AssertionError:
+            # A host read of a half-precision chain AEE computed in float32: the float32
+            # program's value, at half precision's tolerance.
+            if AEE and isinstance(ref, (float, complex)):
+                try:
+                    torch.testing.assert_close(actual, ref, equal_nan=True, rtol=1e-3, atol=1e-5)
+                    return None
+                except AssertionError:
+                    pass
             return "value", f"cpu {expected!r}, {DEVICE} {actual!r}"
         return None
     if isinstance(expected, (float, complex)):
