@@ -43,6 +43,10 @@ WIDE = (torch.float64, torch.complex128)
 HALF = (torch.float16, torch.bfloat16)
 F32_TOL = {"rtol": 1.3e-6, "atol": 1e-5}
 AEE = os.environ.get("TORCH_NEURONX_ENABLE_CONCATENATION", "0") == "1"
+# Under AEE with several threads, where a group ends depends on the other threads: a chain
+# may fuse in part (rounded after some ops, not others). Its value then lies between the
+# op-by-op and the fully fused results, give or take one bfloat16 rounding (set by fuzz()).
+PARTIAL_FUSION = False
 
 
 @dataclasses.dataclass
@@ -140,8 +144,9 @@ def compare_value(expected, actual, tainted: bool, ref=None, exact=None) -> tupl
         if actual.dtype != expected.dtype:
             return "dtype", f"cpu {expected.dtype}, {DEVICE} {actual.dtype}"
         if actual.shape != expected.shape:
-            # A data-dependent shape (nonzero, a mask) of float64 work: the float32 program's.
-            if tainted and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
+            # A data-dependent shape (nonzero, a mask) of float64 work, or of a half-precision
+            # chain AEE computed in float32 (an overflow to inf avoided): the float32 program's.
+            if (tainted or AEE) and isinstance(ref, torch.Tensor) and ref.shape == actual.shape:
                 return None
             return "shape", f"cpu {tuple(expected.shape)}, {DEVICE} {tuple(actual.shape)}"
         got = actual.cpu()
@@ -178,10 +183,19 @@ def compare_value(expected, actual, tainted: bool, ref=None, exact=None) -> tupl
         try:
             torch.testing.assert_close(actual, expected, equal_nan=True)
         except AssertionError:
+            # A host read of a half-precision chain AEE computed in float32: the float32
+            # program's value, at half precision's tolerance.
+            if AEE and isinstance(ref, (float, complex)):
+                try:
+                    torch.testing.assert_close(actual, ref, equal_nan=True, rtol=1e-3, atol=1e-5)
+                    return None
+                except AssertionError:
+                    pass
             return "value", f"cpu {expected!r}, {DEVICE} {actual!r}"
         return None
     if isinstance(expected, (float, complex)):
-        ok = abs(actual - expected) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(expected)
+        ok = actual == expected  # infinities: their difference is nan
+        ok = ok or abs(actual - expected) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(expected)
         if isinstance(ref, (float, complex)):  # the float64 policy: the float32 program's value
             ok = ok or abs(actual - ref) <= F32_TOL["atol"] + F32_TOL["rtol"] * abs(ref)
         return (
@@ -227,8 +241,11 @@ def _close_to_policy(got: torch.Tensor, ref) -> bool:
 def _close_to_f32(got: torch.Tensor, expected: torch.Tensor, ref) -> bool:
     """Under AEE: |got - cpu| stays within twice what computing the half-precision parts in
     float32 moves the result (|ref - cpu|), plus the default tolerance."""
-    if not isinstance(ref, torch.Tensor) or ref.shape != got.shape or got.is_complex():
+    if not isinstance(ref, torch.Tensor) or ref.shape != got.shape:
         return False
+    if got.is_complex() and expected.is_complex() and ref.is_complex():
+        # Each of the real and imaginary parts (a half-precision chain divided by a complex).
+        got, expected, ref = (torch.view_as_real(t.resolve_conj()) for t in (got, expected, ref))
     if not got.is_floating_point():
         return False
     g, e, f = got.double(), expected.double(), ref.double()
@@ -238,6 +255,9 @@ def _close_to_f32(got: torch.Tensor, expected: torch.Tensor, ref) -> bool:
     bound = 2 * (f - e).abs() + atol + rtol * e.abs()
     as_fused = (g - f).abs() <= 2 * (atol + rtol * f.abs())  # the float32 chain rounded once
     ok = both_nan | unstable | ((g - e).abs() <= bound) | (g == e) | as_fused
+    if PARTIAL_FUSION:
+        slack = 2.0**-8 * e.abs() + atol
+        ok = ok | ((g >= torch.minimum(e, f) - slack) & (g <= torch.maximum(e, f) + slack))
     return bool(ok.all())
 
 
@@ -268,6 +288,11 @@ def f32_program(stmts: list[Stmt], half: bool, wide: bool) -> list[Stmt]:
 
 def check(stmts: list[Stmt]) -> Mismatch | None:
     cpu = run_program(stmts, "cpu")
+    if cpu.error is not None and cpu.error[1:] == ("RuntimeError", "ZeroDivisionError"):
+        # A policy (docs/eager.md): integer division by zero does not raise on the device, as
+        # on CUDA, since seeing it would need the divisor on the host. Compare what comes before.
+        stmts = stmts[: cpu.error[0]]
+        cpu = run_program(stmts, "cpu")
     if cpu.error is not None and cpu.error[1] in ("NameError", "UnboundLocalError"):
         return Mismatch("invalid", "", "a statement the program needs was removed")
     dev = run_program(stmts, DEVICE)
@@ -381,6 +406,8 @@ def reproducer_mismatch(body: str) -> str | None:
 
 def fuzz(seeds, threads=1, seconds=None, large=False, include_known=False, max_stmts=8):
     """Runs the programs of |seeds| in |threads| Python threads; returns a summary dict."""
+    global PARTIAL_FUSION
+    PARTIAL_FUSION = AEE and threads > 1
     excluded = [p for k in POLICIES for p in k.features]
     if not include_known:
         excluded += [p for k in KNOWN_FAILURES for p in k.features]

@@ -136,6 +136,14 @@ OVERLAP_CASES = {
         x[:1].expand(3).masked_fill_(torch.tensor([True, False, True], device=x.device), 2)
     ),
     "the same view passed as out=": lambda x: torch.mul(x.view(2, 3), 2, out=x.view(2, 3)),
+    # Not dense, so TensorIterator cannot compare them and accepts the call: the CPU's loop reads
+    # elements 1 and 4 after it wrote them.
+    "x.mT[1:] += x.mT[:-1] (not dense)": lambda x: x.view(2, 3).mT[1:].add_(x.view(2, 3).mT[:-1]),
+    "mul_ between interleaved columns": lambda x: x.view(3, 2)[:, 1].mul_(x.view(3, 2)[:, 0]),
+    # Strides (1, 2, 2): indices (0, 1, 0) and (0, 0, 1) name one element, visited twice.
+    "lerp_ of a self-overlapping view": lambda x: x.as_strided((2, 2, 2), (1, 2, 2)).lerp_(
+        torch.ones(2, dtype=x.dtype, device=x.device), 0.25
+    ),
 }
 
 
@@ -146,6 +154,66 @@ def test_overlapping_writes_follow_the_cpu(case, dtype):
         x = torch.arange(6, device=device).to(dtype)
         case(x)
         return x
+
+    check(fn)
+
+
+# --- values at the edges of the float range --------------------------------------------------
+
+EDGES = [-float("inf"), -4.0, -0.0, 0.0, 4.0, float("inf"), float("nan")]
+EDGE_CASES = {
+    # clamp_min(x, 0): -0.0 and NaN pass through; 1/x shows the sign of a zero.
+    "1 / relu(x)": lambda x: 1 / torch.relu(x),
+    "1 / relu_(x)": lambda x: 1 / x.relu_(),
+    # float16 takes std::pow for +-0.5 (pow(-inf, 0.5) is inf); the others take sqrt.
+    "1 / pow(x, 0.5)": lambda x: 1 / x.pow(0.5),
+    "1 / pow(x, -0.5)": lambda x: 1 / x.pow(-0.5),
+    "pow_(x, 0.5)": lambda x: x.pow_(0.5),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", EDGE_CASES.values(), ids=EDGE_CASES.keys())
+def test_values_at_the_edges_match_the_cpu(case, dtype):
+    check(lambda d: case(torch.tensor(EDGES, dtype=dtype, device=d)))
+
+
+NORM_OF_ONE_ELEMENT = {
+    "[2e20]": lambda d, o: torch.linalg.vector_norm(torch.tensor([2e20], device=d), ord=o),
+    "[[2e20], [1e20]] over dim 1": lambda d, o: torch.linalg.vector_norm(
+        torch.tensor([[2e20], [1e20]], device=d), ord=o, dim=1
+    ),
+    "0-d 3e-30": lambda d, o: torch.linalg.vector_norm(torch.tensor(-3e-30, device=d), ord=o),
+    "[2e20, 1e20] overflows": lambda d, o: torch.linalg.vector_norm(
+        torch.tensor([2e20, 1e20], device=d), ord=o
+    ),
+    "bfloat16 [-2e20]": lambda d, o: torch.linalg.vector_norm(
+        torch.tensor([-2e20], dtype=torch.bfloat16, device=d), ord=o
+    ),
+}
+
+
+@pytest.mark.parametrize("ord", [2, 3, 1, 0.5, float("inf"), 0])
+@pytest.mark.parametrize("case", NORM_OF_ONE_ELEMENT.values(), ids=NORM_OF_ONE_ELEMENT.keys())
+def test_a_norm_of_one_element_per_output_is_its_absolute_value(case, ord):
+    check(lambda d: case(d, ord))
+
+
+@pytest.mark.parametrize("op", [torch.logical_and, torch.logical_or])
+@pytest.mark.parametrize(
+    "partner",
+    [(torch.bfloat16, 1e-30), (torch.float32, 1e-10), (torch.float32, 3.0)],
+    ids=["bfloat16 1e-30", "float32 1e-10", "float32 3"],
+)
+def test_logical_ops_cast_a_0d_operand_to_the_common_dtype_first(op, partner):
+    # float16 is the common dtype: 1e-30 and 1e-10 become 0 there, so they are false.
+    dtype, value = partner
+
+    def fn(d):
+        x = torch.tensor([0.0, 1.0, -2.0, float("nan")], dtype=torch.float16, device=d)
+        return op(x, torch.tensor(value, dtype=dtype, device=d)), op(
+            torch.tensor(value, dtype=dtype, device=d), x
+        )
 
     check(fn)
 
@@ -415,6 +483,19 @@ def test_out_and_in_place_compute_in_the_promoted_dtype_then_cast(case):
 # --- validation of reductions and arguments ---------------------------------------------------
 
 VALIDATION = {
+    "topk of bool": lambda d: torch.ones(3, dtype=torch.bool, device=d).topk(2),
+    "pow(float16, 70000)": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(70000),
+    "pow(float16, -2**63)": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(-(2**63)),
+    "pow(bfloat16, 1e40)": lambda d: torch.ones(3, dtype=torch.bfloat16, device=d).pow(1e40),
+    "pow(float16, inf) is fine": lambda d: torch.ones(3, dtype=torch.float16, device=d).pow(
+        float("inf")
+    ),
+    "remainder(float16, -0.512) rounds -0.512": lambda d: torch.remainder(
+        torch.tensor([-1.2177734375, -60000.0, 1.353515625], dtype=torch.float16, device=d), -0.512
+    ),
+    "floor_divide(bfloat16, 0.3) rounds 0.3": lambda d: torch.floor_divide(
+        torch.tensor([0.6, -0.9, 3.0], dtype=torch.bfloat16, device=d), 0.3
+    ),
     "sum dim=(0, 0)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, 0)),
     "sum dim=(0, -2)": lambda d: torch.ones(2, 2, device=d).sum(dim=(0, -2)),
     "amax dim=(1, 1)": lambda d: torch.ones(2, 3, device=d).amax(dim=(1, 1)),

@@ -5,6 +5,7 @@ import warnings
 
 import pytest
 import torch
+from cpu_reference import check
 
 import vtrn
 
@@ -90,3 +91,16 @@ def test_mode_runs_through_the_fallback_as_on_the_cpu(dtype):
             x.long().to("neuron"), 1, out=(n, torch.empty(0, dtype=torch.long, device=n.device))
         )
     assert str(dev.value) == str(cpu.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_float64_fallback_over_empty_views_past_the_storage_end(dtype):
+    # v[1:] of an empty (4, 0, 0) tensor starts one element past its 0-byte storage; the
+    # float32 stand-in copy must read nothing there (it once read one element and crashed).
+    def fn(d):
+        v = torch.zeros((4, 0, 5), dtype=dtype, device=d)
+        v = torch.gather(v, 2, torch.zeros((4, 0, 0), dtype=torch.int64, device=d))
+        v[1:].add_(v[:-1])
+        return v
+
+    check(fn)

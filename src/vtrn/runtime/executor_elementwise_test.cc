@@ -294,8 +294,33 @@ TEST(ExecutorTest, Convert) {
     EXPECT_EQ(out[1].get(i), std::trunc(xs[i]));
     EXPECT_EQ(out[2].get(i), ref_round(DType::kF16, xs[i]));
     EXPECT_EQ(out[3].get(i), xs[i] != 0 ? 1 : 0);
-    EXPECT_EQ(out[4].get(i), std::clamp(std::trunc(xs[i]), 0.0, 255.0));
+    // Through int32, then wrapped, as PyTorch's CPU converts: -5.7 is 251.
+    EXPECT_EQ(out[4].get(i),
+              static_cast<std::uint8_t>(static_cast<std::int32_t>(std::trunc(xs[i]))));
   }
+}
+
+// Float to int out of range, as PyTorch's CPU converts on x86: NaN and values the truncating
+// conversion cannot hold give the integer minimum; int16/int8/uint8 go through int32 and wrap.
+// (Each expectation is torch 2.13's `tensor(v).to(dtype)`.)
+TEST(ExecutorTest, ConvertFloatToIntOutOfRange) {
+  Builder b;
+  const std::vector<double> xs = {NAN, INFINITY, -INFINITY, 1e20, -1e20, 3e9, 70000, -1, 300};
+  TensorType t(DType::kF32, {static_cast<std::int64_t>(xs.size())});
+  Value x = b.param(t);
+  hlo::Module m = b.finish({b.convert(x, DType::kI64), b.convert(x, DType::kI32),
+                            b.convert(x, DType::kI16), b.convert(x, DType::kU8)});
+  auto out = run(m, {HostTensor::from_doubles(t, xs)});
+  const double i64min = -9223372036854775808.0, i32min = -2147483648.0;
+  const std::vector<std::vector<double>> expect = {
+      {i64min, i64min, i64min, i64min, i64min, 3e9, 70000, -1, 300},
+      {i32min, i32min, i32min, i32min, i32min, i32min, 70000, -1, 300},
+      {0, 0, 0, 0, 0, 0, 4464, -1, 300},
+      {0, 0, 0, 0, 0, 0, 112, 255, 44},
+  };
+  for (std::size_t k = 0; k < expect.size(); ++k)
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      EXPECT_EQ(out[k].get(static_cast<std::int64_t>(i)), expect[k][i]) << k << " " << xs[i];
 }
 
 }  // namespace

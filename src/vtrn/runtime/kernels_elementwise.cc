@@ -362,52 +362,35 @@ void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n) {
 
 namespace {
 
+// As PyTorch's CPU kernels convert (x86's truncating conversions): NaN and values outside the
+// conversion's range give the "integer indefinite" value, the minimum. int64 converts
+// directly and the narrower types through int32, then wrap: int16 of 70000.0 is 4464, int32
+// of 3e9 is INT32_MIN, int64 of NaN is INT64_MIN. uint32 goes through int64, which is right
+// within its range and for negative values (the CPU's own results beyond are inconsistent).
 template <typename F>
 std::int64_t float_to_int(F v, DType d) {
-  if (v != v) return 0;
-  double lo, hi;
-  switch (d) {
-    case DType::kPred:
-      return v != 0;
-    case DType::kI8:
-      lo = -128;
-      hi = 127;
-      break;
-    case DType::kI16:
-      lo = -32768;
-      hi = 32767;
-      break;
-    case DType::kI32:
-      lo = -2147483648.0;
-      hi = 2147483647.0;
-      break;
-    case DType::kU8:
-      lo = 0;
-      hi = 255;
-      break;
-    case DType::kU16:
-      lo = 0;
-      hi = 65535;
-      break;
-    case DType::kU32:
-      lo = 0;
-      hi = 4294967295.0;
-      break;
-    case DType::kU64:
-      lo = 0;
-      hi = 9223372036854775807.0;
-      break;
-    default:
-      lo = -9223372036854775808.0;
-      hi = 9223372036854775807.0;
-      break;
-  }
+  if (d == DType::kPred) return v != 0;
   const double x = static_cast<double>(v);
-  if (x <= lo) return static_cast<std::int64_t>(lo);
-  if (x >= hi)
-    return d == DType::kI64 || d == DType::kU64 ? std::numeric_limits<std::int64_t>::max()
-                                                : static_cast<std::int64_t>(hi);
-  return static_cast<std::int64_t>(x);
+  const auto to64 = [](double x) {
+    return x >= -9223372036854775808.0 && x < 9223372036854775808.0
+               ? static_cast<std::int64_t>(x)
+               : std::numeric_limits<std::int64_t>::min();
+  };
+  switch (d) {
+    case DType::kI64:
+      return to64(x);
+    case DType::kU64:  // through the unsigned conversion, which clamps
+      if (!(x > 0)) return 0;
+      return x >= 18446744073709551616.0
+                 ? -1
+                 : static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
+    case DType::kU32:
+      return wrap_int(d, to64(x));
+    default:
+      return wrap_int(d, x >= -2147483648.0 && x < 2147483648.0
+                             ? static_cast<std::int64_t>(static_cast<std::int32_t>(x))
+                             : std::numeric_limits<std::int32_t>::min());
+  }
 }
 
 }  // namespace

@@ -122,8 +122,8 @@ template <typename T>
 void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n);
 template <typename T>
 void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n);
-/// Converts a chunk of dtype |from| to dtype |to| (XLA semantics: float to int saturates, NaN
-/// gives 0).
+/// Converts a chunk of dtype |from| to dtype |to|. Float to int converts as PyTorch's CPU does
+/// (NaN and out-of-range values give the integer minimum; narrow types wrap from int32).
 void convert(DType from, DType to, const void* a, void* o, std::int64_t n);
 
 }  // namespace vtrn::runtime::kernels::elementwise

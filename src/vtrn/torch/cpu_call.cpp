@@ -71,7 +71,11 @@ class CpuArguments {
         if (!is_wide(t.scalar_type())) return;
         auto [lo, hi] = element_range(t);
         auto [it, fresh] = wide_ranges_.try_emplace(key(t), lo, hi);
-        if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+        // An empty view reads nothing: it must not stretch the range (v[1:] of an empty
+        // storage starts past its end, and the copy would read there).
+        auto& [a, b] = it->second;
+        if (!fresh && lo != hi) it->second = a == b ? std::pair{lo, hi}
+                                                    : std::pair{std::min(a, lo), std::max(b, hi)};
       });
     }
     for (size_t i = 0; i < args.size(); ++i) {

@@ -165,8 +165,7 @@ class LoweredKernel final : public c10::OperatorKernel {
 
     std::shared_ptr<const CompiledOp> compiled = find_compiled(key);
     if (!compiled) {
-      compiled = compile(stack, first);
-      insert_compiled(key, compiled);
+      compiled = insert_compiled(key, compile(stack, first));
     } else if (compiled->executable) {
       count_memory_hit();
     }
@@ -195,13 +194,53 @@ class LoweredKernel final : public c10::OperatorKernel {
   // device bytes and decides: TensorIterator raises "unsupported operation: ... refer to a
   // single memory location", cat and index_select refuse any overlap, masked_fill_ warns. A
   // foreach op compares index by index, as its per-tensor ops do.
+  // Whether two views of one storage that TensorIterator cannot compare (either is not dense)
+  // may share bytes. The CPU then accepts the call and reads each input element when its loop
+  // reaches it, after earlier iterations wrote (x.mT[1:].add_(x.mT[:-1]) accumulates): only
+  // its own kernel over the device bytes gives its result. The same view twice is
+  // elementwise-safe.
+  static bool extents_may_overlap(const at::Tensor& a, const at::Tensor& b) {
+    if (!a.storage().is_alias_of(b.storage())) return false;
+    if (a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() &&
+        a.strides() == b.strides() && a.dtype() == b.dtype())
+      return false;
+    auto extent = [](const at::Tensor& t) {
+      int64_t lo = t.storage_offset(), hi = t.storage_offset();
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        const int64_t span = (t.size(d) - 1) * t.stride(d);
+        (span < 0 ? lo : hi) += span;
+      }
+      const int64_t item = static_cast<int64_t>(t.element_size());
+      return std::pair<int64_t, int64_t>{lo * item, (hi + 1) * item};
+    };
+    const auto [a0, a1] = extent(a);
+    const auto [b0, b1] = extent(b);
+    return a0 < b1 && b0 < a1;
+  }
+
+  // Whether two indices of |t| may name one element (an as_strided view with strides (2, 3, 3)
+  // does). TensorIterator calls that "too hard" and runs: its loop then reads an element it
+  // already wrote, which only the CPU's kernel reproduces.
+  static bool may_self_overlap(const at::Tensor& t) {
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims longer than 1
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.size(d) > 1) dims.emplace_back(std::abs(t.stride(d)), t.size(d));
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 0;  // the farthest offset the smaller-stride dims reach
+    for (const auto& [stride, size] : dims) {
+      if (stride <= reach) return true;
+      reach += stride * (size - 1);
+    }
+    return false;
+  }
+
   bool overlap_is_cpus_call(const torch::jit::Stack& stack, size_t first) const {
     bool found = false;
     // |out| is argument |out_arg|: the same tensor passed again as another argument (cat(
     // [x, y], out=x)) is an overlap, unless the op is elementwise.
     auto check = [&](const at::Tensor& out, size_t out_arg, std::optional<size_t> index) {
       if (found || !out.defined()) return;
-      if (at::has_internal_overlap(out) == at::MemOverlap::Yes) {
+      if (at::has_internal_overlap(out) == at::MemOverlap::Yes || may_self_overlap(out)) {
         found = true;
         return;
       }
@@ -211,7 +250,8 @@ class LoweredKernel final : public c10::OperatorKernel {
         if (in.is_same(out) && (arg == out_arg || entry_->elementwise)) return;
         const at::MemOverlapStatus s = at::get_overlap_status(out, in);
         found = s == at::MemOverlapStatus::Partial ||
-                (s == at::MemOverlapStatus::Full && !entry_->elementwise);
+                (s == at::MemOverlapStatus::Full && !entry_->elementwise) ||
+                (s == at::MemOverlapStatus::TooHard && extents_may_overlap(out, in));
       };
       for (size_t i = 0; i < info_.num_args; ++i) {
         const c10::IValue& v = stack[first + i];

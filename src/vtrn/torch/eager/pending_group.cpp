@@ -172,6 +172,9 @@ std::mutex& fused_mutex() {
 struct FusedExecutable {
   std::shared_ptr<const runtime::LoadedExecutable> executable;
   AliasSafety aliasing;
+  // The key names ops by address: holding them keeps an address from being reused by another
+  // op, which would find this executable under its key.
+  std::vector<std::shared_ptr<const CompiledOp>> ops;
 };
 std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>& fused_cache() {
   static auto* m =
@@ -435,6 +438,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     auto fused = std::make_shared<FusedExecutable>();
     fused->executable = r.executable;
     fused->aliasing = analyze_aliasing(r.executable->executable());
+    for (const PendingOp& p : ops) fused->ops.push_back(p.op);
     exe = fused;
     std::lock_guard<std::mutex> lock(fused_mutex());
     fused_cache().emplace(key, exe);

@@ -242,9 +242,10 @@ std::shared_ptr<const CompiledOp> find_compiled(const WordKey& key) {
   return it != signature_cache().end() ? it->second : nullptr;
 }
 
-void insert_compiled(const WordKey& key, std::shared_ptr<const CompiledOp> compiled) {
+std::shared_ptr<const CompiledOp> insert_compiled(const WordKey& key,
+                                                  std::shared_ptr<const CompiledOp> compiled) {
   std::lock_guard<std::mutex> lock(cache_mutex());
-  signature_cache().emplace(key, std::move(compiled));
+  return signature_cache().emplace(key, std::move(compiled)).first->second;
 }
 
 }  // namespace vtrn::torch_adapter::eager

@@ -33,7 +33,10 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
 /// What |key| resolved to before, or null.
 std::shared_ptr<const CompiledOp> find_compiled(const WordKey& key);
 
-/// Remembers what |key| resolves to (the first insert of a key wins).
-void insert_compiled(const WordKey& key, std::shared_ptr<const CompiledOp> compiled);
+/// Remembers what |key| resolves to and returns the entry: the first insert of a key wins, and
+/// a thread that lost the race must use the winner, so that every CompiledOp a call runs lives
+/// until exit (AEE keys its composed executables by CompiledOp identity).
+std::shared_ptr<const CompiledOp> insert_compiled(const WordKey& key,
+                                                  std::shared_ptr<const CompiledOp> compiled);
 
 }  // namespace vtrn::torch_adapter::eager

@@ -242,7 +242,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             true));
   // pow(self, exponent): the exponent is static, because the CPU kernel special-cases it
   // (x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x)) and rounds the exponent to a half type; bfloat16
-  // also rounds the intermediate product x*x. (Checked element by element against torch 2.13.)
+  // also rounds the intermediate product x*x. float16 takes std::pow for +-0.5 rather than
+  // sqrt. (Checked element by element against torch 2.13.)
   OpLowering pow_scalar = entry(
       floats(),
       [](Lowerer& L) -> std::vector<Value> {
@@ -255,6 +256,11 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
         };
         Value x = L.convert(L.tensor(0), c);
         double e = L.real(1);
+        // The CPU converts a half type's exponent to it and refuses a finite one beyond its
+        // range ("value cannot be converted to type c10::Half without overflow").
+        if (half && std::isfinite(e) &&
+            std::fabs(e) > (common == DType::kF16 ? 65504.0 : 3.3895313892515355e38))
+          throw Unsupported("pow: the exponent does not fit " + torch_dtype_name(common));
         if (half)
           e = hlo::Literal::scalar(common, e).get_double(0);  // the exponent in the tensor's type
         Value y;
@@ -266,6 +272,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           y = L.b.mul(x, x);
         else if (e == 3)
           y = L.b.mul(round(L.b.mul(x, x)), x);
+        else if (common == DType::kF16 && (e == 0.5 || e == -0.5))
+          y = L.b.binary(OpKind::kPower, x, L.full_like(x, e));  // std::pow: pow(-inf, 0.5) = inf
         else if (e == 0.5)
           y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
         else if (e == -0.5)
@@ -294,22 +302,26 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
     }
   }
 
-  add(r, {"logical_and", "logical_and.out"},
-      entry(
-          any,
-          [](Lowerer& L) -> std::vector<Value> {
-            auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
-            return {L.convert(L.b.binary(OpKind::kAnd, v[0], v[1]), L.out_dtype(0, DType::kPred))};
-          },
-          true));
-  add(r, {"logical_or", "logical_or.out"},
-      entry(
-          any,
-          [](Lowerer& L) -> std::vector<Value> {
-            auto v = L.broadcast({is_true(L, L.tensor(0)), is_true(L, L.tensor(1))});
-            return {L.convert(L.b.binary(OpKind::kOr, v[0], v[1]), L.out_dtype(0, DType::kPred))};
-          },
-          true));
+  // logical_and/or(a, b): the CPU casts both operands to their common dtype first, so a 0-d
+  // operand rounds there (bfloat16 1e-30 beside a float16 tensor becomes 0, hence false).
+  auto logical = [](OpKind k) {
+    return [k](Lowerer& L) -> std::vector<Value> {
+      const DType common = L.result_type({L.promotion(0), L.promotion(1)});
+      auto truth = [&](int i) {
+        Value t = L.tensor(i);
+        const DType d = L.dtype(t);
+        // Only a narrowing between floats can turn a nonzero value into zero (a float64 common
+        // type narrows nothing).
+        if (hlo::is_float(d) && hlo::is_float(common) && d != common && common != DType::kF64)
+          t = L.convert(t, common);
+        return is_true(L, t);
+      };
+      auto v = L.broadcast({truth(0), truth(1)});
+      return {L.convert(L.b.binary(k, v[0], v[1]), L.out_dtype(0, DType::kPred))};
+    };
+  };
+  add(r, {"logical_and", "logical_and.out"}, entry(any, logical(OpKind::kAnd), true));
+  add(r, {"logical_or", "logical_or.out"}, entry(any, logical(OpKind::kOr), true));
   add(r, {"logical_not", "logical_not.out"},
       entry(
           any,
@@ -474,9 +486,13 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
   add(r, {"abs", "abs_", "abs.out"},
       entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.unary(OpKind::kAbs, x); }),
             true));
+  // clamp_min(x, 0) as the CPU and CUDA compute it: x unless x < 0, so -0.0 and NaN pass through.
   add(r, {"relu", "relu_"},
-      entry(numeric,
-            unary_same([](Lowerer& L, Value x) { return L.b.max(x, L.full_like(x, 0.0)); }), true));
+      entry(numeric, unary_same([](Lowerer& L, Value x) {
+              Value zero = L.full_like(x, 0.0);
+              return L.b.select(L.b.compare(Comparison::kLT, x, zero), zero, x);
+            }),
+            true));
 
   add(r, {"isneginf", "isneginf.out"},
       entry(numeric, classify([](Lowerer& L, Value x) {

@@ -19,8 +19,9 @@ LowerFn promoted(Fn f) {
   return [f](Lowerer& L) -> std::vector<Value> {
     const DType common = result_type({L.promotion(0), L.promotion(1)});
     L.require_claimed(common);
-    const DType c = opmath(common);
-    auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+    // Each operand rounded to |common| first, a Python number too, as the CPU's kernels take
+    // scalar_t operands: remainder(float16 x, -0.512) divides by float16's -0.51220703125.
+    auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
     return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
   };
 }

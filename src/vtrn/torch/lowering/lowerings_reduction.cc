@@ -145,8 +145,14 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     const auto dims = reduce_dims(L, 2, x);
     const bool keepdim = L.flag(3);
     Value a = L.b.unary(OpKind::kAbs, L.convert(x, opmath(result)));
+    std::int64_t reduced = 1;
+    for (std::int64_t d : dims) reduced *= L.shape(x)[static_cast<std::size_t>(d)];
     Value n;
-    if (std::isinf(ord)) {
+    if (reduced == 1 && ord != 0) {
+      // One element per output: the CPU returns |x| without the power and root, so
+      // vector_norm([2e20]) is 2e20, not the overflowed inf.
+      n = L.reduce(a, dims, ReduceKind::kMax, keepdim);
+    } else if (std::isinf(ord)) {
       for (std::int64_t d : dims)
         if (L.shape(x)[static_cast<std::size_t>(d)] == 0)
           throw Unsupported("inf-norm of an empty dimension");

@@ -187,6 +187,7 @@ std::vector<Value> topk(Lowerer& L) {
   Value x = L.tensor(0);
   const DType d = L.dtype(x);
   L.require_claimed(d);
+  if (d == DType::kPred) throw Unsupported("topk of bool");  // the CPU raises; its fallback too
   const std::int64_t k = L.integer(1);
   const int r = L.rank(x);
   const std::int64_t dim = L.wrap_dim(L.integer(2), r);
