@@ -229,13 +229,25 @@ def _plugin_write(record: dict) -> None:
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Deselects the tests an earlier process of this run already finished (or died in)."""
+    """Deselects the tests an earlier process of this run already finished (or died in), and
+    with --only-failed-from, the tests outside the list of those to rerun."""
+    done: set[str] = set()
     done_file = os.environ.get("VTRN_CONFORMANCE_DONE")
-    if not done_file or not os.path.exists(done_file):
-        return
-    done = set(Path(done_file).read_text().split("\n"))
-    keep = [item for item in items if item.nodeid not in done]
-    deselected = [item for item in items if item.nodeid in done]
+    if done_file and os.path.exists(done_file):
+        done = set(Path(done_file).read_text().split("\n"))
+    only = None
+    only_file = os.environ.get("VTRN_CONFORMANCE_ONLY")
+    if only_file:
+        only = set(Path(only_file).read_text().split("\n"))
+        token, cls = os.environ["VTRN_CONFORMANCE_TOKEN"].split(" ")
+
+    def wanted(item) -> bool:
+        if item.nodeid in done:
+            return False
+        return only is None or _normalize(item.nodeid, token, cls) in only
+
+    keep = [item for item in items if wanted(item)]
+    deselected = [item for item in items if not wanted(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = keep
@@ -334,6 +346,22 @@ def _run_suite(suite: str, config: str, args: argparse.Namespace) -> None:
         done.write_text("\n".join(sorted(finished)) + "\n")
     env = dict(os.environ)
     env.update(CONFIGS[config])
+    if args.only_failed_from and config != args.only_failed_from:
+        # Only the tests that failed on the other config: the control for what the device
+        # fails, without rerunning the whole suite. A test the list does not name keeps its
+        # earlier result (if any) in the log.
+        failed = sorted(
+            test_id
+            for test_id, rec in _outcomes(suite, args.only_failed_from).items()
+            if rec["outcome"] in FAILING and not test_id.endswith("::<suite>")
+        )
+        only = RESULTS_DIR / f"{suite}.{config}.only"
+        only.write_text("\n".join(failed) + "\n")
+        env["VTRN_CONFORMANCE_ONLY"] = str(only)
+        env["VTRN_CONFORMANCE_TOKEN"] = f"{DEVICE_TOKEN[config]} {CLASS_TOKEN[config]}"
+        if not failed:
+            print(f"conformance: {suite} on {config}: nothing failed on {args.only_failed_from}")
+            return
     env.update(
         {
             "VTRN_CONFORMANCE_LOG": str(log),
@@ -566,6 +594,12 @@ def main(argv=None) -> int:
             p.add_argument("--max-restarts", type=int, default=50)
             p.add_argument(
                 "--resume", action="store_true", help="keep earlier results, run what is left"
+            )
+            p.add_argument(
+                "--only-failed-from",
+                metavar="CONFIG",
+                help="run the other configs (the control) only on the tests that failed on "
+                "CONFIG; its results must exist (run it first, or list it first in --configs)",
             )
     p = sub.add_parser("policies", help="print the deliberate policies that excuse failures")
     args = parser.parse_args(argv)
