@@ -60,6 +60,10 @@ void warn_float64_once() {
   });
 }
 
+/// Ops that read a float64 tensor's bits and do no float arithmetic (hash_tensor): float32
+/// stand-ins would change the answer itself, not its precision, so they run on the real values.
+bool reads_bits(const c10::OperatorHandle& op) { return op.schema().name() == "aten::hash_tensor"; }
+
 bool is_foreach(const c10::OperatorHandle& op) {
   return op.schema().name().rfind("aten::_foreach_", 0) == 0;
 }
@@ -183,6 +187,10 @@ void cpu_fallback(const c10::OperatorHandle& original, torch::jit::Stack* stack)
     // float64 results computed from narrower inputs (the default dtype's promotions) are
     // rounded as if computed in float32.
     call_cpu_kernel(op, stack, {.round_results = true});
+    return;
+  }
+  if (reads_bits(op)) {
+    call_cpu_kernel(op, stack, {});
     return;
   }
   warn_float64_once();
