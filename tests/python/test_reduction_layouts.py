@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-import vtrn
 from torch.testing import make_tensor
+
+import vtrn
 
 # 2x3 values in [-1, 1) whose sums over the expanded (2, 5, 3) tensor cancel: the CPU's nansum
 # of the expanded tensor is off by 1.1% (0.4629 where the exact sum is 0.45776).
