@@ -232,9 +232,11 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // CompositeExplicitAutograd kernels that accept only the devices ATen has a kernel for
 // ("mode only supports CPU, CUDA and XPU device type") would win over the fallback above:
-// these ops take the fallback explicitly, so that they run as on the CPU.
+// these ops take the fallback explicitly, so that they run as on the CPU. ldexp's composite
+// has an exact kernel (std::ldexp) on the CPU and CUDA only; elsewhere it multiplies by
+// pow(2, exponent) in the mantissa's dtype, where 2^20 is already inf in half.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* op : {"mode", "mode.values"})
+  for (const char* op : {"mode", "mode.values", "ldexp.Tensor", "ldexp.out", "ldexp_"})
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 

@@ -19,8 +19,9 @@ LowerFn promoted(Fn f) {
   return [f](Lowerer& L) -> std::vector<Value> {
     const DType common = result_type({L.promotion(0), L.promotion(1)});
     L.require_claimed(common);
-    const DType c = opmath(common);
-    auto v = L.broadcast({L.convert(L.tensor(0), c), L.convert(L.tensor(1), c)});
+    // Each operand rounded to |common| first, as TensorIterator's promoted copy is: a Python
+    // float divisor of a half tensor is a half (remainder(x, 2.3) divides by 2.30078125).
+    auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
     return {L.convert(f(L, v[0], v[1]), L.out_dtype(0, common))};
   };
 }
