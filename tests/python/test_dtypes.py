@@ -35,6 +35,21 @@ def test_float64_in_place_ops_write_back():
     assert torch.equal(t.cpu(), (torch.tensor([1.0, 2.0]) * (1.0 / 3.0)).double())
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (5, 3)])
+def test_float64_hash_reads_the_stored_bits(shape):
+    """hash_tensor does no arithmetic: the float64 values stored are what it hashes, as on the
+    CPU (a float32 stand-in would hash other bits)."""
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    assert x.float().double().ne(x).any()  # values float32 cannot hold
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = torch.hash_tensor(x.to("neuron")).cpu()
+        by_dim = torch.hash_tensor(x.to("neuron"), dim=-1).cpu() if shape else None
+    assert torch.equal(got, torch.hash_tensor(x))
+    if shape:
+        assert torch.equal(by_dim, torch.hash_tensor(x, dim=-1))
+
+
 def test_float64_warns_once_per_process():
     result = run_python(
         """

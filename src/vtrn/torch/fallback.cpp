@@ -60,6 +60,10 @@ void warn_float64_once() {
   });
 }
 
+/// Ops that read a float64 tensor's bits and do no float arithmetic (hash_tensor): float32
+/// stand-ins would change the answer itself, not its precision, so they run on the real values.
+bool reads_bits(const c10::OperatorHandle& op) { return op.schema().name() == "aten::hash_tensor"; }
+
 bool is_foreach(const c10::OperatorHandle& op) {
   return op.schema().name().rfind("aten::_foreach_", 0) == 0;
 }
@@ -185,6 +189,10 @@ void cpu_fallback(const c10::OperatorHandle& original, torch::jit::Stack* stack)
     call_cpu_kernel(op, stack, {.round_results = true});
     return;
   }
+  if (reads_bits(op)) {
+    call_cpu_kernel(op, stack, {});
+    return;
+  }
   warn_float64_once();
   // The stand-ins change the dtypes the CPU kernel sees, so the CPU's result dtypes come from
   // elsewhere. When every float tensor is float64 (complex, complex128) the stand-ins keep
@@ -224,9 +232,11 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // CompositeExplicitAutograd kernels that accept only the devices ATen has a kernel for
 // ("mode only supports CPU, CUDA and XPU device type") would win over the fallback above:
-// these ops take the fallback explicitly, so that they run as on the CPU.
+// these ops take the fallback explicitly, so that they run as on the CPU. ldexp's composite
+// has an exact kernel (std::ldexp) on the CPU and CUDA only; elsewhere it multiplies by
+// pow(2, exponent) in the mantissa's dtype, where 2^20 is already inf in half.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* op : {"mode", "mode.values"})
+  for (const char* op : {"mode", "mode.values", "ldexp.Tensor", "ldexp.out", "ldexp_"})
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 

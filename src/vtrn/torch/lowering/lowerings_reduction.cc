@@ -1,7 +1,9 @@
-// Reductions: sum, mean, amax/amin, all/any, linalg_vector_norm. Floats accumulate in float32
-// as PyTorch's CPU kernels do; the executor sums in a pairwise tree at least as accurate as
-// their cascade sum (runtime/kernels_reduce.h), in a different order, so results agree within
-// rounding.
+// Reductions: sum, nansum, mean, amax/amin, all/any, linalg_vector_norm. Floats accumulate in
+// float32 as PyTorch's CPU kernels do; the executor sums in a pairwise tree at least as accurate
+// as their cascade sum (runtime/kernels_reduce.h), in a different order, so results agree within
+// rounding. Half and bfloat16 results are rounded once, at the end, whatever the input's layout
+// (as CUDA does; the CPU's nansum kernel rounds partial sums to half when the input is expanded
+// with a stride-0 dim, which loses up to a percent when terms cancel).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -52,9 +54,9 @@ std::int64_t count(Lowerer& L, Value x, const std::vector<std::int64_t>& dims) {
   return n;
 }
 
-/// sum / mean (self, dim, keepdim, dtype).
-LowerFn sum_like(bool mean) {
-  return [mean](Lowerer& L) -> std::vector<Value> {
+/// sum / mean / nansum (self, dim, keepdim, dtype); nansum counts a NaN as zero.
+LowerFn sum_like(bool mean, bool skip_nan = false) {
+  return [mean, skip_nan](Lowerer& L) -> std::vector<Value> {
     Value x = L.tensor(0);
     const DType in = L.dtype(x);
     L.require_claimed(in);
@@ -66,7 +68,10 @@ LowerFn sum_like(bool mean) {
     if (mean && !hlo::is_float(result)) throw Unsupported("mean of an integer type");
     const DType acc = hlo::is_float(result) ? opmath(result) : DType::kI64;
     const auto dims = reduce_dims(L, 1, x);
-    Value s = L.reduce(L.convert(x, acc), dims, ReduceKind::kAdd, L.flag(2));
+    Value a = L.convert(x, acc);
+    if (skip_nan && hlo::is_float(in))
+      a = L.b.select(L.b.compare(Comparison::kNE, a, a), L.full_like(a, 0.0), a);
+    Value s = L.reduce(a, dims, ReduceKind::kAdd, L.flag(2));
     if (mean) s = L.b.div(s, L.full_like(s, static_cast<double>(count(L, x, dims))));
     return {L.convert(s, result)};
   };
@@ -121,6 +126,8 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
   const auto numeric = floats_and_ints();
   std::vector<DType> any_types = all_types();
   add(r, {"sum.dim_IntList", "sum.IntList_out"}, entry(any_types, sum_like(false)));
+  // Complex inputs are not claimed: the CPU raises "nansum does not support complex inputs".
+  add(r, {"nansum", "nansum.out"}, entry(any_types, sum_like(false, true)));
   add(r, {"mean.dim", "mean.out"}, entry(floats(), sum_like(true)));
   add(r, {"amax", "amax.out"}, entry(numeric, extremum(ReduceKind::kMax)));
   add(r, {"amin", "amin.out"}, entry(numeric, extremum(ReduceKind::kMin)));
