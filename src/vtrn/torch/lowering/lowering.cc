@@ -113,6 +113,8 @@ std::string torch_dtype_name(DType d) {
   return "?";
 }
 
+bool can_cast(DType from, DType to) { return category(from) <= category(to); }
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (hlo::is_complex(a) || hlo::is_complex(b)) {
@@ -397,9 +399,15 @@ Value Lowerer::complex_result(Value re, Value im) {
     throw hlo::Error(entry.name + ": the parts of a complex64 result differ in type");
   std::vector<std::int64_t> pair = shape(re);
   pair.push_back(1);
-  Value v = b.concatenate({b.reshape(re, pair), b.reshape(im, pair)}, rank(re));
-  complex_results_.push_back(v.id);
-  return v;
+  return as_complex_result(b.concatenate({b.reshape(re, pair), b.reshape(im, pair)}, rank(re)));
+}
+
+Value Lowerer::as_complex_result(Value pairs) {
+  if (dtype(pairs) != DType::kF32 || rank(pairs) == 0 || shape(pairs).back() != 2)
+    throw hlo::Error(entry.name + ": a complex64 result must be float32 pairs [..., 2], not " +
+                     b.type(pairs).str());
+  complex_results_.push_back(pairs.id);
+  return pairs;
 }
 
 bool Lowerer::is_complex_result(Value v) const {

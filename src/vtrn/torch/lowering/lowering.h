@@ -131,6 +131,9 @@ struct PromotionInput {
   enum Kind { kDimTensor, kZeroDimTensor, kWrappedScalar } kind;
 };
 DType result_type(const std::vector<PromotionInput>& inputs, DType default_float = DType::kF32);
+/// c10::canCast: whether PyTorch writes a |from| result into a |to| output (no complex to real,
+/// float to integer, or non-bool to bool).
+bool can_cast(DType from, DType to);
 /// PyTorch's promoteTypes table.
 DType promote_types(DType a, DType b);
 /// The dtype PyTorch computes |dtype| in: float32 for float16/bfloat16, the dtype otherwise.
@@ -212,6 +215,8 @@ class Lowerer {
   bool is_complex(int i) const;
   /// The complex64 result whose real and imaginary parts are |re| and |im| (one shape).
   Value complex_result(Value re, Value im);
+  /// |pairs| (float32 [..., 2]) as a complex64 result.
+  Value as_complex_result(Value pairs);
   bool is_complex_result(Value v) const;
 
  private:

@@ -1,5 +1,6 @@
 // complex64 arithmetic on float32 pairs: add, sub, mul and polar (rotary embeddings multiply
-// view_as_complex(x) by a polar() table). A complex64 tensor reaches these lowerings as its
+// view_as_complex(x) by a polar() table), and indexing of a complex table (index.Tensor here,
+// gather in lowerings_index.cc). A complex64 tensor reaches these lowerings as its
 // view_as_real (OpLowering::complex_pairs), so the executor computes in float32 only.
 //
 // The formulas are the CPU kernels' (ATen's Vectorized<c10::complex<float>>): a product is
@@ -90,6 +91,24 @@ void take_complex(OpLowering& e, std::function<std::vector<Value>(Lowerer&)> com
   e.dtypes.push_back(DType::kC64);
 }
 
+/// index.Tensor of a complex64 self: the pair dim is one more dim no index reaches (the CPU
+/// refuses more indices than self has dims, so those calls are left to it).
+void index_complex(OpLowering& e) {
+  LowerFn real = e.lower;
+  e.lower = [real](Lowerer& L) -> std::vector<Value> {
+    if (!L.is_complex(0)) return real(L);
+    if (static_cast<int>(L.arg(1).ints.size()) > L.rank(L.tensor(0)) - 1)
+      throw Unsupported("index: more indices than the complex64 tensor has dims");
+    for (const TensorType& t : L.arg(1).types)  // a mask spans as many dims as it has
+      if (t.dtype == DType::kPred || t.dtype == DType::kU8)
+        throw Unsupported("index of a complex64 tensor with a mask");
+    std::vector<Value> out = real(L);
+    return {L.as_complex_result(out.at(0))};
+  };
+  e.complex_pairs = true;
+  e.dtypes.push_back(DType::kC64);
+}
+
 }  // namespace
 
 void add_complex_lowerings(std::vector<OpLowering>& r) {
@@ -101,6 +120,8 @@ void add_complex_lowerings(std::vector<OpLowering>& r) {
       take_complex(e, [](Lowerer& L) { return complex_add(L, false); });
     else if (n == "sub.Tensor" || n == "sub_.Tensor" || n == "sub.out")
       take_complex(e, [](Lowerer& L) { return complex_add(L, true); });
+    else if (n == "index.Tensor")
+      index_complex(e);
   }
   // polar(abs, angle) = abs * (cos(angle) + i sin(angle)), as c10::polar computes it. The CPU
   // kernel takes float32 inputs for a complex64 result; torch.polar calls this overload.
