@@ -48,13 +48,28 @@ def test_explicit_index_tensor_lands_on_that_device():
     assert t.cpu().tolist() == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("bad", [64, 100, -3])
+@pytest.mark.parametrize("bad", [64, 100])
 def test_invalid_device_index_says_what_exists(bad):
     with pytest.raises(
-        RuntimeError, match=r"Invalid device id: neuron:-?\d+ does not exist; this process sees 64"
+        RuntimeError, match=r"Invalid device id: neuron:\d+ does not exist; this process sees 64"
     ):
         torch.neuron.set_device(bad)
     assert torch.neuron.current_device() == 0
+
+
+@pytest.mark.parametrize("negative", [-1, -3])
+def test_a_negative_index_is_ignored_as_by_cuda(negative):
+    """torch.cuda.set_device skips an index below 0 (torch/cuda/__init__.py: `if device >= 0`),
+    and torch.cuda.device(-1) is a no-op context: scripts pass -1 for "no device"."""
+    try:
+        torch.neuron.set_device(2)
+        torch.neuron.set_device(negative)
+        assert torch.neuron.current_device() == 2
+        with torch.neuron.device(negative):
+            assert torch.neuron.current_device() == 2
+        assert torch.neuron.current_device() == 2
+    finally:
+        torch.neuron.set_device(0)
 
 
 def test_wrong_device_type_is_rejected():

@@ -139,6 +139,34 @@ def test_cat_and_stack_with_empty_inputs(clean_tracking):
     check_native(lambda a, b: torch.stack([a, b], dim=1), x, x.t().t())
 
 
+@pytest.mark.parametrize(
+    "src,out",
+    [
+        (torch.bfloat16, torch.float32),  # FSDP2's reduce-scatter input of bfloat16 gradients
+        (torch.float32, torch.bfloat16),  # rounded to the output dtype
+        (torch.int32, torch.float32),
+    ],
+)
+def test_cat_into_an_out_of_another_dtype(clean_tracking, src, out):
+    g = torch.Generator().manual_seed(3)
+    parts = [torch.randn(s, 4, generator=g).mul(100).to(src) for s in (2, 5)]
+
+    def cat(a, b):
+        return torch.cat([a, b], dim=0, out=torch.empty(0, dtype=out, device=a.device))
+
+    got = check_native(cat, *parts)
+    assert got.dtype == out
+
+
+def test_cat_into_an_out_it_cannot_be_cast_to_raises_the_cpus_error():
+    a = torch.randn(2, 3)
+    with pytest.raises(TypeError) as expected:
+        torch.cat([a, a], out=torch.empty(0, dtype=torch.int64))
+    with pytest.raises(TypeError) as got:
+        torch.cat([a.to("neuron")] * 2, out=torch.empty(0, dtype=torch.int64, device="neuron"))
+    assert str(got.value) == str(expected.value)
+
+
 def test_where_and_masked_forms(clean_tracking):
     x = noncontig((4, 3))
     mask = x > 0
@@ -297,6 +325,24 @@ def test_gather_scatter(clean_tracking, dtype):
     check_native(lambda t, i: t.scatter(0, i, 7 if dtype != torch.bool else True), x, perm)
     if dtype != torch.bool:
         check_native(lambda t, i, s: t.scatter_add(0, i, s), x, idx, src)
+
+
+def test_gather_and_index_of_a_complex_table(clean_tracking):
+    """A complex64 rotary table read at positions, as torchtitan does per batch (gather with an
+    expanded index) and for one sequence (indexing)."""
+    g = torch.Generator().manual_seed(4)
+    table = torch.polar(torch.ones(16, 4), torch.randn(16, 4, generator=g))
+    positions = torch.randint(0, 16, (2, 6), generator=g)
+
+    def per_batch(t, pos):
+        expanded = t[None, :, None, :].expand(2, -1, -1, -1)
+        index = pos.view(2, 6, 1, 1).expand(2, 6, 1, 4)
+        return torch.gather(expanded, dim=1, index=index)
+
+    check_native(per_batch, table, positions)
+    check_native(lambda t, pos: torch.gather(t, -1, pos[:, :4] % 4), table, positions)
+    check_native(lambda t, pos: t[pos[0]], table, positions)
+    check_native(lambda t, pos: t[:, pos[1] % 4], table, positions)
 
 
 def test_gather_backward_and_scatter_add(clean_tracking):

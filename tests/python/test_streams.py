@@ -211,3 +211,28 @@ def test_a_stream_id_outside_the_pool_is_an_error():
     bogus = torch.neuron.Stream(stream_id=10_000, device_index=0, device_type=20)
     with pytest.raises(RuntimeError, match="neuron:0 has no stream 10000: stream ids are 0"):
         bogus.synchronize()
+
+
+def test_assert_async_checks_on_the_stream_and_raises_at_the_next_sync(clean_tracking):
+    # A true value passes, without a host read and without the CPU fallback.
+    ok = torch.ones(3, device="neuron").sum() > 0
+    torch._assert_async(ok)
+    torch._assert_async(ok, "never raised")
+    torch.neuron.synchronize()
+    # A false one raises the CPU kernel's message where the work is waited for, as CUDA's
+    # device-side assert does.
+    torch._assert_async(torch.zeros((), device="neuron"), "position_ids exceed 7")
+    with pytest.raises(RuntimeError, match="position_ids exceed 7"):
+        torch.neuron.synchronize()
+    torch._assert_async(torch.tensor(0, device="neuron"))
+    with pytest.raises(RuntimeError, match="Expected Tensor with single nonzero value"):
+        torch.neuron.synchronize()
+    assert vtrn.get_fallback_ops() == []
+    assert "aten::_assert_async.msg" in vtrn.get_executed_ops()
+    # The element count is checked at the call, with the CPU's messages.
+    for bad in (torch.ones(2, device="neuron"), torch.ones(0, device="neuron")):
+        with pytest.raises(RuntimeError) as got:
+            torch._assert_async(bad)
+        with pytest.raises(RuntimeError) as expected:
+            torch._assert_async(bad.cpu())
+        assert str(got.value) == str(expected.value)

@@ -73,8 +73,11 @@ def current_device() -> int:
 def set_device(dev) -> None:
     """Makes ``dev`` the current device of the calling thread and, as CUDA's does, initializes
     the device (``is_initialized()`` is then True: FakeTensor reads it to place an
-    index-less ``"neuron"`` on the current device instead of ``neuron:0``)."""
+    index-less ``"neuron"`` on the current device instead of ``neuron:0``). A negative index
+    does nothing, as with ``torch.cuda.set_device(-1)``."""
     index = _device_index(dev)
+    if index < 0:  # torch.cuda.set_device ignores a negative index (no device, no init)
+        return
     _lazy_init()
     _C.set_device(index)
 

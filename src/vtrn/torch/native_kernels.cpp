@@ -1,11 +1,12 @@
 // The native ATen kernels of `neuron` that move or fill bytes rather than compute: factories,
-// views and metadata, copies between devices, fills and host reads.
+// views and metadata, copies between devices, fills, host reads and asynchronous asserts.
 //
 // Device memory is host memory, so each kernel runs PyTorch's CPU implementation on a CPU view
 // of the device bytes (no copy). Factories and views queue nothing; copies and fills are queued
 // on the current stream; host reads wait for it.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <cstddef>
+#include <string>
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
@@ -317,7 +318,34 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return at::native::_local_scalar_dense_cpu(cpu_alias(self));
 }
 
+// torch._assert_async: as on CUDA, the element count is checked at the call and the value on
+// the stream, so the host does not wait; a false value raises the CPU kernel's error at the
+// next synchronization point (at once under NEURON_LAUNCH_BLOCKING=1), as a device-side
+// assert surfaces on CUDA.
+void queue_assert(const at::Tensor& self, std::string message) {
+  TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
+  TORCH_CHECK(self.numel() < 2, "Boolean value of Tensor with more than one value is ambiguous");
+  enqueue(index_of(self), "aten::_assert_async",
+          modeled_memory_kernel(static_cast<double>(self.element_size())),
+          [in = DeviceView(self), message = std::move(message)] {
+            at::Tensor alias = in.cpu();
+            TORCH_CHECK(alias.is_nonzero(), message);
+          });
+}
+
+void assert_async(const at::Tensor& self) {
+  VTRN_RECORD_OP("_assert_async");
+  queue_assert(self, "Expected Tensor with single nonzero value, but got zero");
+}
+
+void assert_async_msg(const at::Tensor& self, c10::string_view assert_msg) {
+  VTRN_RECORD_OP("_assert_async.msg");
+  queue_assert(self, assert_msg.empty() ? "Assertion is failed" : std::string(assert_msg));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_assert_async", assert_async);
+  m.impl("_assert_async.msg", assert_async_msg);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", as_strided);

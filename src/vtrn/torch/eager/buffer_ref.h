@@ -43,6 +43,18 @@ struct BufferRef {
     b.contiguous = t.is_contiguous();
     return b;
   }
+  /// The float32 pairs [..., 2] of complex64 |t| (its view_as_real), or of(t) for any other
+  /// dtype.
+  static BufferRef of_pairs(const at::Tensor& t) {
+    BufferRef b = of(t);
+    if (t.scalar_type() != at::kComplexFloat) return b;
+    b.offset *= 2;
+    for (int64_t& s : b.strides) s *= 2;
+    b.sizes.push_back(2);
+    b.strides.push_back(1);
+    b.dtype = at::kFloat;
+    return b;
+  }
   char* base() const {
     return static_cast<char*>(storage.mutable_data()) +
            offset * static_cast<int64_t>(c10::elementSize(dtype));

@@ -22,6 +22,7 @@ struct CompiledOp {
   std::shared_ptr<const hlo::Module> module;                    // the one-op module (for AEE)
   std::vector<hlo::TensorType> output_types;                    // written outputs, in order
   std::vector<bool> written;                                    // per output of the call
+  std::vector<bool> complex;  // per written output: a complex64 tensor, as float32 pairs
   AliasSafety aliasing;
   double modeled_seconds = 0;
   std::string fallback_reason;

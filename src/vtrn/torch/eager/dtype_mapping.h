@@ -2,7 +2,8 @@
 //
 // Promises:
 //  * to_hlo() is empty for the scalar types lowerings do not take (complex, FP8, quantized...):
-//    a call with such a tensor runs through the CPU fallback.
+//    a call with such a tensor runs through the CPU fallback. complex64 maps only for the
+//    lowerings that take it as float32 pairs.
 //  * to_torch(to_hlo(t)) == t for every t to_hlo() maps.
 //  * Both are inline: they run for every tensor of every eager call.
 #pragma once
@@ -48,6 +49,13 @@ inline std::optional<hlo::DType> to_hlo(at::ScalarType t) {
     default:
       return std::nullopt;
   }
+}
+
+/// to_hlo(), and complex64 for a lowering that takes it as float32 pairs
+/// (OpLowering::complex_pairs).
+inline std::optional<hlo::DType> to_hlo(at::ScalarType t, bool complex_pairs) {
+  if (complex_pairs && t == at::kComplexFloat) return hlo::DType::kC64;
+  return to_hlo(t);
 }
 
 /// The dtypes |v| (a Scalar) converts to without overflow as Scalar::to<T>() checks it (an

@@ -304,8 +304,9 @@ class LoweredKernel final : public c10::OperatorKernel {
     call.default_float = *to_hlo(c10::get_default_dtype_as_scalartype());
     for (size_t i = 0; i < info_.num_args; ++i)
       call.in_place = call.in_place || info_.mutable_input[i];
-    auto tensor_type = [](const at::Tensor& t) {
-      return hlo::TensorType(*to_hlo(t.scalar_type()), t.sizes().vec());
+    // describe_call() accepted every dtype here.
+    auto tensor_type = [this](const at::Tensor& t) {
+      return hlo::TensorType(*to_hlo(t.scalar_type(), info_.complex_pairs), t.sizes().vec());
     };
     for (size_t i = 0; i < info_.num_args; ++i) {
       const c10::IValue& v = (*stack)[first + i];
@@ -396,7 +397,7 @@ class LoweredKernel final : public c10::OperatorKernel {
           break;
         }
         case Slot::kOut:
-          call.out_dtypes.push_back(*to_hlo(v.toTensor().scalar_type()));
+          call.out_dtypes.push_back(*to_hlo(v.toTensor().scalar_type(), info_.complex_pairs));
           break;
         case Slot::kIgnoredIfNone:
         case Slot::kOutList:
@@ -413,6 +414,7 @@ class LoweredKernel final : public c10::OperatorKernel {
     try {
       lowering::LoweredCall lowered = lowering::lower_call(*entry_, op_call(stack, first));
       compiled->written = lowered.written;
+      compiled->complex = lowered.complex;
       for (int v : lowered.module.main.results)
         compiled->output_types.push_back(lowered.module.main.type(v));
       runtime::CacheResult r = runtime::CompileCache::global().get_or_compile(lowered.module);
@@ -450,7 +452,7 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kTensor:
           if (v.isNone() || !v.toTensor().defined()) break;
           launch.inputs.push_back(v.toTensor().is_cpu() ? cpu_scalar_ref(v.toTensor())
-                                                        : BufferRef::of(v.toTensor()));
+                                                        : BufferRef::of_pairs(v.toTensor()));
           if (info_.mutable_input[i]) {
             outputs.push_back(v.toTensor());
             resizable.push_back(false);
@@ -459,7 +461,7 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kTensorList:
           if (v.isNone()) break;
           for (const at::Tensor& t : v.toTensorList()) {
-            launch.inputs.push_back(BufferRef::of(t));
+            launch.inputs.push_back(BufferRef::of_pairs(t));
             if (info_.mutable_input[i]) {
               outputs.push_back(t);
               resizable.push_back(false);
@@ -469,7 +471,7 @@ class LoweredKernel final : public c10::OperatorKernel {
         case Slot::kOptionalTensorList:
           for (const c10::IValue& e : v.toListRef())
             if (!e.isNone() && e.toTensor().defined())
-              launch.inputs.push_back(BufferRef::of(e.toTensor()));
+              launch.inputs.push_back(BufferRef::of_pairs(e.toTensor()));
           break;
         case Slot::kScalar:
         case Slot::kRuntimeFloat:
@@ -498,19 +500,23 @@ class LoweredKernel final : public c10::OperatorKernel {
           outputs.emplace_back();
           continue;
         }
+        const bool complex = compiled->complex[k];
         const hlo::TensorType& type = compiled->output_types[k++];
-        const auto options =
-            at::TensorOptions().dtype(to_torch(type.dtype)).device(c10::kPrivateUse1, device);
+        // A complex64 result comes back as float32 pairs [..., 2].
+        const std::vector<int64_t> dims(type.dims.begin(), type.dims.end() - (complex ? 1 : 0));
+        const auto options = at::TensorOptions()
+                                 .dtype(complex ? at::kComplexFloat : to_torch(type.dtype))
+                                 .device(c10::kPrivateUse1, device);
         // Inside a graph capture results stay dense, so that the ops reading views of them stay
         // in the module; the graph's outputs take their traced layout after it
         // (vtrn.compile's _view_or_copy).
         const std::vector<int64_t> strides =
             graph_capture_active()
                 ? std::vector<int64_t>{}
-                : cpu_output_strides(*entry_, *stack, first, info_.num_args, type.dims);
-        outputs.push_back(strides.empty() ? at::empty(type.dims, options)
-                                          : at::empty_strided(type.dims, strides, options));
-        launch.outputs.push_back(BufferRef::of(outputs.back()));
+                : cpu_output_strides(*entry_, *stack, first, info_.num_args, dims);
+        outputs.push_back(strides.empty() ? at::empty(dims, options)
+                                          : at::empty_strided(dims, strides, options));
+        launch.outputs.push_back(BufferRef::of_pairs(outputs.back()));
         launch.outputs.back().fresh = true;
       }
     } else {
@@ -520,17 +526,19 @@ class LoweredKernel final : public c10::OperatorKernel {
       size_t k = 0;
       for (size_t j = 0; j < outputs.size(); ++j) {
         if (!compiled->written[j]) continue;
+        const bool complex = compiled->complex[k];
         const hlo::TensorType& type = compiled->output_types[k++];
+        const c10::IntArrayRef dims(type.dims.data(), type.dims.size() - (complex ? 1 : 0));
         at::Tensor& out = outputs[j];
         if (resizable[j] && is_factory(*entry_)) {
-          resize_factory_output(*entry_, out, type.dims);
+          resize_factory_output(*entry_, out, dims);
         } else if (resizable[j]) {
-          at::native::resize_output(out, type.dims);
+          at::native::resize_output(out, dims);
         } else {
-          TORCH_CHECK(out.sizes() == c10::IntArrayRef(type.dims), "output with shape ", out.sizes(),
-                      " doesn't match the broadcast shape ", c10::IntArrayRef(type.dims));
+          TORCH_CHECK(out.sizes() == dims, "output with shape ", out.sizes(),
+                      " doesn't match the broadcast shape ", dims);
         }
-        launch.outputs.push_back(BufferRef::of(out));
+        launch.outputs.push_back(BufferRef::of_pairs(out));
       }
     }
     bool any_output = false;

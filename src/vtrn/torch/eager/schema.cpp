@@ -14,6 +14,7 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lowering::OpLowerin
   SchemaInfo info;
   const auto& args = schema.arguments();
   info.num_args = args.size();
+  info.complex_pairs = entry.complex_pairs;
   auto contains = [](const std::vector<int>& v, int i) {
     return std::find(v.begin(), v.end(), i) != v.end();
   };

@@ -48,6 +48,7 @@ struct SchemaInfo {
   size_t num_returns = 0;
   std::vector<int> return_alias;  // per return: the argument it aliases, or -1
   bool returns_list = false;      // one Tensor[] return (functional foreach ops)
+  bool complex_pairs = false;     // complex64 tensors go to the lowering as float32 pairs
 };
 
 /// The slots of |schema|'s arguments and the aliasing of its returns, for lowering |entry|.

@@ -66,8 +66,11 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
       key.push_back(kAbsent);
       return true;
     }
-    const auto d = to_hlo(t.scalar_type());
+    const auto d = to_hlo(t.scalar_type(), info.complex_pairs);
     if (!d) return false;
+    // A complex view with a pending conjugation or negation, or a complex CPU scalar: the CPU
+    // fallback resolves those.
+    if (hlo::is_complex(*d) && (t.is_cpu() || t.is_conj() || t.is_neg())) return false;
     if (t.is_cpu()) {
       if (t.dim() != 0) return false;
       key.push_back(word(SignatureWord::kCpuScalarTensor) + static_cast<int64_t>(*d) * 2 +
@@ -224,8 +227,8 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
         const at::Tensor& t = v.toTensor();
         if (!t.is_privateuseone() || (device >= 0 && t.device().index() != device)) return false;
         device = t.device().index();  // a factory's out= tensor alone names the device
-        const auto d = to_hlo(t.scalar_type());
-        if (!d) return false;
+        const auto d = to_hlo(t.scalar_type(), info.complex_pairs);
+        if (!d || (hlo::is_complex(*d) && (t.is_conj() || t.is_neg()))) return false;
         key.push_back(word(SignatureWord::kOutTensor) + static_cast<int64_t>(*d));
         break;
       }

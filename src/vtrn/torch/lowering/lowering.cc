@@ -23,6 +23,15 @@ int int_bits(DType d) { return hlo::dtype_size(d) * 8; }
 std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
   if (!higher) return lower;
   if (!lower) return higher;
+  if (hlo::is_complex(*higher)) return higher;
+  if (hlo::is_complex(*lower)) {
+    // A float keeps its precision as the complex type of it (toComplexType); complex64 is the
+    // one complex type lowered.
+    if (!hlo::is_float(*higher)) return lower;
+    if (*higher != DType::kF32)
+      throw Unsupported("the complex type of " + torch_dtype_name(*higher) + " is not lowered");
+    return DType::kC64;
+  }
   if (category(*higher) >= 2) return higher;
   if (hlo::is_pred(*higher) || category(*lower) >= 2) return promote_types(*higher, *lower);
   return higher;
@@ -104,9 +113,15 @@ std::string torch_dtype_name(DType d) {
   return "?";
 }
 
+bool can_cast(DType from, DType to) { return category(from) <= category(to); }
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  if (hlo::is_complex(a) || hlo::is_complex(b)) throw Unsupported("complex promotion");
+  if (hlo::is_complex(a) || hlo::is_complex(b)) {
+    // complex64 with any type but float64 (which gives complex128, not lowered).
+    if (a == DType::kF64 || b == DType::kF64) throw Unsupported("complex128 is not lowered");
+    return DType::kC64;
+  }
   if (hlo::is_pred(a)) return b;
   if (hlo::is_pred(b)) return a;
   const bool fa = hlo::is_float(a), fb = hlo::is_float(b);
@@ -176,7 +191,15 @@ Lowerer::Lowerer(const OpCall& c, const OpLowering& e)
     const ArgSpec& a = call.args[i];
     if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList ||
         a.kind == ArgKind::kScalar || a.kind == ArgKind::kScalarList) {
-      for (const TensorType& t : a.types) values_[i].push_back(b.param(t));
+      for (const TensorType& t : a.types) {
+        if (!hlo::is_complex(t.dtype)) {
+          values_[i].push_back(b.param(t));
+          continue;
+        }
+        std::vector<std::int64_t> pairs = t.dims;
+        pairs.push_back(2);
+        values_[i].push_back(b.param(TensorType(DType::kF32, std::move(pairs))));
+      }
     }
   }
 }
@@ -366,6 +389,32 @@ void Lowerer::require_claimed(DType d) const {
     throw Unsupported(entry.name + " is not lowered for " + torch_dtype_name(d));
 }
 
+bool Lowerer::is_complex(int i) const {
+  const ArgSpec& a = arg(i);
+  return a.kind == ArgKind::kTensor && hlo::is_complex(a.types.at(0).dtype);
+}
+
+Value Lowerer::complex_result(Value re, Value im) {
+  if (shape(re) != shape(im) || dtype(re) != DType::kF32 || dtype(im) != DType::kF32)
+    throw hlo::Error(entry.name + ": the parts of a complex64 result differ in type");
+  std::vector<std::int64_t> pair = shape(re);
+  pair.push_back(1);
+  return as_complex_result(b.concatenate({b.reshape(re, pair), b.reshape(im, pair)}, rank(re)));
+}
+
+Value Lowerer::as_complex_result(Value pairs) {
+  if (dtype(pairs) != DType::kF32 || rank(pairs) == 0 || shape(pairs).back() != 2)
+    throw hlo::Error(entry.name + ": a complex64 result must be float32 pairs [..., 2], not " +
+                     b.type(pairs).str());
+  complex_results_.push_back(pairs.id);
+  return pairs;
+}
+
+bool Lowerer::is_complex_result(Value v) const {
+  return std::find(complex_results_.begin(), complex_results_.end(), v.id) !=
+         complex_results_.end();
+}
+
 //===----------------------------------------------------------------------===//
 // Registry
 //===----------------------------------------------------------------------===//
@@ -388,6 +437,7 @@ const std::vector<OpLowering>& registry() {
     add_integer_lowerings(r);
     add_scan_lowerings(r);
     add_index_lowerings(r);
+    add_complex_lowerings(r);
     add_foreach_lowerings(r);
     add_nki_lowerings(r);
     return r;
@@ -413,7 +463,18 @@ LoweredCall lower_call(const OpLowering& entry, const OpCall& call) {
     lowered.written.push_back(results[k].id != kUnchanged.id);
   for (std::size_t k = 0; k < results.size() && k < call.out_dtypes.size(); ++k) {
     if (!lowered.written[k]) continue;
-    const DType have = L.dtype(results[k]), want = call.out_dtypes[k];
+    const DType want = call.out_dtypes[k];
+    const bool complex = L.is_complex_result(results[k]);
+    // A complex result goes to a complex64 output only; a real result into a complex output
+    // (real-to-complex casts) is left to the CPU.
+    if (complex != hlo::is_complex(want)) {
+      if (complex)
+        throw Unsupported(entry.name + ": result type complex64 can't be cast to the desired " +
+                          "output type " + torch_dtype_name(want));
+      throw Unsupported(entry.name + ": a real result for a complex64 output");
+    }
+    if (complex) continue;
+    const DType have = L.dtype(results[k]);
     if (have == want) continue;
     if (!call.in_place)
       throw Unsupported(entry.name + ": out= of dtype " + torch_dtype_name(want) +
@@ -425,6 +486,7 @@ LoweredCall lower_call(const OpLowering& entry, const OpCall& call) {
     results[k] = L.convert(results[k], want);
   }
   std::erase_if(results, [](Value v) { return v.id == kUnchanged.id; });
+  for (Value v : results) lowered.complex.push_back(L.is_complex_result(v));
   lowered.module = L.b.finish(results);
   return lowered;
 }

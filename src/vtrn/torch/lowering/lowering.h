@@ -94,6 +94,11 @@ struct OpLowering {
   /// them to the CPU fallback. native_batch_norm_backward gets empty saved statistics in
   /// evaluation.
   bool zero_size = false;
+  /// complex64 tensors reach the lowering as their view_as_real: a float32 parameter of their
+  /// shape plus a trailing dim of 2 (real, imaginary), while the call's ArgSpec and out_dtypes
+  /// say complex64. The lowering returns complex results as such pairs, marked with
+  /// Lowerer::complex_result. Without it a call with a complex tensor falls back.
+  bool complex_pairs = false;
 };
 
 /// All entries, built on first use.
@@ -110,6 +115,8 @@ inline constexpr Value kUnchanged{-2};
 struct LoweredCall {
   hlo::Module module;         ///< returns the written outputs, in order
   std::vector<bool> written;  ///< per output of the call: false where the lowering said kUnchanged
+  /// Per result of the module: a complex64 value as float32 pairs (OpLowering::complex_pairs).
+  std::vector<bool> complex;
 };
 
 /// Builds the one-op module for |call| with |entry|. Its parameters are one per tensor, tensor
@@ -124,6 +131,9 @@ struct PromotionInput {
   enum Kind { kDimTensor, kZeroDimTensor, kWrappedScalar } kind;
 };
 DType result_type(const std::vector<PromotionInput>& inputs, DType default_float = DType::kF32);
+/// c10::canCast: whether PyTorch writes a |from| result into a |to| output (no complex to real,
+/// float to integer, or non-bool to bool).
+bool can_cast(DType from, DType to);
 /// PyTorch's promoteTypes table.
 DType promote_types(DType a, DType b);
 /// The dtype PyTorch computes |dtype| in: float32 for float16/bfloat16, the dtype otherwise.
@@ -200,8 +210,18 @@ class Lowerer {
   /// Throws Unsupported when |dtype| is not among the entry's dtypes.
   void require_claimed(DType dtype) const;
 
+  // complex64 as float32 pairs (OpLowering::complex_pairs).
+  /// Whether tensor argument |i| is complex64 (its value is then float32 [..., 2]).
+  bool is_complex(int i) const;
+  /// The complex64 result whose real and imaginary parts are |re| and |im| (one shape).
+  Value complex_result(Value re, Value im);
+  /// |pairs| (float32 [..., 2]) as a complex64 result.
+  Value as_complex_result(Value pairs);
+  bool is_complex_result(Value v) const;
+
  private:
   std::vector<std::vector<Value>> values_;  // per argument: its parameters
+  std::vector<int> complex_results_;        // value ids made by complex_result
 };
 
 // Registration of each family (lowerings_*.cc).
@@ -221,6 +241,8 @@ void add_factory_lowerings(std::vector<OpLowering>& r);
 void add_integer_lowerings(std::vector<OpLowering>& r);
 void add_scan_lowerings(std::vector<OpLowering>& r);
 void add_index_lowerings(std::vector<OpLowering>& r);
+/// After the elementwise entries: makes add, sub and mul take complex64, and adds polar.
+void add_complex_lowerings(std::vector<OpLowering>& r);
 /// After the others: foreach entries reuse the per-tensor entries.
 void add_foreach_lowerings(std::vector<OpLowering>& r);
 

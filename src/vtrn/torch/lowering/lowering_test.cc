@@ -433,3 +433,54 @@ TEST(LoweringTest, AminAndAmaxStartFromEachIntegerTypesLimits) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+TEST(PromotionTest, Complex64AsTorchResultTypeGivesIt) {
+  using P = PromotionInput;
+  // complex64 with any type but float64 stays complex64 (torch.promote_types).
+  EXPECT_EQ(promote_types(DType::kC64, DType::kBF16), DType::kC64);
+  EXPECT_EQ(promote_types(DType::kI64, DType::kC64), DType::kC64);
+  EXPECT_THROW(promote_types(DType::kC64, DType::kF64), Unsupported);  // complex128
+  // A 0-d complex64 tensor makes a float32 tensor complex64 (toComplexType), and a bfloat16
+  // one has no complex type in PyTorch: the CPU refuses it.
+  EXPECT_EQ(result_type({{DType::kF32, P::kDimTensor}, {DType::kC64, P::kZeroDimTensor}}),
+            DType::kC64);
+  EXPECT_EQ(result_type({{DType::kI32, P::kDimTensor}, {DType::kC64, P::kZeroDimTensor}}),
+            DType::kC64);
+  EXPECT_THROW(result_type({{DType::kBF16, P::kDimTensor}, {DType::kC64, P::kZeroDimTensor}}),
+               Unsupported);
+  // A complex64 tensor with a Python float stays complex64.
+  EXPECT_EQ(result_type({{DType::kC64, P::kDimTensor}, {DType::kF64, P::kWrappedScalar}}),
+            DType::kC64);
+}
+
+TEST(LoweringTest, Complex64MulAndAddOnPairsByHand) {
+  // (1 + 2i)(3 - 1i) = 5 + 5i; (-2 + 0.5i) * 4 = -8 + 2i (a real other is (4, 0)).
+  OpCall call;
+  call.args = {tensor_arg(DType::kC64, {2}), tensor_arg(DType::kC64, {2})};
+  auto out =
+      run("mul.Tensor", call,
+          {host(DType::kF32, {2, 2}, {1, 2, -2, 0.5}), host(DType::kF32, {2, 2}, {3, -1, 4, 0})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].type, TensorType(DType::kF32, {2, 2}));
+  const double want[] = {5, 5, -8, 2};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].get(i), want[i]);
+  EXPECT_EQ(lower_call(*find_lowering("mul.Tensor"), call).complex, std::vector<bool>{true});
+  // sub with alpha 2 and a real float32 other: (1 + 2i) - 2 * 3 = -5 + 2i.
+  call.args = {tensor_arg(DType::kC64, {1}), tensor_arg(DType::kF32, {1}), scalar_arg(DType::kI64)};
+  out = run(
+      "sub.Tensor", call,
+      {host(DType::kF32, {1, 2}, {1, 2}), host(DType::kF32, {1}, {3}), host(DType::kI64, {}, {2})});
+  EXPECT_EQ(out[0].get(0), -5);
+  EXPECT_EQ(out[0].get(1), 2);
+  // A complex result in place into a float32 tensor is PyTorch's error, left to the CPU.
+  call.args = {tensor_arg(DType::kF32, {2}), tensor_arg(DType::kC64, {2})};
+  call.out_dtypes = {DType::kF32};
+  call.in_place = true;
+  EXPECT_THROW(lower_call(*find_lowering("mul_.Tensor"), call), Unsupported);
+}
+
+}  // namespace
+}  // namespace vtrn::lowering

@@ -33,13 +33,19 @@ LowerFn triangle(bool lower) {
 
 void add_data_lowerings(std::vector<OpLowering>& r) {
   // cat(tensors, dim): promoted to one dtype; 1-d empty tensors are skipped, as PyTorch does
-  // (when all are, the result is 1-d and empty).
+  // (when all are, the result is 1-d and empty). An out= tensor of another dtype the result
+  // can be cast to takes the inputs converted to its dtype, as the CPU's cat (FSDP2 gathers
+  // bfloat16 gradients into a float32 reduce-scatter buffer so).
   OpLowering cat = entry(all_types(), [](Lowerer& L) -> std::vector<Value> {
     const auto& xs = L.tensors(0);
     if (xs.empty()) throw Unsupported("cat of no tensors");
     std::vector<PromotionInput> p;
     for (Value v : xs) p.push_back({L.dtype(v), PromotionInput::kDimTensor});
-    const DType common = L.out_dtype(0, result_type(p));
+    DType common = result_type(p);
+    const std::optional<DType> out = L.given_out_dtype(0);
+    if (out && !can_cast(common, *out))
+      throw Unsupported("cat: input types can't be cast to the desired output type");
+    common = out ? *out : L.out_dtype(0, common);
     L.require_claimed(common);
     std::vector<Value> parts;
     int rank = -1;

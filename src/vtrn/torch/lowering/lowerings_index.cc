@@ -51,9 +51,36 @@ void check_index(Lowerer& L, Value self, Value index) {
     throw Unsupported(L.entry.name + ": index and self must have the same number of dimensions");
 }
 
-/// gather(self, dim, index, *, sparse_grad).
+/// gather of |self| (rank >= 1) along |dim| (wrapped) at |index|.
+Value gather_along(Lowerer& L, Value self, Value index, std::int64_t dim) {
+  const DType d = L.dtype(self);
+  const Shape is = L.shape(index), ss = L.shape(self);
+  for (std::size_t k = 0; k < is.size(); ++k)
+    if (static_cast<std::int64_t>(k) != dim && is[k] > ss[k])
+      throw Unsupported("gather: index is larger than self outside the gather dimension");
+  if (TensorType(d, is).num_elements() == 0) return L.b.broadcast_to(L.constant(0, d), is);
+  if (ss[static_cast<std::size_t>(dim)] == 0) throw Unsupported("gather from an empty dimension");
+  const int r = L.rank(self);
+  hlo::GatherDims g;
+  g.collapsed_slice_dims = range(r);
+  g.start_index_map = range(r);
+  g.index_vector_dim = r;
+  return L.b.gather(self, full_indices(L, index, dim), g, Shape(static_cast<std::size_t>(r), 1));
+}
+
+/// gather(self, dim, index, *, sparse_grad). A complex64 self (float32 pairs [..., 2]) gathers
+/// both parts at the same index: the index gains the pair dim.
 std::vector<Value> gather(Lowerer& L) {
   Value self = L.tensor(0), index = L.tensor(2);
+  if (L.is_complex(0)) {
+    const int r = L.rank(self) - 1;
+    if (r == 0 || L.rank(index) != r) throw Unsupported("gather of a complex64 scalar");
+    if (!hlo::is_integer(L.dtype(index))) throw Unsupported("gather: index must be integer");
+    Shape is = L.shape(index);
+    is.push_back(2);
+    Value pair_index = L.b.broadcast_in_dim(index, is, range(r));
+    return {L.as_complex_result(gather_along(L, self, pair_index, L.wrap_dim(L.integer(1), r)))};
+  }
   const DType d = L.dtype(self);
   L.require_claimed(d);
   check_index(L, self, index);
@@ -61,21 +88,7 @@ std::vector<Value> gather(Lowerer& L) {
     return {L.convert(L.b.reshape(self, L.shape(index)), L.out_dtype(0, d))};
   }
   const std::int64_t dim = L.wrap_dim(L.integer(1), L.rank(self));
-  const Shape is = L.shape(index), ss = L.shape(self);
-  for (std::size_t k = 0; k < is.size(); ++k)
-    if (static_cast<std::int64_t>(k) != dim && is[k] > ss[k])
-      throw Unsupported("gather: index is larger than self outside the gather dimension");
-  if (TensorType(d, is).num_elements() == 0)
-    return {L.convert(L.b.broadcast_to(L.constant(0, d), is), L.out_dtype(0, d))};
-  if (ss[static_cast<std::size_t>(dim)] == 0) throw Unsupported("gather from an empty dimension");
-  const int r = L.rank(self);
-  hlo::GatherDims g;
-  g.collapsed_slice_dims = range(r);
-  g.start_index_map = range(r);
-  g.index_vector_dim = r;
-  Value out =
-      L.b.gather(self, full_indices(L, index, dim), g, Shape(static_cast<std::size_t>(r), 1));
-  return {L.convert(out, L.out_dtype(0, d))};
+  return {L.convert(gather_along(L, self, index, dim), L.out_dtype(0, d))};
 }
 
 /// scatter(self, dim, index, src | value) and scatter_add(self, dim, index, src).
@@ -342,7 +355,10 @@ std::vector<Value> histc(Lowerer& L) {
 
 void add_index_lowerings(std::vector<OpLowering>& r) {
   const auto any = all_types();
-  add(r, {"gather", "gather.out"}, zero_size_ok(entry(any, gather)));
+  OpLowering g = zero_size_ok(entry(any, gather));
+  g.complex_pairs = true;
+  g.dtypes.push_back(DType::kC64);
+  add(r, {"gather", "gather.out"}, g);
   add(r, {"scatter.src", "scatter_.src", "scatter.src_out"},
       zero_size_ok(entry(any, scatter(ScatterKind::kReplace, false))));
   add(r, {"scatter.value", "scatter_.value", "scatter.value_out"},
