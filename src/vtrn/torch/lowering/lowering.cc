@@ -388,6 +388,7 @@ const std::vector<OpLowering>& registry() {
     add_integer_lowerings(r);
     add_scan_lowerings(r);
     add_index_lowerings(r);
+    add_mask_lowerings(r);
     add_foreach_lowerings(r);
     add_nki_lowerings(r);
     return r;

@@ -221,6 +221,7 @@ void add_factory_lowerings(std::vector<OpLowering>& r);
 void add_integer_lowerings(std::vector<OpLowering>& r);
 void add_scan_lowerings(std::vector<OpLowering>& r);
 void add_index_lowerings(std::vector<OpLowering>& r);
+void add_mask_lowerings(std::vector<OpLowering>& r);
 /// After the others: foreach entries reuse the per-tensor entries.
 void add_foreach_lowerings(std::vector<OpLowering>& r);
 
