@@ -60,12 +60,12 @@ at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) 
               "masked_select: expected BoolTensor for mask");
   auto [s, m] = at::expand_outplace(self, mask);
   const at::Tensor flat_mask = m->reshape({-1});
-  const at::Tensor positions =
-      at::nonzero_static(flat_mask, count_true(flat_mask), -1).view({-1});
+  const at::Tensor positions = at::nonzero_static(flat_mask, count_true(flat_mask), -1).view({-1});
   return at::index(s->reshape({-1}), c10::List<std::optional<at::Tensor>>({positions}));
 }
 
-at::Tensor& masked_select_out_kernel(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+at::Tensor& masked_select_out_kernel(const at::Tensor& self, const at::Tensor& mask,
+                                     at::Tensor& out) {
   VTRN_RECORD_OP("masked_select.out");
   TORCH_CHECK(out.scalar_type() == self.scalar_type(),
               "masked_select(): self and result must have the same scalar type");
@@ -84,23 +84,27 @@ at::Tensor bincount_on_cpu(const at::Tensor& self, const std::optional<at::Tenso
 }
 
 at::Tensor bincount_kernel(const at::Tensor& self, const std::optional<at::Tensor>& weights,
-                    int64_t minlength) {
+                           int64_t minlength) {
   const bool weighted = weights.has_value() && weights->defined();
-  // Integer inputs with no weights or float32 ones; the CPU computes every other weight dtype
-  // in float64 and raises the errors of other inputs.
+  // Integer inputs, with real weights or none; the CPU raises the errors of other calls.
   if (!at::isIntegralType(self.scalar_type(), /*includeBool=*/false) || self.dim() != 1 ||
-      minlength < 0 || (weighted && (weights->scalar_type() != at::kFloat || weights->dim() != 1 ||
-                                     weights->size(0) != self.size(0) ||
-                                     weights->device() != self.device())))
+      minlength < 0 ||
+      (weighted && (weights->is_complex() || weights->dim() != 1 ||
+                    weights->size(0) != self.size(0) || weights->device() != self.device())))
     return bincount_on_cpu(self, weights, minlength);
   VTRN_RECORD_OP("bincount");
+  // The CPU sums float32 weights in float32 and any other weights in float64, which the
+  // device computes in float32 (its float64 policy).
+  const bool float_weights = weighted && weights->scalar_type() == at::kFloat;
   const auto options = self.options().dtype(weighted ? at::kFloat : at::kLong);
-  if (self.numel() == 0) return at::zeros({minlength}, options);
+  const auto result_dtype = !weighted ? at::kLong : float_weights ? at::kFloat : at::kDouble;
+  if (self.numel() == 0) return at::zeros({minlength}, options.dtype(result_dtype));
   const int64_t low = self.min().item<int64_t>();
   TORCH_CHECK(low >= 0, "bincount only supports 1-d non-negative integral inputs.");
   const int64_t size = std::max(self.max().item<int64_t>() + 1, minlength);
   at::Tensor out = at::zeros({size}, options);
-  return out.index_add_(0, self, weighted ? *weights : at::ones({self.size(0)}, options));
+  out.index_add_(0, self, weighted ? weights->to(at::kFloat) : at::ones({self.size(0)}, options));
+  return float_weights || !weighted ? out : out.to(at::kDouble);
 }
 
 at::Tensor tri_indices(bool lower, int64_t row, int64_t col, int64_t offset,
@@ -113,15 +117,17 @@ at::Tensor tri_indices(bool lower, int64_t row, int64_t col, int64_t offset,
 }
 
 at::Tensor tril_indices_kernel(int64_t row, int64_t col, int64_t offset,
-                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
-                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+                               std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin_memory) {
   VTRN_RECORD_OP("tril_indices");
   return tri_indices(true, row, col, offset, dtype, layout, device, pin_memory);
 }
 
 at::Tensor triu_indices_kernel(int64_t row, int64_t col, int64_t offset,
-                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
-                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+                               std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin_memory) {
   VTRN_RECORD_OP("triu_indices");
   return tri_indices(false, row, col, offset, dtype, layout, device, pin_memory);
 }

@@ -56,8 +56,9 @@ std::vector<Value> nonzero_static(Lowerer& L) {
   Value out = L.b.broadcast_to(L.constant(fill, DType::kI64), {size, r});
   if (r == 0 || n == 0 || size == 0) return {L.convert(out, L.out_dtype(0, DType::kI64))};
   auto [m, pos] = numbered(L, x);
-  Value keep = L.b.binary(OpKind::kAnd, m,
-                          L.b.compare(Comparison::kLT, pos, L.full_like(pos, static_cast<double>(size))));
+  Value keep =
+      L.b.binary(OpKind::kAnd, m,
+                 L.b.compare(Comparison::kLT, pos, L.full_like(pos, static_cast<double>(size))));
   pos = L.b.select(keep, pos, L.full_like(pos, static_cast<double>(size)));  // dropped
   std::vector<Value> coords;
   for (std::int64_t k = 0; k < r; ++k)
@@ -172,11 +173,20 @@ std::vector<Value> scatter_reduce(Lowerer& L) {
   if (L.dtype(src) != d) throw Unsupported("scatter_reduce: src of another dtype");
   if (!hlo::is_integer(L.dtype(index)) || L.dtype(index) != DType::kI64)
     throw Unsupported("scatter_reduce: index must be int64");
-  const Shape ss = L.shape(self), is = L.shape(index), srcs = L.shape(src);
+  Shape ss = L.shape(self), is = L.shape(index), srcs = L.shape(src);
   if (numel(is) == 0) return {L.convert(self, L.out_dtype(0, d))};
-  if (ss.empty() || is.size() != ss.size() || srcs.size() != ss.size())
+  std::int64_t dim = L.wrap_dim(L.integer(1), std::max(L.rank(self), 1));
+  const bool scalar = ss.empty();
+  if (scalar) {  // a 0-d self takes a 0-d or one-element index and src: one position
+    if (numel(is) != 1 || numel(srcs) < 1) throw Unsupported("scatter_reduce into a 0-d tensor");
+    self = L.b.reshape(self, {1});
+    index = L.b.reshape(index, {1});
+    src = L.b.slice(L.b.reshape(src, {numel(srcs)}), {0}, {1});
+    ss = is = srcs = {1};
+    dim = 0;
+  }
+  if (is.size() != ss.size() || srcs.size() != ss.size())
     throw Unsupported("scatter_reduce: ranks differ");
-  const std::int64_t dim = L.wrap_dim(L.integer(1), L.rank(self));
   for (std::size_t k = 0; k < is.size(); ++k) {
     if (is[k] > srcs[k]) throw Unsupported("scatter_reduce: index is larger than src");
     if (static_cast<std::int64_t>(k) != dim && is[k] > ss[k])
@@ -209,13 +219,15 @@ std::vector<Value> scatter_reduce(Lowerer& L) {
                        L.b.sub(q, L.full_like(q, 1.0)), q);
     }
   }
+  if (scalar) out = L.b.reshape(out, {});
   return {L.convert(out, L.out_dtype(0, d))};
 }
 
 }  // namespace
 
 void add_mask_lowerings(std::vector<OpLowering>& r) {
-  add(r, {"nonzero_static", "nonzero_static.out"}, zero_size_ok(entry(all_types(), nonzero_static)));
+  add(r, {"nonzero_static", "nonzero_static.out"},
+      zero_size_ok(entry(all_types(), nonzero_static)));
   add(r, {"count_nonzero.dim_IntList", "count_nonzero.dim_IntList_out"},
       zero_size_ok(entry(all_types(), count_nonzero)));
   add(r, {"masked_scatter_"}, zero_size_ok(entry(all_types(), masked_scatter)));
