@@ -96,6 +96,8 @@ EXTRA_OPINFOS = {
     "_to_copy": [],
     "index": ["__getitem__"],
     "_index_put_impl_": ["index_put"],
+    "nonzero": ["nonzero", "argwhere"],
+    "masked_scatter_": ["masked_scatter"],
     "max_pool2d_with_indices": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
     "max_pool2d_with_indices_backward": ["nn.functional.max_pool1d", "nn.functional.max_pool2d"],
     "max_pool3d_with_indices": ["nn.functional.max_pool3d"],

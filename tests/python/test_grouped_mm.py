@@ -82,3 +82,65 @@ def test_bad_offsets_raise_the_cpus_error():
     with pytest.raises(RuntimeError) as dev:
         torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron"))
     assert str(dev.value) == str(cpu.value)
+
+
+@pytest.mark.parametrize(
+    "a_shape,a_view,b_shape,b_view",
+    [
+        ((6, 5), lambda t: t, (2, 5, 4), lambda t: t),  # A's row stride is 20 bytes
+        ((6, 12), lambda t: t[:, :8], (2, 8, 4), lambda t: t),  # 48 bytes: allowed
+        ((1, 8), lambda t: t.expand(6, 8), (2, 8, 4), lambda t: t),  # stride 0
+        ((6, 16), lambda t: t[:, ::2], (2, 8, 4), lambda t: t),  # neither row- nor column-major
+        ((6, 8), lambda t: t, (2, 4, 5), lambda t: t.transpose(1, 2)[:, :4]),  # B's 20 bytes
+        ((6, 8), lambda t: t, (2, 4, 8), lambda t: t.transpose(1, 2)),  # column-major: allowed
+    ],
+)
+def test_strides_the_cpu_refuses_raise_its_error(a_shape, a_view, b_shape, b_view):
+    gen = torch.Generator().manual_seed(5)
+    a, b = torch.randn(a_shape, generator=gen), torch.randn(b_shape, generator=gen)
+    offs = torch.tensor([3, 6], dtype=torch.int32)
+    args_dev = (a_view(a.to("neuron")), b_view(b.to("neuron")), offs.to("neuron"))
+    try:
+        want = torch._grouped_mm(a_view(a), b_view(b), offs)
+    except RuntimeError as cpu:
+        with pytest.raises(RuntimeError) as dev:
+            torch._grouped_mm(*args_dev)
+        assert str(dev.value) == str(cpu)
+    else:
+        torch.testing.assert_close(torch._grouped_mm(*args_dev).cpu(), want)
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape,offs,message",
+    [
+        ((100, 8), (2, 8, 8), [64, 100], "t must be divisible by 64"),
+        ((128, 8), (2, 8, 8), [64, 96], "offs must be divisible by 64"),
+        ((128, 8), (2, 8, 8), [128, 64], "offs must be sorted"),
+        ((128, 8), (2, 8, 8), [64, 192], "offs must be between 0 and 128"),
+        ((8, 96), (96, 8), [32, 96], "t must be divisible by 64"),
+    ],
+)
+def test_gmm_align_applies_torchneurons_rule(monkeypatch, a_shape, b_shape, offs, message):
+    monkeypatch.setenv("TORCH_NEURONX_ATEN_GMM_ALIGN", "64")
+    a, b = torch.randn(a_shape).to("neuron"), torch.randn(b_shape).to("neuron")
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        torch._grouped_mm(a, b, torch.tensor(offs, dtype=torch.int32).to("neuron"))
+
+
+def test_gmm_align_passes_aligned_groups_and_is_off_when_unset(monkeypatch):
+    a, b = torch.randn(128, 8), torch.randn(2, 8, 8)
+    offs = torch.tensor([64, 128], dtype=torch.int32)
+    want = torch._grouped_mm(a, b, offs)
+    monkeypatch.setenv("TORCH_NEURONX_ATEN_GMM_ALIGN", "64")
+    got = torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron"))
+    torch.testing.assert_close(got.cpu(), want)
+    monkeypatch.setenv("TORCH_NEURONX_ATEN_GMM_ALIGN", "128")
+    with pytest.raises(ValueError, match="^offs must be divisible by 128$"):
+        torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron"))
+    monkeypatch.delenv("TORCH_NEURONX_ATEN_GMM_ALIGN")
+    odd = torch.tensor([3, 128], dtype=torch.int32)
+    got = torch._grouped_mm(a.to("neuron"), b.to("neuron"), odd.to("neuron"))
+    torch.testing.assert_close(got.cpu(), torch._grouped_mm(a, b, odd))
+    monkeypatch.setenv("TORCH_NEURONX_ATEN_GMM_ALIGN", "zero")
+    with pytest.raises(ValueError, match="TORCH_NEURONX_ATEN_GMM_ALIGN must be a positive"):
+        torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron"))

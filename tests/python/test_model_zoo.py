@@ -221,3 +221,34 @@ def test_model_trains_like_cpu_without_fallbacks(name, autocast, clean_tracking)
         torch.testing.assert_close(got[:compared], want[:compared], **AUTOCAST_TOL)
     else:
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "t5"])
+def test_greedy_generate_gives_the_cpus_tokens_without_fallbacks(name, clean_tracking):
+    """generate() (greedy, 20 new tokens) on a left-padded batch of two prompts: the padding
+    mask reaches attention as a mask tensor (HF's sdpa attention)."""
+    torch.manual_seed(0)
+    cpu_model, _ = MODELS[name]()
+    torch.manual_seed(0)
+    model, _ = MODELS[name]()
+    model.load_state_dict(cpu_model.state_dict())
+    cpu_model.eval()
+    model.eval().to("neuron")
+    ids = _text_batch(seed=3, seq=6)["input_ids"]
+    attention_mask = torch.ones_like(ids)
+    if not model.config.is_encoder_decoder:
+        ids[1, :2] = 0  # left padding, as decoder-only generation pads
+        attention_mask[1, :2] = 0
+    else:
+        ids[1, -2:] = 0
+        attention_mask[1, -2:] = 0
+    kwargs = {"max_new_tokens": 20, "do_sample": False, "pad_token_id": 0}
+    vtrn.clear_op_tracking()
+    with torch.no_grad():
+        got = model.generate(
+            input_ids=ids.to("neuron"), attention_mask=attention_mask.to("neuron"), **kwargs
+        )
+        fallbacks = vtrn.get_fallback_ops()
+        want = cpu_model.generate(input_ids=ids, attention_mask=attention_mask, **kwargs)
+    assert fallbacks == []
+    assert torch.equal(got.cpu(), want)

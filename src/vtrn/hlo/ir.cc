@@ -338,6 +338,9 @@ ReduceKind match_reduce_region(const Block& r) {
 
 std::shared_ptr<Block> make_scatter_region(ScatterKind kind, DType dtype) {
   if (kind == ScatterKind::kAdd) return binary_region(OpKind::kAdd, dtype);
+  if (kind == ScatterKind::kMul) return binary_region(OpKind::kMultiply, dtype);
+  if (kind == ScatterKind::kMax) return binary_region(OpKind::kMaximum, dtype);
+  if (kind == ScatterKind::kMin) return binary_region(OpKind::kMinimum, dtype);
   if (kind == ScatterKind::kReplace) {
     auto b = std::make_shared<Block>();
     TensorType s(dtype, {});
@@ -351,8 +354,18 @@ std::shared_ptr<Block> make_scatter_region(ScatterKind kind, DType dtype) {
 ScatterKind match_scatter_region(const Block& r) {
   if (r.args.size() != 2 || r.results.size() != 1) return ScatterKind::kOther;
   if (r.ops.empty() && r.results[0] == r.args[1]) return ScatterKind::kReplace;
-  if (match_reduce_region(r) == ReduceKind::kAdd) return ScatterKind::kAdd;
-  return ScatterKind::kOther;
+  switch (match_reduce_region(r)) {
+    case ReduceKind::kAdd:
+      return ScatterKind::kAdd;
+    case ReduceKind::kMul:
+      return ScatterKind::kMul;
+    case ReduceKind::kMax:
+      return ScatterKind::kMax;
+    case ReduceKind::kMin:
+      return ScatterKind::kMin;
+    default:
+      return ScatterKind::kOther;
+  }
 }
 
 std::shared_ptr<Block> make_sort_region(const std::vector<DType>& dtypes, int key,

@@ -272,7 +272,9 @@ std::shared_ptr<Block> make_reduce_region(ReduceKind kind, DType dtype);
 ReduceKind match_reduce_region(const Block& region);
 
 /// Scatter update rule: replace (return the update) or add.
-enum class ScatterKind : std::uint8_t { kReplace, kAdd, kOther };
+/// How a scatter combines an update with the operand element: overwrite it, or apply add,
+/// multiply, maximum or minimum (NaN propagating, as stablehlo.maximum/minimum do).
+enum class ScatterKind : std::uint8_t { kReplace, kAdd, kMul, kMax, kMin, kOther };
 std::shared_ptr<Block> make_scatter_region(ScatterKind kind, DType dtype);
 ScatterKind match_scatter_region(const Block& region);
 

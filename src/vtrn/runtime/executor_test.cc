@@ -147,6 +147,39 @@ TEST(ExecutorTest, GatherScatterSort) {
   }
 }
 
+TEST(ExecutorTest, ScatterMultipliesAndTakesExtremes) {
+  // Three updates into element 1 and one into element 3, out of range (9) dropped; NaN
+  // propagates through maximum and minimum; int64 extremes compare exactly.
+  for (DType d : {DType::kF32, DType::kBF16, DType::kI64}) {
+    Builder b;
+    TensorType t(d, {4});
+    TensorType it(DType::kI64, {5, 1});
+    Value x = b.param(t), idx = b.param(it), upd = b.param(TensorType(d, {5}));
+    const hlo::ScatterDims dims{{}, {0}, {0}, 1};
+    hlo::Module m = b.finish({b.scatter(x, idx, upd, dims, hlo::ScatterKind::kMul),
+                              b.scatter(x, idx, upd, dims, hlo::ScatterKind::kMax),
+                              b.scatter(x, idx, upd, dims, hlo::ScatterKind::kMin)});
+    const bool f = hlo::is_float(d);
+    const double nan = std::nan("");
+    const std::vector<double> xs = {1, 2, 3, 4}, is = {1, 1, 3, 9, 1};
+    const std::vector<double> us = {3, -5, f ? nan : 7, 100, 0.5 * f + 2 * !f};
+    auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(it, is),
+                       HostTensor::from_doubles(TensorType(d, {5}), us)});
+    const double u4 = us[4];
+    const std::vector<double> mul = {1, 2 * 3 * -5 * u4, 3, f ? nan : 28};
+    const std::vector<double> max = {1, 3, 3, f ? nan : 7}, min = {1, -5, 3, f ? nan : 4};
+    for (int i = 0; i < 4; ++i) {
+      for (auto [k, want] : {std::pair{0, mul[i]}, {1, max[i]}, {2, min[i]}}) {
+        const double got = out[static_cast<std::size_t>(k)].get(i);
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got)) << k << " " << i;
+        else
+          EXPECT_EQ(got, want) << k << " " << i;
+      }
+    }
+  }
+}
+
 TEST(ExecutorTest, RngBitGeneratorIsDeterministicAndAdvances) {
   Builder b;
   TensorType st(DType::kU64, {2});

@@ -203,6 +203,40 @@ bool scatter_add_rows(const hlo::Block& b, const hlo::Op& op, const std::uint8_t
   return true;
 }
 
+// *p = kind(*p, *q) for a multiplying, maximum or minimum scatter, rounded to |d| once (the
+// product of two floats of |d| is exact in double). Integers wrap; maximum and minimum
+// propagate NaN, and over pred they are or and and.
+void combine_element(hlo::ScatterKind kind, DType d, std::uint8_t* p, const std::uint8_t* q) {
+  if (hlo::is_float(d)) {
+    const double a = hlo::load_double(d, p), c = hlo::load_double(d, q);
+    double r;
+    if (kind == hlo::ScatterKind::kMul)
+      r = a * c;
+    else if (std::isnan(a) || std::isnan(c))
+      r = std::isnan(a) ? a : c;
+    else
+      r = kind == hlo::ScatterKind::kMax ? std::max(a, c) : std::min(a, c);
+    hlo::store_double(d, r, p);
+    return;
+  }
+  if (d == DType::kPred) {
+    *p = static_cast<std::uint8_t>(kind == hlo::ScatterKind::kMax ? (*p | *q) : (*p & *q));
+    return;
+  }
+  const std::int64_t a = read_index(d, p, 0), c = read_index(d, q, 0);
+  std::int64_t r;
+  if (kind == hlo::ScatterKind::kMul)
+    r = static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(c));
+  else if (d == DType::kU64)  // read_index gives the bits; compare them unsigned
+    r = static_cast<std::int64_t>(
+        kind == hlo::ScatterKind::kMax
+            ? std::max(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(c))
+            : std::min(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(c)));
+  else
+    r = kind == hlo::ScatterKind::kMax ? std::max(a, c) : std::min(a, c);
+  std::memcpy(p, &r, static_cast<std::size_t>(hlo::dtype_size(d)));  // little-endian
+}
+
 void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind,
              const std::uint8_t* upd, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
@@ -211,7 +245,10 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
   const hlo::ScatterDims& s = op.scatter;
   const int es = hlo::dtype_size(xt.dtype);
   if (out != x) std::memcpy(out, x, static_cast<std::size_t>(xt.byte_size()));
-  const bool add = hlo::match_scatter_region(*op.regions[0]) == hlo::ScatterKind::kAdd;
+  const hlo::ScatterKind kind = hlo::match_scatter_region(*op.regions[0]);
+  const bool add = kind == hlo::ScatterKind::kAdd;
+  const bool other = kind == hlo::ScatterKind::kMul || kind == hlo::ScatterKind::kMax ||
+                     kind == hlo::ScatterKind::kMin;
   if (add && scatter_add_rows(b, op, ind, upd, out)) return;
   const Dims xs = strides_of(xt.dims), is = strides_of(it.dims);
   std::vector<bool> is_window(static_cast<std::size_t>(ut.rank()), false);
@@ -244,7 +281,9 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
     if (inside) {
       std::uint8_t* p = out + dst * es;
       const std::uint8_t* q = upd + u * es;
-      if (!add) {
+      if (other) {
+        combine_element(kind, xt.dtype, p, q);
+      } else if (!add) {
         std::memcpy(p, q, static_cast<std::size_t>(es));
       } else if (xt.dtype == DType::kF32 || xt.dtype == DType::kBF16 || xt.dtype == DType::kF16) {
         const float v = static_cast<float>(hlo::load_double(xt.dtype, p)) +

@@ -1,6 +1,7 @@
 // scaled_dot_product_attention on `neuron`: PyTorch asks the device which fused kernel to use
 // (_fused_sdp_choice); vtrn answers "overrideable" for what its fused lowering covers (no
-// mask tensor, no dropout, 4-d float operands) and runs that as one module forward and one
+// dropout; 4-d float operands; a boolean or float mask; grouped-query attention with
+// enable_gqa) and runs that as one module forward and one
 // backward (vtrn::sdpa_forward / vtrn::sdpa_backward, lowered in lowerings_nn.cc). Everything
 // else takes PyTorch's math decomposition, op by op.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
@@ -20,16 +21,35 @@ namespace {
 constexpr int64_t kMathBackend = 0;
 constexpr int64_t kOverrideableBackend = 4;
 
+// An attention mask the fused kernel adds to the scores: boolean or of the query's dtype,
+// broadcastable to [B, H, L, S], needing no gradient (the kernel gives none).
+bool mask_covered(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
+  if (mask.scalar_type() != at::kBool && mask.scalar_type() != q.scalar_type()) return false;
+  if (mask.requires_grad() || mask.device() != q.device() || mask.dim() > 4) return false;
+  const int64_t full[4] = {q.size(0), q.size(1), q.size(2), k.size(2)};
+  for (int64_t i = 1; i <= mask.dim(); ++i) {
+    const int64_t m = mask.size(mask.dim() - i), f = full[4 - i];
+    if (m != f && m != 1) return false;
+  }
+  return true;
+}
+
 bool fused_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const std::optional<at::Tensor>& attn_mask, double dropout_p) {
-  if (attn_mask.has_value() || dropout_p != 0.0) return false;
+                            const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                            bool enable_gqa) {
+  if (dropout_p != 0.0) return false;  // the math path draws dropout from the device generator
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   const auto d = q.scalar_type();
   if (k.scalar_type() != d || v.scalar_type() != d) return false;
   if (d != at::kFloat && d != at::kBFloat16 && d != at::kHalf) return false;
-  if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || k.size(0) != v.size(0) ||
-      k.size(1) != v.size(1) || k.size(2) != v.size(2) || q.size(3) != k.size(3))
-    return false;  // grouped-query attention and broadcast batches take the math path
+  if (q.size(0) != k.size(0) || k.size(0) != v.size(0) || k.size(1) != v.size(1) ||
+      k.size(2) != v.size(2) || q.size(3) != k.size(3) || k.size(1) == 0)
+    return false;  // broadcast batches take the math path
+  // Fewer key/value heads than query heads only with enable_gqa (the math path raises else).
+  if (q.size(1) != k.size(1) && (!enable_gqa || q.size(1) % k.size(1) != 0)) return false;
+  // A mask with is_causal masks both ways, as the CPU's kernel does (the math path refuses it).
+  if (attn_mask.has_value() && attn_mask->defined() && !mask_covered(*attn_mask, q, k))
+    return false;
   return q.numel() > 0 && k.numel() > 0 && v.numel() > 0;
 }
 
@@ -37,9 +57,9 @@ bool fused_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& attn_mask, double dropout_p,
-                         bool /*is_causal*/, std::optional<double> /*scale*/, bool /*enable_gqa*/) {
-  return fused_attention_covers(q, k, v, attn_mask, dropout_p) ? kOverrideableBackend
-                                                               : kMathBackend;
+                         bool /*is_causal*/, std::optional<double> /*scale*/, bool enable_gqa) {
+  return fused_attention_covers(q, k, v, attn_mask, dropout_p, enable_gqa) ? kOverrideableBackend
+                                                                           : kMathBackend;
 }
 
 namespace {
@@ -53,20 +73,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::Sym
 sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                   const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
                   bool /*return_debug_mask*/, std::optional<double> scale) {
-  TORCH_CHECK(fused_attention_covers(q, k, v, attn_bias, dropout_p),
-              "neuron's fused attention takes no attn_mask and no dropout, and 4-d float "
-              "query/key/value with "
-              "matching batch and head sizes; got query ",
+  TORCH_CHECK(fused_attention_covers(q, k, v, attn_bias, dropout_p,
+                                     /*enable_gqa=*/q.size(1) != k.size(1)),
+              "neuron's fused attention takes no dropout, a boolean or float attn_mask "
+              "broadcastable to [batch, heads, query, key] that needs no "
+              "gradient, and 4-d float query/key/value with matching batch sizes and key/value "
+              "heads dividing the query heads; got query ",
               q.sizes(), ", key ", k.sizes(), ", value ", v.sizes(),
               ". scaled_dot_product_attention picks PyTorch's math path for anything else.");
-  static const auto forward =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("vtrn::sdpa_forward", "")
-          .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                    const at::Tensor&, bool, double)>();
+  static const auto forward = c10::Dispatcher::singleton()
+                                  .findSchemaOrThrow("vtrn::sdpa_forward", "")
+                                  .typed<std::tuple<at::Tensor, at::Tensor>(
+                                      const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                      const std::optional<at::Tensor>&, bool, double)>();
   // The second result stands in the logsumexp slot: autograd hands it back to the backward
   // untouched, and vtrn's backward reads the attention probabilities from it.
-  auto [out, probabilities] = forward.call(q, k, v, is_causal, softmax_scale(q, scale));
+  auto [out, probabilities] = forward.call(q, k, v, attn_bias, is_causal, softmax_scale(q, scale));
   // No dropout: the RNG state slots PyTorch's autograd saves are empty.
   const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
   return {out,
@@ -100,8 +122,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
 
 TORCH_LIBRARY(vtrn, m) {
   m.def(
-      "sdpa_forward(Tensor query, Tensor key, Tensor value, bool is_causal, float scale) -> "
-      "(Tensor, Tensor)");
+      "sdpa_forward(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool is_causal, "
+      "float scale) -> (Tensor, Tensor)");
   m.def(
       "sdpa_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor "
       "probabilities, "

@@ -33,6 +33,8 @@
 #include "vtrn/torch/eager/schema.h"
 #include "vtrn/torch/eager/signature_cache.h"
 #include "vtrn/torch/fallback.h"
+#include "vtrn/torch/grouped_mm_checks.h"
+#include "vtrn/torch/mask_kernels.h"
 #include "vtrn/torch/op_tracking.h"
 
 namespace vtrn::torch_adapter::eager {
@@ -143,12 +145,24 @@ std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
   return iter.output(0).strides().vec();
 }
 
+// Advanced indexing whose boolean masks become index tensors first (mask_kernels.h).
+enum class MaskIndices : uint8_t { kNone, kIndex, kPut };
+
+MaskIndices mask_indices_of(const std::string& name) {
+  if (name == "index.Tensor" || name == "index.Tensor_out") return MaskIndices::kIndex;
+  if (name == "_index_put_impl_" || name == "index_put_" || name == "index_put")
+    return MaskIndices::kPut;
+  return MaskIndices::kNone;
+}
+
 class LoweredKernel final : public c10::OperatorKernel {
  public:
   explicit LoweredKernel(const lowering::OpLowering* entry)
       : entry_(entry),
         qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name
-                                                                    : entry->name) {}
+                                                                    : entry->name),
+        mask_indices_(mask_indices_of(entry->name)),
+        grouped_mm_(entry->name == "_grouped_mm") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(schema_once_, [&] {
@@ -156,6 +170,9 @@ class LoweredKernel final : public c10::OperatorKernel {
       writes_arguments_ = writes_arguments(info_);
     });
     const size_t first = stack->size() - info_.num_args;
+    if (mask_indices_ != MaskIndices::kNone)
+      expand_boolean_indices(*stack, first, mask_indices_ == MaskIndices::kPut);
+    if (grouped_mm_) check_grouped_mm(*stack, first);
     thread_local WordKey key;
     key.clear();
     key.push_back(reinterpret_cast<intptr_t>(entry_));
@@ -561,6 +578,8 @@ class LoweredKernel final : public c10::OperatorKernel {
 
   const lowering::OpLowering* entry_;
   std::string qualified_name_;
+  MaskIndices mask_indices_;
+  bool grouped_mm_;  // PyTorch's and TorchNeuron's argument checks first (grouped_mm_checks.h)
   std::once_flag schema_once_;
   SchemaInfo info_;
   bool writes_arguments_ = false;

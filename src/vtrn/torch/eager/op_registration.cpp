@@ -19,6 +19,15 @@ using hlo::DType;
 
 bool is_vtrn_op(const lowering::OpLowering& e) { return e.name.rfind("vtrn::", 0) == 0; }
 
+// The lowering that computes the result of an ATen kernel made of lowered ops ("" if none).
+std::string composed_of(const std::string& name) {
+  if (name == "native_batch_norm") return "vtrn::batch_norm";
+  if (name == "nonzero" || name == "nonzero.out") return "nonzero_static";
+  if (name == "masked_select" || name == "masked_select.out") return "index.Tensor";
+  if (name == "bincount") return "index_add";
+  return "";
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   for (const lowering::OpLowering& e : lowering::registry())
     if (!is_vtrn_op(e)) m.impl(e.name.c_str(), eager::lowered_kernel(e));
@@ -39,13 +48,17 @@ std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> nati
     if (op.name.rfind("aten::", 0) != 0) continue;
     const std::string name =
         op.name.substr(6) + (op.overload_name.empty() ? "" : "." + op.overload_name);
-    // An ATen kernel that runs one of vtrn's own lowered ops (batch_norm.cpp) is lowered too.
+    // An ATen kernel that runs lowered ops (batch_norm.cpp, mask_kernels.cpp) is lowered too,
+    // for the dtypes of the lowering that computes its result.
     const lowering::OpLowering* e = lowering::find_lowering(name);
-    if (e == nullptr && name == "native_batch_norm")
-      e = lowering::find_lowering("vtrn::batch_norm");
+    if (e == nullptr) e = lowering::find_lowering(composed_of(name));
     if (e != nullptr) {
       std::vector<std::string> dtypes;
-      for (DType d : e->dtypes) dtypes.push_back(lowering::torch_dtype_name(d));
+      for (DType d : e->dtypes) {
+        // bincount counts integers (its index_add_ takes the weights, of other dtypes).
+        if (name == "bincount" && !hlo::is_integer(d)) continue;
+        dtypes.push_back(lowering::torch_dtype_name(d));
+      }
       out.emplace_back(name, std::move(dtypes), "lowered");
     } else {
       // Runtime kernels (allocation, copies, views, fill, random numbers) move or fill bytes

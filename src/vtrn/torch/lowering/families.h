@@ -81,4 +81,22 @@ inline std::pair<std::int64_t, std::int64_t> normalized_rows(
   return {m, k};
 }
 
+/// Inclusive prefix |kind| (add or multiply) of |x| along |dim|, in log2(n) shifted steps.
+inline Value prefix_scan(Lowerer& L, Value x, std::int64_t dim, hlo::OpKind kind) {
+  const auto s = L.shape(x);
+  const std::int64_t n = s[static_cast<std::size_t>(dim)];
+  const double identity = kind == hlo::OpKind::kAdd ? 0.0 : 1.0;
+  const int r = L.rank(x);
+  for (std::int64_t shift = 1; shift < n; shift *= 2) {
+    std::vector<std::int64_t> start(static_cast<std::size_t>(r), 0), limit = s;
+    limit[static_cast<std::size_t>(dim)] = n - shift;
+    Value head = L.b.slice(x, start, limit);
+    std::vector<std::int64_t> low(static_cast<std::size_t>(r), 0), high(low), interior(low);
+    low[static_cast<std::size_t>(dim)] = shift;
+    Value shifted = L.b.pad(head, L.constant(identity, L.dtype(x)), low, high, interior);
+    x = L.b.binary(kind, x, shifted);
+  }
+  return x;
+}
+
 }  // namespace vtrn::lowering::family

@@ -438,6 +438,7 @@ const std::vector<OpLowering>& registry() {
     add_scan_lowerings(r);
     add_index_lowerings(r);
     add_complex_lowerings(r);
+    add_mask_lowerings(r);
     add_foreach_lowerings(r);
     add_nki_lowerings(r);
     return r;

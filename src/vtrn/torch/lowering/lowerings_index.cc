@@ -1,4 +1,4 @@
-// Indexing that reads or writes through an index tensor: gather, scatter/scatter_add,
+// Indexing that reads or writes through an index tensor: gather, scatter (reduce= too)/scatter_add,
 // index_add, advanced indexing (index.Tensor, index_put_) and histc.
 //
 // Each builds one stablehlo.gather or stablehlo.scatter whose index vectors name every operand
@@ -92,18 +92,46 @@ std::vector<Value> gather(Lowerer& L) {
 }
 
 /// scatter(self, dim, index, src | value) and scatter_add(self, dim, index, src).
-LowerFn scatter(ScatterKind kind, bool value) {
-  return [kind, value](Lowerer& L) -> std::vector<Value> {
+LowerFn scatter(ScatterKind base_kind, bool value) {
+  return [base_kind, value](Lowerer& L) -> std::vector<Value> {
     Value self = L.tensor(0), index = L.tensor(2);
     const DType d = L.dtype(self);
     L.require_claimed(d);
     check_index(L, self, index);
-    if (L.call.args.size() > 4 && L.has(4)) throw Unsupported("scatter with reduce=");
+    // The deprecated reduce= ("add" or "multiply") applies in index order, as scatter_reduce.
+    ScatterKind kind = base_kind;
+    if (L.call.args.size() > 4 && L.has(4)) {
+      const std::string& reduce = L.arg(4).text;
+      if (reduce == "add")
+        kind = ScatterKind::kAdd;
+      else if (reduce == "multiply")
+        kind = ScatterKind::kMul;
+      else
+        throw Unsupported("scatter: reduce argument must be either add or multiply");
+    }
     const Shape is = L.shape(index), ss = L.shape(self);
     const std::int64_t n = TensorType(d, is).num_elements();
-    if (n == 0 || L.rank(self) == 0) {
-      if (n == 0) return {L.convert(self, L.out_dtype(0, d))};
-      throw Unsupported("scatter into a 0-d tensor");
+    if (n == 0) return {L.convert(self, L.out_dtype(0, d))};
+    if (L.rank(self) == 0) {
+      // One element, written (or added) when the index is 0; another index is dropped.
+      if (n > 1) throw Unsupported("scatter of several elements into a 0-d tensor");
+      L.wrap_dim(L.integer(1), 1);
+      Value upd;
+      if (value) {
+        upd = L.scalar(3, d);
+      } else {
+        Value src = L.tensor(3);
+        const std::int64_t m = TensorType(d, L.shape(src)).num_elements();
+        if (m == 0) throw Unsupported("scatter from an empty src");
+        upd = L.convert(L.b.reshape(L.b.slice(L.b.reshape(src, {m}), {0}, {1}), {}), d);
+      }
+      if (kind == ScatterKind::kAdd)
+        upd = d == DType::kPred ? L.b.binary(OpKind::kOr, self, upd) : L.b.add(self, upd);
+      if (kind == ScatterKind::kMul)
+        upd = d == DType::kPred ? L.b.binary(OpKind::kAnd, self, upd) : L.b.mul(self, upd);
+      Value i = L.convert(L.b.reshape(index, {}), DType::kI64);
+      Value hit = L.b.compare(Comparison::kEQ, i, L.constant(0, DType::kI64));
+      return {L.convert(L.b.select(hit, upd, self), L.out_dtype(0, d))};
     }
     const std::int64_t dim = L.wrap_dim(L.integer(1), L.rank(self));
     Value updates;
@@ -361,6 +389,12 @@ void add_index_lowerings(std::vector<OpLowering>& r) {
   add(r, {"gather", "gather.out"}, g);
   add(r, {"scatter.src", "scatter_.src", "scatter.src_out"},
       zero_size_ok(entry(any, scatter(ScatterKind::kReplace, false))));
+  add(r,
+      {"scatter.reduce", "scatter_.reduce", "scatter.reduce_out", "scatter.value_reduce",
+       "scatter_.value_reduce", "scatter.value_reduce_out"},
+      zero_size_ok(entry(any, [](Lowerer& L) {
+        return scatter(ScatterKind::kReplace, L.arg(3).kind != ArgKind::kTensor)(L);
+      })));
   add(r, {"scatter.value", "scatter_.value", "scatter.value_out"},
       zero_size_ok(entry(any, scatter(ScatterKind::kReplace, true))));
   add(r, {"scatter_add", "scatter_add_", "scatter_add.out"},

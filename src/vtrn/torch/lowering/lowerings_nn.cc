@@ -2,6 +2,7 @@
 // the embedding's gather/scatter. Floats compute in float32 and round once on store.
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "vtrn/torch/lowering/families.h"
 
@@ -154,8 +155,11 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
 }
 
 /// Attention scores q k^T * scale in float32, [B, H, L, S], with the causal mask (key j is
-/// visible to query i when j <= i, top-left aligned as PyTorch's is_causal) as -inf.
-Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale) {
+/// visible to query i when j <= i, top-left aligned as PyTorch's is_causal) as -inf, and an
+/// attention bias broadcast over them: a float one added, a boolean one -inf where false (what
+/// scaled_dot_product_attention's convert_boolean_attn_mask makes of it).
+Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale,
+                       std::optional<Value> bias = std::nullopt) {
   hlo::DotDims dims;
   dims.lhs_batch = {0, 1};
   dims.rhs_batch = {0, 1};
@@ -163,10 +167,10 @@ Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale) 
   dims.rhs_contracting = {3};
   Value s = L.b.dot_general(q, k, dims);
   s = L.b.mul(s, L.full_like(s, scale));
+  const auto ss = L.shape(s);
   if (causal) {
     // An additive [L, S] bias of 0 and -inf, broadcast over batch and heads: the mask is
     // computed once, not per (batch, head).
-    const auto ss = L.shape(s);
     TensorType it(DType::kI64, {ss[2], ss[3]});
     Value row = L.b.iota(it, 0), col = L.b.iota(it, 1);
     Value visible = L.b.compare(Comparison::kLE, col, row);
@@ -175,7 +179,34 @@ Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale) 
                             L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), {ss[2], ss[3]}));
     s = L.b.add(s, L.b.broadcast_in_dim(bias, ss, {2, 3}));
   }
+  if (bias) {
+    Value m = *bias;
+    if (L.dtype(m) == DType::kPred) {
+      m = L.b.select(*bias, L.b.broadcast_to(L.constant(0.0, DType::kF32), L.shape(m)),
+                     L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), L.shape(m)));
+    } else {
+      m = L.convert(m, DType::kF32);
+    }
+    s = L.b.add(s, L.broadcast_to(m, ss));
+  }
   return s;
+}
+
+/// |x| [B, Hk, S, D] with each head repeated |groups| times, as repeat_interleave(groups, 1):
+/// query head h reads key head h / groups (grouped-query attention).
+Value repeat_heads(Lowerer& L, Value x, std::int64_t groups) {
+  if (groups == 1) return x;
+  const auto s = L.shape(x);
+  Value e = L.b.broadcast_in_dim(x, {s[0], s[1], groups, s[2], s[3]}, {0, 1, 3, 4});
+  return L.b.reshape(e, {s[0], s[1] * groups, s[2], s[3]});
+}
+
+/// The gradient of repeat_heads: |g| [B, Hq, S, D] summed over each group of heads.
+Value sum_head_groups(Lowerer& L, Value g, std::int64_t groups) {
+  if (groups == 1) return g;
+  const auto s = L.shape(g);
+  Value r = L.b.reshape(g, {s[0], s[1] / groups, groups, s[2], s[3]});
+  return L.reduce(r, {2}, ReduceKind::kAdd, false);
 }
 
 /// [B, H, M, N] x [B, H, N, P] -> [B, H, M, P], or with |transpose_lhs| [B, H, N, M] x ....
@@ -188,44 +219,56 @@ Value batched_matmul(Lowerer& L, Value a, Value b, bool transpose_lhs, bool tran
   return L.b.dot_general(a, b, dims);
 }
 
-void check_attention(Lowerer& L, Value q, Value k, Value v) {
+/// Checks the operands; returns how many query heads share each key head (1 without GQA).
+std::int64_t check_attention(Lowerer& L, Value q, Value k, Value v) {
   const DType d = L.dtype(q);
   L.require_claimed(d);
   if (L.dtype(k) != d || L.dtype(v) != d || L.rank(q) != 4 || L.rank(k) != 4 || L.rank(v) != 4)
     throw Unsupported("attention operands");
   const auto qs = L.shape(q), ks = L.shape(k), vs = L.shape(v);
-  if (qs[0] != ks[0] || qs[1] != ks[1] || ks[0] != vs[0] || ks[1] != vs[1] || ks[2] != vs[2] ||
-      qs[3] != ks[3])
+  if (qs[0] != ks[0] || ks[1] == 0 || qs[1] % ks[1] != 0 || ks[0] != vs[0] || ks[1] != vs[1] ||
+      ks[2] != vs[2] || qs[3] != ks[3])
     throw Unsupported("attention shapes");
+  return qs[1] / ks[1];
 }
 
 }  // namespace
 
 void add_nn_lowerings(std::vector<OpLowering>& r) {
-  // vtrn::sdpa_forward(query, key, value, is_causal, scale) -> (output, probabilities): the
-  // attention of scaled_dot_product_attention as one module (softmax in float32). The
-  // probabilities, in the inputs' type, are what the backward reads (PyTorch's math path saves
-  // the same tensor); recomputing them from a logsumexp costs an exp per score on this CPU.
+  // vtrn::sdpa_forward(query, key, value, attn_bias?, is_causal, scale) -> (output,
+  // probabilities): the attention of scaled_dot_product_attention as one module (softmax in
+  // float32). Key and value may have fewer heads than the query (grouped-query attention). A
+  // row whose keys are all masked gets zero probabilities, as the math path's _safe_softmax
+  // gives. The probabilities, in the inputs' type, are what the backward reads (PyTorch's math
+  // path saves the same tensor); recomputing them from a logsumexp costs an exp per score on
+  // this CPU.
   add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
-        check_attention(L, q, k, v);
+        const std::int64_t groups = check_attention(L, q, k, v);
         const DType d = L.dtype(q), c = opmath(d);
-        Value s = attention_scores(L, L.convert(q, c), L.convert(k, c), L.flag(3), L.real(4));
+        std::optional<Value> bias;
+        if (L.has(3)) bias = L.tensor(3);
+        Value s = attention_scores(L, L.convert(q, c), repeat_heads(L, L.convert(k, c), groups),
+                                   L.flag(4), L.real(5), bias);
         Value m = L.reduce(s, {3}, ReduceKind::kMax, true);
+        Value none = L.b.compare(Comparison::kEQ, m, L.full_like(m, -INFINITY));
+        m = L.b.select(none, L.full_like(m, 0.0), m);
         Value e = L.b.exp(L.b.sub(s, L.broadcast_to(m, L.shape(s))));
         Value l = L.reduce(e, {3}, ReduceKind::kAdd, true);
         Value p = L.b.div(e, L.broadcast_to(l, L.shape(e)));
-        Value o = batched_matmul(L, p, L.convert(v, c), false, false);
+        p = L.b.select(L.broadcast_to(none, L.shape(p)), L.full_like(p, 0.0), p);
+        Value o = batched_matmul(L, p, repeat_heads(L, L.convert(v, c), groups), false, false);
         return {L.convert(o, d), L.convert(p, d)};
       }));
   // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
   //   -> (grad_query, grad_key, grad_value).
   add(r, {"vtrn::sdpa_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
-        check_attention(L, q, k, v);
+        const std::int64_t groups = check_attention(L, q, k, v);
         const DType d = L.dtype(q), c = opmath(d);
         const double scale = L.real(7);
-        Value qc = L.convert(q, c), kc = L.convert(k, c), vc = L.convert(v, c);
+        Value qc = L.convert(q, c), kc = repeat_heads(L, L.convert(k, c), groups);
+        Value vc = repeat_heads(L, L.convert(v, c), groups);
         Value g = L.convert(L.tensor(0), c), p = L.convert(L.tensor(5), c);
         const auto ss = L.shape(p);
         Value dv = batched_matmul(L, p, g, true, false);   // p^T dO
@@ -236,7 +279,8 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         ds = L.b.mul(ds, L.full_like(ds, scale));
         Value dq = batched_matmul(L, ds, kc, false, false);  // ds k
         Value dk = batched_matmul(L, ds, qc, true, false);   // ds^T q
-        return {L.convert(dq, d), L.convert(dk, L.dtype(k)), L.convert(dv, L.dtype(v))};
+        return {L.convert(dq, d), L.convert(sum_head_groups(L, dk, groups), L.dtype(k)),
+                L.convert(sum_head_groups(L, dv, groups), L.dtype(v))};
       }));
   add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
   add(r, {"bmm", "bmm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 1); }));

@@ -125,7 +125,7 @@ LowerFn all_any(bool all, bool whole) {
 void add_reduction_lowerings(std::vector<OpLowering>& r) {
   const auto numeric = floats_and_ints();
   std::vector<DType> any_types = all_types();
-  add(r, {"sum.dim_IntList", "sum.IntList_out"}, entry(any_types, sum_like(false)));
+  add(r, {"sum.dim_IntList", "sum.IntList_out"}, zero_size_ok(entry(any_types, sum_like(false))));
   // Complex inputs are not claimed: the CPU raises "nansum does not support complex inputs".
   add(r, {"nansum", "nansum.out"}, entry(any_types, sum_like(false, true)));
   add(r, {"mean.dim", "mean.out"}, entry(floats(), sum_like(true)));

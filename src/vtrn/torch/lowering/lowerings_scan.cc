@@ -120,24 +120,6 @@ LowerFn extreme_all(bool is_max) {
   };
 }
 
-/// Inclusive prefix |kind| (add or multiply) of |x| along |dim|, in log2(n) shifted steps.
-Value prefix(Lowerer& L, Value x, std::int64_t dim, OpKind kind) {
-  const auto s = L.shape(x);
-  const std::int64_t n = s[static_cast<std::size_t>(dim)];
-  const double identity = kind == OpKind::kAdd ? 0.0 : 1.0;
-  const int r = L.rank(x);
-  for (std::int64_t shift = 1; shift < n; shift *= 2) {
-    std::vector<std::int64_t> start(static_cast<std::size_t>(r), 0), limit = s;
-    limit[static_cast<std::size_t>(dim)] = n - shift;
-    Value head = L.b.slice(x, start, limit);
-    std::vector<std::int64_t> low(static_cast<std::size_t>(r), 0), high(low), interior(low);
-    low[static_cast<std::size_t>(dim)] = shift;
-    Value shifted = L.b.pad(head, L.constant(identity, L.dtype(x)), low, high, interior);
-    x = L.b.binary(kind, x, shifted);
-  }
-  return x;
-}
-
 /// cumsum / cumprod (self, dim, dtype?).
 LowerFn scan(OpKind kind) {
   return [kind](Lowerer& L) -> std::vector<Value> {
@@ -154,7 +136,7 @@ LowerFn scan(OpKind kind) {
     const std::int64_t dim = L.wrap_dim(L.integer(1), L.rank(x));
     // The CPU converts to the result type before accumulating.
     Value v = L.convert(L.convert(x, result), acc);
-    return {L.convert(prefix(L, v, dim, kind), result)};
+    return {L.convert(prefix_scan(L, v, dim, kind), result)};
   };
 }
 
@@ -182,7 +164,9 @@ LowerFn sort_op(bool with_stable) {
   };
 }
 
-/// topk(self, k, dim, largest, sorted): the first k of a stable sort.
+/// topk(self, k, dim, largest, sorted): the first k of a stable sort. sorted=False promises no
+/// order (the CPU's is whatever its selection algorithm leaves, CUDA's another); the same k
+/// elements in sorted order are one of the answers it allows.
 std::vector<Value> topk(Lowerer& L) {
   Value x = L.tensor(0);
   const DType d = L.dtype(x);
@@ -193,7 +177,6 @@ std::vector<Value> topk(Lowerer& L) {
   const std::int64_t dim = L.wrap_dim(L.integer(2), r);
   const std::int64_t n = r == 0 ? 1 : L.shape(x)[static_cast<std::size_t>(dim)];
   if (k < 0 || k > n) throw Unsupported("topk: selected index k out of range");
-  if (!L.flag(4)) throw Unsupported("topk(sorted=False): the CPU's order is its own");
   if (r == 0)
     return {L.convert(x, L.out_dtype(0, d)),
             L.convert(L.constant(0, DType::kI64), L.out_dtype(1, DType::kI64))};
