@@ -139,6 +139,52 @@ def test_hf_llama_training_step_compiles_to_two_modules_and_matches_eager():
     assert get_dynamo_metrics()["fallbacks"] == 0
 
 
+def trainer_losses(device, compiled, tmp_path):
+    """Per-step losses of HF's Trainer on a tiny LlamaForCausalLM (3 steps, AdamW, its own
+    shuffling seed), compiled through TrainingArguments when |compiled|."""
+    from transformers import Trainer, TrainingArguments
+
+    model = hf_llama()
+    g = torch.Generator().manual_seed(1)
+    data = []
+    for _ in range(8):
+        ids = torch.randint(0, 64, (16,), generator=g)
+        data.append({"input_ids": ids, "labels": ids.clone()})
+    extra = dict(torch_compile=True, torch_compile_backend="neuron") if compiled else {}
+    args = TrainingArguments(
+        output_dir=str(tmp_path / f"{device}-{compiled}"),
+        per_device_train_batch_size=4,
+        max_steps=3,
+        logging_steps=1,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        use_cpu=device == "cpu",
+        dataloader_pin_memory=False,
+        **extra,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=data)
+    trainer.train()
+    assert next(model.parameters()).device.type == device
+    return torch.tensor([h["loss"] for h in trainer.state.log_history if "loss" in h])
+
+
+def test_hf_trainer_with_torch_compile_trains_on_neuron_and_matches_eager(tmp_path):
+    eager = trainer_losses("neuron", False, tmp_path)
+    vtrn.clear_op_tracking()
+    compiled = trainer_losses("neuron", True, tmp_path)
+    assert len(compiled) == 3
+    torch.testing.assert_close(compiled, eager)
+    torch.testing.assert_close(
+        compiled, trainer_losses("cpu", False, tmp_path), rtol=1e-4, atol=1e-4
+    )
+    # The Trainer's compiled model ran as one forward and one backward module on neuron.
+    assert get_dynamo_metrics()["graphs"] >= 1
+    assert sorted(graph_modules().values()) == [1, 1], graph_modules()
+    assert vtrn.get_fallback_ops() == []
+
+
 def test_hf_llama_generate_with_a_compiled_forward_matches_eager():
     model = hf_llama().eval()
     ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(9))

@@ -57,6 +57,38 @@ def test_in_place_update_of_an_input_is_written_back():
     assert list(graph_modules().values()) == [1], graph_modules()
 
 
+def views_of_results(x, w):
+    """Views of results computed inside the graph: q/k/v thirds of one projection, rotary
+    halves, a transposed slice, a step slice, an offset diagonal, an expanded row."""
+    y = x @ w  # [4, 6, 24]
+    q, k, v = y.split(8, dim=-1)
+    half = q[..., :4], q[..., 4:]
+    rot = torch.cat((-half[1], half[0]), dim=-1)
+    kt = k[:, 1:5].transpose(1, 2)  # [4, 8, 4]
+    step = v[:, ::2, 1::3]  # [4, 3, 3]
+    diag = y[0].as_strided((5,), (25,), 1)  # elements (i, i + 1) of y[0] (rows of 24)
+    row = y[:, :1, 2:5].expand(4, 6, 3)
+    return (
+        (rot * 2).sum(),
+        (kt + 1).sum(-1),
+        (step * step).sum(),
+        (diag + 0).sum(),
+        (row * v[..., :3]).sum(1),
+    )
+
+
+def test_views_of_results_inside_the_graph_match_cpu():
+    x = torch.randn(4, 6, 5, generator=torch.Generator().manual_seed(0))
+    w = torch.randn(5, 24, generator=torch.Generator().manual_seed(1))
+    want = views_of_results(x, w)
+    got = torch.compile(views_of_results, backend="neuron", fullgraph=True, dynamic=False)(
+        x.to("neuron"), w.to("neuron")
+    )
+    for g, e in zip(got, want, strict=True):
+        torch.testing.assert_close(g.cpu(), e)
+    assert list(graph_modules().values()) == [1], graph_modules()
+
+
 def test_compiled_dropout_equals_eager_under_the_same_seed():
     drop = torch.nn.Dropout(0.5)
 

@@ -260,6 +260,7 @@ Executable compile(const hlo::Module& input, const CompileOptions& options,
   if (options.opt_level >= 2) {
     fold_constants(exe.module);
     eliminate_common_subexpressions(exe.module);
+    fold_transposes_into_dots(exe.module);
   }
   if (options.opt_level >= 1) eliminate_dead_code(exe.module);
   hlo::verify_module(exe.module);

@@ -1,5 +1,6 @@
 #include "vtrn/compiler/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -314,6 +315,41 @@ int eliminate_common_subexpressions(hlo::Module& module) {
   b.ops = std::move(kept);
   renumber(b);
   return merged;
+}
+
+int fold_transposes_into_dots(hlo::Module& module) {
+  Block& b = module.main;
+  std::vector<const Op*> producer(b.types.size(), nullptr);
+  for (const Op& op : b.ops)
+    for (int r : op.results) producer[r] = &op;
+  int folded = 0;
+  for (Op& op : b.ops) {
+    if (op.kind != OpKind::kDotGeneral) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Op* t = producer[op.operands[side]];
+      if (t == nullptr || t->kind != OpKind::kTranspose) continue;
+      std::vector<std::int64_t>& batch = side == 0 ? op.dot.lhs_batch : op.dot.rhs_batch;
+      std::vector<std::int64_t>& contracting =
+          side == 0 ? op.dot.lhs_contracting : op.dot.rhs_contracting;
+      const std::vector<std::int64_t>& perm = t->dims;  // result dim i is operand dim perm[i]
+      // The free dims keep their order in the result only if the permutation keeps it.
+      std::int64_t last = -1;
+      bool ordered = true;
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(perm.size()); ++d) {
+        if (std::find(batch.begin(), batch.end(), d) != batch.end() ||
+            std::find(contracting.begin(), contracting.end(), d) != contracting.end())
+          continue;
+        ordered = ordered && perm[d] > last;
+        last = perm[d];
+      }
+      if (!ordered) continue;
+      for (std::int64_t& d : batch) d = perm[d];
+      for (std::int64_t& d : contracting) d = perm[d];
+      op.operands[side] = t->operands[0];
+      ++folded;
+    }
+  }
+  return folded;
 }
 
 int eliminate_dead_code(hlo::Module& module) {

@@ -15,6 +15,9 @@ int fold_constants(hlo::Module& module);
 /// Replaces an op by an earlier identical one (same kind, operands, attributes, types).
 /// rng_bit_generator and custom_call are never merged.
 int eliminate_common_subexpressions(hlo::Module& module);
+/// A transpose feeding a dot_general becomes the dot's dimension numbers when the free dims
+/// keep their order (x^T @ y reads x in place); returns the number of operands folded.
+int fold_transposes_into_dots(hlo::Module& module);
 /// Removes ops none of whose results are used (custom_call is kept).
 int eliminate_dead_code(hlo::Module& module);
 /// Renumbers values canonically (see above).

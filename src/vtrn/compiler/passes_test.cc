@@ -58,6 +58,28 @@ TEST(PassesTest, CseMergesIdenticalOpsButNotRng) {
   EXPECT_EQ(add.operands[0], add.operands[1]);
 }
 
+TEST(PassesTest, TransposeFoldsIntoDotOnlyWhenFreeDimsKeepTheirOrder) {
+  Builder b;
+  Value x = b.param(TensorType(DType::kF32, {6, 3}));
+  Value y = b.param(TensorType(DType::kF32, {6, 4}));
+  Value z = b.param(TensorType(DType::kF32, {2, 3, 6}));
+  Value w = b.matmul(b.transpose(x, {1, 0}), y);  // lhs [3, 6], contracting 1
+  // [3, 2, 6] -> free dims 0 and 1 would swap: not folded.
+  Value v = b.dot_general(b.transpose(z, {1, 0, 2}), y, hlo::DotDims{{}, {}, {2}, {0}});
+  hlo::Module m = b.finish({w, v});
+  EXPECT_EQ(fold_transposes_into_dots(m), 1);
+  eliminate_dead_code(m);
+  hlo::verify_module(m);
+  int transposes = 0;
+  for (const hlo::Op& op : m.main.ops) transposes += op.kind == OpKind::kTranspose;
+  EXPECT_EQ(transposes, 1);
+  const hlo::Op& dot = m.main.ops[0];
+  ASSERT_EQ(dot.kind, OpKind::kDotGeneral);
+  EXPECT_EQ(dot.operands[0], m.main.args[0]);  // x itself
+  EXPECT_EQ(dot.dot.lhs_contracting, (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(dot.dot.rhs_contracting, (std::vector<std::int64_t>{0}));
+}
+
 TEST(PassesTest, DceRemovesUnusedOps) {
   Builder b;
   Value x = b.param(TensorType(DType::kF32, {4}));

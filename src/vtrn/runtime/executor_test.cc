@@ -39,6 +39,47 @@ TEST(ExecutorTest, DotGeneralBatchedAndTransposed) {
   }
 }
 
+TEST(ExecutorTest, TransposedDotOperandsFoldIntoTheDotWithTheSameResults) {
+  // x^T @ y (a weight gradient) and a batched q @ k^T through explicit transposes: at O2 the
+  // transposes become the dot's dimension numbers; at O0 they run. Reference: by hand.
+  Builder b;
+  TensorType xt(DType::kF32, {6, 3}), yt(DType::kF32, {6, 4}), kt(DType::kF32, {2, 5, 4});
+  Value x = b.param(xt), y = b.param(yt), q = b.param(TensorType(DType::kF32, {2, 3, 4})),
+        k = b.param(kt);
+  Value w = b.matmul(b.transpose(x, {1, 0}), y);  // [3, 4]
+  Value s = b.dot_general(q, b.transpose(k, {0, 2, 1}), hlo::DotDims{{0}, {0}, {2}, {1}});
+  hlo::Module m = b.finish({w, s});  // s: [2, 3, 5]
+  compiler::Executable folded = compiler::compile(m);
+  for (const auto& kern : folded.kernels)
+    for (int oi : kern.ops) EXPECT_NE(folded.module.main.ops[oi].kind, OpKind::kTranspose);
+  compiler::CompileOptions o0;
+  o0.opt_level = 0;
+  const auto xs = random_values(18, -1, 1, 31, DType::kF32),
+             ys = random_values(24, -1, 1, 32, DType::kF32),
+             qs = random_values(24, -1, 1, 33, DType::kF32),
+             ks = random_values(40, -1, 1, 34, DType::kF32);
+  std::vector<HostTensor> in = {HostTensor::from_doubles(xt, xs), HostTensor::from_doubles(yt, ys),
+                                HostTensor::from_doubles(TensorType(DType::kF32, {2, 3, 4}), qs),
+                                HostTensor::from_doubles(kt, ks)};
+  auto a = LoadedExecutable(std::move(folded)).run(in);
+  auto c = LoadedExecutable(compiler::compile(m, o0)).run(in);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double want = 0;
+      for (int r = 0; r < 6; ++r) want += xs[r * 3 + i] * ys[r * 4 + j];
+      ASSERT_NEAR(a[0].get(i * 4 + j), want, 1e-5);
+      ASSERT_NEAR(c[0].get(i * 4 + j), want, 1e-5);
+    }
+  for (int bb = 0; bb < 2; ++bb)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        double want = 0;
+        for (int d = 0; d < 4; ++d) want += qs[(bb * 3 + i) * 4 + d] * ks[(bb * 5 + j) * 4 + d];
+        ASSERT_NEAR(a[1].get((bb * 3 + i) * 5 + j), want, 1e-5);
+        ASSERT_NEAR(c[1].get((bb * 3 + i) * 5 + j), want, 1e-5);
+      }
+}
+
 TEST(ExecutorTest, Bf16DotIsRoundedFloat32Result) {
   // Small integers: every product and sum is exact in float32, so the bf16 result must be the
   // round-to-nearest-even of the exact sum.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -91,6 +92,66 @@ bool viewable(const BufferRef& buf, const BufferRef& in) {
   return a0 <= b0 && b1 <= a1;
 }
 
+/// A strided view of the flat buffer |flat| (|n| elements) as slice, reshape, transpose and
+/// broadcast, when its strides nest: sorted from the largest, each divides the one before and
+/// |n|, and the view stays inside one period of each (a slice of q, k or v out of a fused
+/// projection, the halves of a rotary embedding, a transposed slice). Such a view is a strided
+/// copy in the executor, where a gather computes and reads an index per element.
+std::optional<hlo::Value> strided_view(hlo::Builder& b, hlo::Value flat, int64_t n, int64_t rel,
+                                       c10::ArrayRef<int64_t> sizes,
+                                       c10::ArrayRef<int64_t> strides) {
+  const size_t r = sizes.size();
+  std::vector<size_t> real;                    // dims that move through the buffer
+  std::vector<int64_t> kept_dims, kept_index;  // the view without its broadcast dims
+  for (size_t i = 0; i < r; ++i) {
+    if (sizes[i] == 0 || strides[i] < 0) return std::nullopt;
+    if (sizes[i] != 1 && strides[i] == 0) continue;  // broadcast
+    kept_dims.push_back(sizes[i]);
+    kept_index.push_back(static_cast<int64_t>(i));
+    if (sizes[i] != 1) real.push_back(i);
+  }
+  std::stable_sort(real.begin(), real.end(),
+                   [&](size_t p, size_t q) { return strides[p] > strides[q]; });
+  const size_t m = real.size();
+  // Mixed radix of the buffer: [n / s0, s0 / s1, ..., s(m-1)].
+  std::vector<int64_t> radix, start, limit, sorted_sizes;
+  int64_t outer = n, rem = rel;
+  for (size_t k = 0; k < m; ++k) {
+    const int64_t s = strides[real[k]];
+    if (s <= 0 || outer % s != 0 || (k > 0 && s >= strides[real[k - 1]])) return std::nullopt;
+    radix.push_back(outer / s);
+    const int64_t c = rem / s;  // rem < outer here, except the offset of the outermost dim
+    rem %= s;
+    if (c + sizes[real[k]] > radix.back()) return std::nullopt;
+    start.push_back(c);
+    limit.push_back(c + sizes[real[k]]);
+    sorted_sizes.push_back(sizes[real[k]]);
+    outer = s;
+  }
+  if (rel < 0 || rem >= outer) return std::nullopt;
+  radix.push_back(outer);
+  start.push_back(rem);
+  limit.push_back(rem + 1);
+  hlo::Value v = b.slice(b.reshape(flat, radix), start, limit);
+  v = b.reshape(v, sorted_sizes);
+  // Sorted order -> the view's order of its real dims.
+  std::vector<size_t> order = real;
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> perm;
+  bool identity = true;
+  for (size_t i = 0; i < m; ++i) {
+    const auto at =
+        static_cast<int64_t>(std::find(real.begin(), real.end(), order[i]) - real.begin());
+    perm.push_back(at);
+    identity = identity && at == static_cast<int64_t>(i);
+  }
+  if (!identity) v = b.transpose(v, perm);
+  v = b.reshape(v, kept_dims);
+  if (kept_dims.size() != r)
+    v = b.broadcast_in_dim(v, std::vector<int64_t>(sizes.begin(), sizes.end()), kept_index);
+  return v;
+}
+
 }  // namespace
 
 hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const BufferRef& in) {
@@ -124,6 +185,8 @@ hlo::Module view_module(const hlo::TensorType& base, const BufferRef& buf, const
   }
   hlo::Value flat = b.reshape(x, {n});
   if (r == 0) return b.finish({b.reshape(b.slice(flat, {rel}, {rel + 1}), {})});
+  if (std::optional<hlo::Value> v = strided_view(b, flat, n, rel, in.sizes, in.strides))
+    return b.finish({*v});
   const hlo::TensorType it(hlo::DType::kI64, dims);
   hlo::Value idx = b.broadcast_to(b.scalar(hlo::DType::kI64, static_cast<double>(rel)), dims);
   for (size_t i = 0; i < r; ++i) {
