@@ -132,3 +132,38 @@ def test_an_unknown_execution_mode_names_the_accepted_ones():
     )
     assert result.returncode != 0
     assert "VTRN_EXECUTION='meta' is not an execution mode" in result.stderr
+
+
+def test_an_op_that_falls_back_gets_its_shapes_from_its_shape_function():
+    # torch.mode and torch.digamma have no neuron kernel: they run on the CPU, or in shape-only
+    # execution through their shape functions. Results, an out= pair resized from empty; then a
+    # 4 GiB result, which the CPU kernel would write.
+    code = """
+    import json, resource, torch
+    x = torch.zeros(6, 5, device="neuron")
+    values, indices = torch.mode(x, 1)
+    v, i = torch.empty(0, device="neuron"), torch.empty(0, dtype=torch.long, device="neuron")
+    torch.mode(x, 0, out=(v, i))
+    big = torch.zeros(1 << 30, device="neuron")
+    torch.neuron.synchronize()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    big_values = torch.digamma(big)
+    torch.neuron.synchronize()
+    print(json.dumps({
+        "shapes": [list(t.shape) for t in (values, indices, v, i, big_values)],
+        "dtypes": [str(t.dtype) for t in (values, indices, v, i)],
+        "devices": [str(t.device) for t in (values, indices, v, i)],
+        "allocated": torch.neuron.memory_allocated(),
+        "grew_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before,
+    }))
+    """
+    real = run_mode(code.replace("1 << 30", "1 << 20"), "run")
+    shapes = run_mode(code.replace("1 << 30", "1 << 20"), "shapes")
+    for key in ("shapes", "dtypes", "devices", "allocated"):
+        assert shapes[key] == real[key], key
+    assert real["shapes"][:4] == [[6], [6], [5], [5]]
+    big = run_mode(code, "shapes")
+    assert big["shapes"][4] == [1 << 30]
+    # The input and the result, and the five small tensors of 512 bytes (the allocator's unit).
+    assert big["allocated"] == (8 << 30) + 5 * 512
+    assert big["grew_kib"] < 256 << 10
