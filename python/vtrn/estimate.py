@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import runpy
 import sys
 
@@ -239,6 +240,7 @@ def run(target: list[str]) -> dict:
         "memory_by_category": memory,
         "model_flops": recorder.flops[-1] if recorder.flops else 0.0,
         "host_reads": _C._host_reads() - reads_before,
+        "host_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_flops": _peak_flops_per_rank(),
     }
     if error is not None:

@@ -504,3 +504,20 @@ def test_estimate_bad_arguments_exit_2_with_one_line(capsys, tmp_path):
         rc, out, err = call(capsys, "estimate", *argv)
         assert_bad_input(rc, err, needle, argv=argv)
         assert "ran" not in out
+
+
+def test_trace_bad_files_exit_2_with_one_line(capsys, tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"traceEvents": []}))
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(random_bytes(random.Random(SEED + 600)) + b"\x00{")
+    cases = [
+        ([tmp_path / "missing.json", "--png", tmp_path / "o.png"], "missing.json"),
+        ([garbage, "--png", tmp_path / "o.png"], "not JSON"),
+        ([empty, "--png", tmp_path / "o.png"], "no neuron device events"),
+        ([empty, "--png", tmp_path / "o.txt"], "SVG or PNG"),
+        ([tmp_path, "--png", tmp_path / "o.png"], "trace"),
+    ]
+    for argv, needle in cases:
+        rc, _, err = call(capsys, "trace", *argv)
+        assert_bad_input(rc, err, needle, argv=argv)

@@ -28,6 +28,7 @@ def report_lines(report: dict) -> list[str]:
                 f"{format_seconds(step['exposed_collective_s'])} (of "
                 f"{format_seconds(step['collective_s'])}) + idle {format_seconds(step['idle_s'])}"
             )
+        lines.append(f"  host: peak resident memory {format_bytes(rank['host_peak_rss_bytes'], 2)}")
         if rank.get("host_reads"):
             lines.append(
                 f"  {rank['host_reads']} host reads (.item(), .cpu(), printing) saw placeholder "
