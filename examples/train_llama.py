@@ -9,6 +9,14 @@ sequence parallel inside each FSDP shard), pp2-tp4 (two pipeline stages, TP4 in 
 gradients for reduction. Rank 0 prints one line per step: `step N loss L`.
 --save-at K --checkpoint DIR saves a distributed checkpoint after step K; --resume DIR
 restores it and continues from step K+1.
+
+--size llama3-70b gives the model Llama-3-70B's dimensions (80 layers, hidden 8192, 64 query
+and 8 key/value heads, FFN 28672, vocabulary 128256, sequence 4096) and one sequence per data
+parallel rank. Its parameters are created on the device without initial values (`to_empty`):
+it is meant for `vtrn estimate`, which runs it in shape-only execution:
+
+    vtrn estimate --nodes 4 --nproc-per-node 64 --ranks 0 -- examples/train_llama.py \
+        --size llama3-70b --layout tp4-fsdp2 --checkpointing full
 """
 
 import argparse
@@ -20,6 +28,27 @@ import torch.nn.functional as F
 from torch import nn
 
 VOCAB, DIM, LAYERS, HEADS, FFN, SEQ, BATCH = 64, 32, 2, 4, 64, 16, 8
+KV_HEADS = HEADS  # key/value heads (grouped-query attention when fewer than HEADS)
+ON_META = False  # the model is built on meta and created on the device after sharding
+CHECKPOINT = False  # --checkpointing full: each block's activations are recomputed in backward
+# --size: the module constants above; BATCH None means one sequence per data parallel rank.
+SIZES = {
+    "tiny": dict(
+        VOCAB=64, DIM=32, LAYERS=2, HEADS=4, KV_HEADS=4, FFN=64, SEQ=16, BATCH=8, ON_META=False
+    ),
+    # meta-llama/Meta-Llama-3-70B config.json; torchtitan's sequence length 4096.
+    "llama3-70b": dict(
+        VOCAB=128256,
+        DIM=8192,
+        LAYERS=80,
+        HEADS=64,
+        KV_HEADS=8,
+        FFN=28672,
+        SEQ=4096,
+        BATCH=None,
+        ON_META=True,  # too large to build on the host: parameters start on meta
+    ),
+}
 
 
 class RMSNorm(nn.Module):
@@ -41,9 +70,10 @@ class Attention(nn.Module):
     def __init__(self):
         super().__init__()
         self.head_dim = DIM // HEADS
+        self.repeats = HEADS // KV_HEADS  # query heads per key/value head
         self.wq = nn.Linear(DIM, DIM, bias=False)
-        self.wk = nn.Linear(DIM, DIM, bias=False)
-        self.wv = nn.Linear(DIM, DIM, bias=False)
+        self.wk = nn.Linear(DIM, KV_HEADS * self.head_dim, bias=False)
+        self.wv = nn.Linear(DIM, KV_HEADS * self.head_dim, bias=False)
         self.wo = nn.Linear(DIM, DIM, bias=False)
 
     def forward(self, x, cos, sin):
@@ -53,6 +83,9 @@ class Attention(nn.Module):
         k = self.wk(x).view(b, t, -1, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(b, t, -1, self.head_dim).transpose(1, 2)
         q, k = rotary(q, cos, sin), rotary(k, cos, sin)
+        if self.repeats > 1:
+            k = k.repeat_interleave(self.repeats, dim=1)
+            v = v.repeat_interleave(self.repeats, dim=1)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.wo(y.transpose(1, 2).reshape(b, t, -1))
 
@@ -99,15 +132,32 @@ class Llama(nn.Module):
     def forward(self, tokens):
         h = self.tok_embeddings(tokens) if self.tok_embeddings is not None else tokens
         for layer in self.layers.values():
-            h = layer(h, self.cos, self.sin)
+            if CHECKPOINT:
+                from torch.utils.checkpoint import checkpoint
+
+                h = checkpoint(layer, h, self.cos, self.sin, use_reentrant=False)
+            else:
+                h = layer(h, self.cos, self.sin)
         h = self.norm(h) if self.norm is not None else h
         return self.output(h) if self.output is not None else h
 
 
-def batch(step):
+def batch(step, size=None):
     g = torch.Generator().manual_seed(1000 + step)
-    tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
+    tokens = torch.randint(0, VOCAB, (size or BATCH, SEQ + 1), generator=g)
     return tokens[:, :-1], tokens[:, 1:]
+
+
+def set_size(name):
+    """Sets the module's dimensions to those of size |name|."""
+    globals().update(SIZES[name])
+
+
+def to_device(model, device):
+    """|model| moved to |device|; a model built on meta stays there until it is sharded."""
+    if any(p.is_meta for p in model.parameters()):
+        return model
+    return model.to(device)
 
 
 def loss_fn(logits, targets):
@@ -116,6 +166,9 @@ def loss_fn(logits, targets):
 
 def make_model():
     torch.manual_seed(0)
+    if ON_META:
+        with torch.device("meta"):
+            return Llama()
     return Llama()
 
 
@@ -216,25 +269,27 @@ class Trainer:
         self.pp_schedule = None
         if layout == "ddp8":
             self.mesh = init_device_mesh("neuron", (self.world,), mesh_dim_names=("dp",))
-            self.model = torch.nn.parallel.DistributedDataParallel(make_model().to(self.device))
+            self.model = torch.nn.parallel.DistributedDataParallel(
+                to_device(make_model(), self.device)
+            )
             self.dp_rank, self.dp_size = self.rank, self.world
         elif layout == "fsdp8":
             self.mesh = init_device_mesh("neuron", (self.world,), mesh_dim_names=("shard",))
-            self.model = make_model().to(self.device)
+            self.model = to_device(make_model(), self.device)
             shard_blocks(self.model, self.mesh)
             self.dp_rank, self.dp_size = self.rank, self.world
         elif layout == "hsdp2x4":
             self.mesh = init_device_mesh(
                 "neuron", (2, self.world // 2), mesh_dim_names=("replicate", "shard")
             )
-            self.model = make_model().to(self.device)
+            self.model = to_device(make_model(), self.device)
             shard_blocks(self.model, self.mesh)
             self.dp_rank, self.dp_size = self.rank, self.world
         elif layout == "tp4-fsdp2":
             self.mesh = init_device_mesh(
                 "neuron", (self.world // 4, 4), mesh_dim_names=("shard", "tp")
             )
-            self.model = make_model().to(self.device)
+            self.model = to_device(make_model(), self.device)
             apply_tp(self.model, self.mesh["tp"])
             shard_blocks(self.model, self.mesh["shard"])
             self.dp_rank, self.dp_size = (
@@ -248,7 +303,7 @@ class Trainer:
                 "neuron", (2, self.world // 2), mesh_dim_names=("pp", "tp")
             )
             stage = self.mesh["pp"].get_local_rank()
-            self.model = pipeline_stage_model(stage, 2).to(self.device)
+            self.model = to_device(pipeline_stage_model(stage, 2), self.device)
             apply_tp(self.model, self.mesh["tp"])
             self.stage = PipelineStage(
                 self.model, stage, 2, self.device, group=self.mesh.get_group("pp")
@@ -258,11 +313,14 @@ class Trainer:
             self.dp_rank, self.dp_size = 0, 1
         else:
             raise SystemExit(f"unknown layout {layout!r}")
+        if any(p.is_meta for p in self.model.parameters()):
+            # Sharded on meta, then created on the device: each rank holds only its shards.
+            self.model.to_empty(device=self.device)
         self.optimizer = make_optimizer(self.model)
 
     def step(self, step):
-        tokens, targets = batch(step)
-        per = BATCH // self.dp_size
+        tokens, targets = batch(step, BATCH or self.dp_size)
+        per = (BATCH or self.dp_size) // self.dp_size
         mine = slice(per * self.dp_rank, per * (self.dp_rank + 1))
         tokens, targets = tokens[mine].to(self.device), targets[mine].to(self.device)
         self.optimizer.zero_grad()
@@ -331,6 +389,14 @@ def main():
         choices=["cpu", "ddp8", "fsdp8", "hsdp2x4", "tp4-fsdp2", "pp2-tp4"],
     )
     parser.add_argument("--schedule", default="gpipe", choices=["gpipe", "1f1b"])
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    parser.add_argument("--layers", type=int, default=None, help="override the size's layers")
+    parser.add_argument(
+        "--checkpointing",
+        default="none",
+        choices=["none", "full"],
+        help="full: recompute each block's activations in backward",
+    )
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--save-at", type=int, default=None)
     parser.add_argument("--checkpoint", default=None)
@@ -339,6 +405,10 @@ def main():
     )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    set_size(args.size)
+    if args.layers is not None:
+        globals()["LAYERS"] = args.layers
+    globals()["CHECKPOINT"] = args.checkpointing == "full"
     if args.layout == "cpu":
         run_cpu(args.steps)
         return 0

@@ -1,4 +1,4 @@
-"""The installed `vtrn` command dispatches to all six subcommands, and each follows the one
+"""The installed `vtrn` command dispatches to all eight subcommands, and each follows the one
 convention: bad input exits 2 with one line on stderr, naming the subcommand, no traceback."""
 
 import json
@@ -15,7 +15,7 @@ MODULE = """func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf3
 }
 """
 
-SUBCOMMANDS = ("topo", "mesh", "hlo", "plan", "run", "ops")
+SUBCOMMANDS = ("topo", "mesh", "hlo", "plan", "run", "estimate", "trace", "ops")
 
 
 def vtrn(*args, timeout=120, cwd=None):
@@ -122,6 +122,8 @@ def test_ops_subcommand_lists_one_op():
         (["hlo", "/nonexistent/m.mlir"], "cannot read /nonexistent/m.mlir"),
         (["plan", "--model", "llama2-7b", "--top", "0"], "--top 0"),
         (["run", "--nproc-per-node", "999", "train.py"], "--nproc-per-node 999 does not fit"),
+        (["estimate", "--steps", "0", "train.py"], "--steps 0 must be an integer from 1"),
+        (["trace", "/nonexistent/t.json", "--png", "t.png"], "/nonexistent/t.json"),
         (["ops", "--op", "no_such_op"], "unknown op 'no_such_op'"),
     ],
     ids=SUBCOMMANDS,

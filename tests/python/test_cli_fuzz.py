@@ -478,3 +478,46 @@ def test_run_missing_script_and_bad_nnodes_exit_2_with_one_line(tmp_path):
 def test_ops_unknown_op_is_exit_2(capsys):
     rc, _, err = call(capsys, "ops", "--op", "no_such_op_xyz")
     assert_bad_input(rc, err, "no_such_op_xyz")
+
+
+def test_estimate_bad_arguments_exit_2_with_one_line(capsys, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('ran')\n")
+    rng = random.Random(SEED + 500)
+    cases = [(["--nodes", v, script], "--nodes") for v in bad_ints(rng, 1)]
+    cases += [(["--steps", v, script], "--steps") for v in bad_ints(rng, 1)]
+    cases += [
+        (["--nodes", "4097", script], "--nodes 4097"),
+        (["--nproc-per-node", "65", script], "--nproc-per-node 65 must be an integer from 1 to 64"),
+        (["--nproc-per-node", "0", script], "--nproc-per-node 0"),
+        (["--ranks", "8", "--nproc-per-node", "8", script], "rank 8 is outside the world of 8"),
+        (["--ranks", "a,b", script], "--ranks a,b"),
+        (["--ranks", "", script], "--ranks"),
+        (["--lnc", "3", script], "--lnc 3"),
+        (["--instance", "trn9.huge", script], "trn9.huge"),
+        (["--trace", tmp_path / "missing" / "t.json", script], "does not exist"),
+        ([tmp_path / "missing.py"], "does not exist"),
+        ([tmp_path], "is a directory"),
+        ([], "missing the training script"),
+    ]
+    for argv, needle in cases:
+        rc, out, err = call(capsys, "estimate", *argv)
+        assert_bad_input(rc, err, needle, argv=argv)
+        assert "ran" not in out
+
+
+def test_trace_bad_files_exit_2_with_one_line(capsys, tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"traceEvents": []}))
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(random_bytes(random.Random(SEED + 600)) + b"\x00{")
+    cases = [
+        ([tmp_path / "missing.json", "--png", tmp_path / "o.png"], "missing.json"),
+        ([garbage, "--png", tmp_path / "o.png"], "not JSON"),
+        ([empty, "--png", tmp_path / "o.png"], "no neuron device events"),
+        ([empty, "--png", tmp_path / "o.txt"], "SVG or PNG"),
+        ([tmp_path, "--png", tmp_path / "o.png"], "trace"),
+    ]
+    for argv, needle in cases:
+        rc, _, err = call(capsys, "trace", *argv)
+        assert_bad_input(rc, err, needle, argv=argv)

@@ -17,7 +17,7 @@ import importlib
 import sys
 
 # Subcommand modules of this package, in the order `vtrn --help` lists them.
-COMMANDS = ("topo", "mesh", "hlo", "plan", "run", "ops")
+COMMANDS = ("topo", "mesh", "hlo", "plan", "run", "estimate", "trace", "ops")
 
 
 class CommandError(Exception):

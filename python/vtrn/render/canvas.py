@@ -26,8 +26,8 @@ class Canvas:
     height: int
     items: list = field(default_factory=list)
 
-    def rect(self, x, y, w, h, fill="#ffffff", stroke="#333333", width=1, dash=False):
-        self.items.append(("rect", x, y, w, h, fill, stroke, width, dash))
+    def rect(self, x, y, w, h, fill="#ffffff", stroke="#333333", width=1, dash=False, radius=6):
+        self.items.append(("rect", x, y, w, h, fill, stroke, width, dash, radius))
 
     def line(self, x1, y1, x2, y2, stroke=LINE, width=2, dash=False):
         self.items.append(("line", x1, y1, x2, y2, stroke, width, dash))
@@ -46,11 +46,12 @@ class Canvas:
         for item in self.items:
             kind = item[0]
             if kind == "rect":
-                _, x, y, w, h, fill, stroke, width, dash = item
+                _, x, y, w, h, fill, stroke, width, dash, radius = item
                 d = ' stroke-dasharray="6,4"' if dash else ""
+                line = f'stroke="{stroke}" stroke-width="{width}"' if stroke else 'stroke="none"'
                 out.append(
-                    f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="{fill}" '
-                    f'stroke="{stroke}" stroke-width="{width}"{d}/>'
+                    f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="{radius}" fill="{fill}" '
+                    f"{line}{d}/>"
                 )
             elif kind == "line":
                 _, x1, y1, x2, y2, stroke, width, dash = item
@@ -113,14 +114,17 @@ class Canvas:
         for item in self.items:
             kind = item[0]
             if kind == "rect":
-                _, x, y, w, h, fill, stroke, width, dash = item
-                draw.rounded_rectangle(
-                    [x, y, x + w, y + h],
-                    radius=6,
-                    fill=fill,
-                    outline=None if dash else stroke,
-                    width=width,
-                )
+                _, x, y, w, h, fill, stroke, width, dash, radius = item
+                if radius:
+                    draw.rounded_rectangle(
+                        [x, y, x + w, y + h],
+                        radius=radius,
+                        fill=fill,
+                        outline=None if dash else stroke,
+                        width=width,
+                    )
+                else:
+                    draw.rectangle([x, y, x + w - 1, y + h - 1], fill=fill, outline=None)
                 if dash:
                     for a, b in (
                         ((x, y), (x + w, y)),

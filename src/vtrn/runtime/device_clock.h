@@ -114,6 +114,12 @@ class DeviceClock {
 
   double launch_overhead_s() const { return launch_overhead_s_; }
 
+  /// For fork(): takes the clock's lock, so that no other thread holds it when the process
+  /// forks (a child would find it locked forever); release_after_fork() gives it back, in the
+  /// parent and in the child (the forking thread owns it in both).
+  void hold_for_fork() { mutex_.lock(); }
+  void release_after_fork() { mutex_.unlock(); }
+
  private:
   struct Timeline {
     double now = 0;

@@ -139,6 +139,15 @@ DeviceConfig device_config_from_env(const EnvLookup& env) {
     }
     config.bank_bytes = static_cast<hw::Bytes>(*value);
   }
+  if (const auto mode = env("VTRN_EXECUTION"); mode && !trim(*mode).empty()) {
+    const std::string value = trim(*mode);
+    if (value != "run" && value != "shapes") {
+      throw std::invalid_argument("VTRN_EXECUTION='" + *mode +
+                                  "' is not an execution mode; use `run` (compute every kernel) "
+                                  "or `shapes` (shape-only: memory and modeled time, no data).");
+    }
+    config.shapes_only = value == "shapes";
+  }
   return config;
 }
 

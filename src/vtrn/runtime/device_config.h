@@ -6,6 +6,7 @@
 //   NEURON_RT_VISIBLE_CORES       cores of the node this process uses: "5", "4-7", "0-3,8"
 //   NEURON_RT_NUM_CORES           the first N cores (ignored when VISIBLE_CORES is set; 0 = all)
 //   VTRN_HBM_BYTES                overrides the usable bytes of one HBM bank (for tests)
+//   VTRN_EXECUTION                `run` (default) or `shapes`: shape-only execution (no data)
 //
 // Device index i of the process is logical core visible_cores[i] of the node.
 #pragma once
@@ -27,6 +28,9 @@ struct DeviceConfig {
   std::vector<int> visible_cores;  ///< node core id of each device index
   int cores_per_bank = 1;          ///< logical cores sharing one HBM bank (2 at LNC1 on trn2)
   hw::Bytes bank_bytes = 0;        ///< usable bytes of one HBM bank
+  /// VTRN_EXECUTION=shapes: tensors get accounted device memory but no host storage, and
+  /// kernels advance the modeled clock without computing.
+  bool shapes_only = false;
 
   int device_count() const { return static_cast<int>(visible_cores.size()); }
   /// The HBM bank (node-wide id) that device index |device| allocates from.

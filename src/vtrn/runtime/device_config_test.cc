@@ -70,6 +70,12 @@ TEST(DeviceConfigTest, HbmOverride) {
   EXPECT_EQ(c.bank_bytes, kMiB);
 }
 
+TEST(DeviceConfigTest, ExecutionMode) {
+  EXPECT_FALSE(device_config_from_env(env({})).shapes_only);
+  EXPECT_FALSE(device_config_from_env(env({{"VTRN_EXECUTION", "run"}})).shapes_only);
+  EXPECT_TRUE(device_config_from_env(env({{"VTRN_EXECUTION", "shapes"}})).shapes_only);
+}
+
 void expect_error(std::map<std::string, std::string> vars, const std::string& fragment) {
   try {
     device_config_from_env(env(vars));
@@ -95,6 +101,7 @@ TEST(DeviceConfigTest, BadInputSaysWhatWasWrongAndWhatIsAccepted) {
       {{"NEURON_RT_FAKE_INSTANCE_TYPE", "trn1.32xlarge"}, {"NEURON_LOGICAL_NC_CONFIG", "2"}},
       "has no Logical NeuronCore setting");
   expect_error({{"VTRN_HBM_BYTES", "-5"}}, "must be a positive byte count");
+  expect_error({{"VTRN_EXECUTION", "meta"}}, "VTRN_EXECUTION='meta' is not an execution mode");
 }
 
 }  // namespace

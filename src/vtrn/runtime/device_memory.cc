@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <sys/mman.h>
+
 namespace vtrn::runtime {
 
 namespace {
@@ -52,8 +54,24 @@ DeviceMemory::DeviceMemory(DeviceConfig config) : config_(std::move(config)) {
 
 DeviceMemory::~DeviceMemory() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [ptr, block] : cached_) std::free(ptr);
+  for (auto& [ptr, block] : cached_) free_host_block(ptr, block.size);
   // Live blocks belong to their holders; they are never freed behind their backs.
+}
+
+void* DeviceMemory::host_block(uint64_t size) const {
+  if (!config_.shapes_only) return std::aligned_alloc(kAlignment, size);
+  // Page aligned (so 64-byte aligned); pages are only backed once written, which nothing does.
+  void* ptr = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return ptr == MAP_FAILED ? nullptr : ptr;
+}
+
+void DeviceMemory::free_host_block(void* ptr, uint64_t size) const {
+  if (config_.shapes_only) {
+    munmap(ptr, size);
+  } else {
+    std::free(ptr);
+  }
 }
 
 uint64_t DeviceMemory::round_size(uint64_t nbytes) {
@@ -109,7 +127,7 @@ void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
       }
       return nullptr;
     }
-    ptr = std::aligned_alloc(kAlignment, size);
+    ptr = host_block(size);
     if (ptr == nullptr) throw std::bad_alloc();
     bank_reserved_[bank] += size;
     stats.reserved_bytes.add(static_cast<int64_t>(size));
@@ -144,7 +162,7 @@ void DeviceMemory::release_cached_locked(int device) {
   for (auto& [size, blocks] : state.cache) {
     for (void* ptr : blocks) {
       cached_.erase(ptr);
-      std::free(ptr);
+      free_host_block(ptr, size);
       bank_reserved_[bank] -= size;
       state.stats.reserved_bytes.remove(static_cast<int64_t>(size));
       state.stats.segments.remove(1);

@@ -9,6 +9,9 @@
 //    can run out because of its neighbour.
 //  * Freed blocks are cached per device and size and reused; reserved >= allocated always.
 //  * Stats are exact after every call. All methods are thread safe and never call Python.
+//  * In shape-only execution (DeviceConfig::shapes_only) every decision and count is the same,
+//    but a block is a lazily mapped anonymous mapping (MAP_NORESERVE) that nothing writes: it
+//    reads as zeros and costs no resident memory, so a model larger than the host "fits".
 #pragma once
 
 #include <cstddef>
@@ -111,6 +114,8 @@ class DeviceMemory {
   };
 
   void release_cached_locked(int device);
+  void* host_block(uint64_t size) const;
+  void free_host_block(void* ptr, uint64_t size) const;
   void check_device(int device) const;
 
   DeviceConfig config_;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <map>
+
+#include <unistd.h>
 
 namespace vtrn::runtime {
 namespace {
@@ -121,6 +124,41 @@ TEST(DeviceMemoryTest, DeviceOfFindsInteriorPointers) {
   int stack_value = 0;
   EXPECT_EQ(mem.device_of(&stack_value), std::nullopt);
   mem.free(p);
+}
+
+// Resident bytes of this process, from /proc/self/statm.
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(DeviceMemoryTest, ShapeOnlyBlocksCountTheSameAndCostNoResidentMemory) {
+  // 40 GiB bank, two 16 GiB blocks: the same stats as a real run, the third does not fit.
+  const uint64_t gib = 1ull << 30;
+  DeviceMemory mem(
+      config_with({{"VTRN_EXECUTION", "shapes"}, {"VTRN_HBM_BYTES", std::to_string(40 * gib)}}));
+  const uint64_t before = resident_bytes();
+  void* a = mem.allocate(0, 16 * gib, nullptr);
+  void* b = mem.allocate(0, 16 * gib, nullptr);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(static_cast<const unsigned char*>(a)[gib], 0);  // reads as zeros
+  EXPECT_LT(resident_bytes(), before + 64 * kKiB * kKiB);
+  OutOfMemory oom;
+  EXPECT_EQ(mem.allocate(0, 16 * gib, &oom), nullptr);
+  EXPECT_EQ(oom.requested, 16 * gib);
+  EXPECT_EQ(oom.free, 8 * gib);
+  mem.free(a);
+  EXPECT_EQ(mem.allocate(0, 16 * gib, nullptr), a);  // the cached block comes back
+  const MemoryStats s = mem.stats(0);
+  EXPECT_EQ(s.allocated_bytes.current, static_cast<int64_t>(32 * gib));
+  EXPECT_EQ(s.num_ooms, 1);
+  mem.free(a);
+  mem.free(b);
+  mem.empty_cache(0);
+  EXPECT_EQ(mem.stats(0).reserved_bytes.current, 0);
 }
 
 TEST(DeviceMemoryTest, FormatBytes) {

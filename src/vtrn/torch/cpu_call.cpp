@@ -14,6 +14,7 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/CPUAllocator.h>
 
+#include "vtrn/torch/device.h"
 #include "vtrn/torch/device_view.h"
 
 namespace vtrn::torch_adapter {
@@ -359,6 +360,82 @@ std::optional<ReturnDtypes> meta_return_dtypes(const c10::OperatorHandle& op,
     return std::nullopt;
   }
   return return_dtypes(meta, schema.returns().size());
+}
+
+bool call_meta_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const auto& args = schema.arguments();
+  const size_t first = stack->size() - args.size();
+  c10::Device device(c10::kPrivateUse1, current_device());
+  bool found = false;
+  for (size_t i = first; i < stack->size() && !found; ++i) {
+    if ((*stack)[i].isTensor() && (*stack)[i].toTensor().is_privateuseone()) {
+      device = (*stack)[i].toTensor().device();
+      found = true;
+    }
+  }
+  torch::jit::Stack meta =
+      replaced_arguments(*stack, args.size(), c10::Device(c10::kMeta), [](const at::Tensor& t) {
+        if (!t.defined() || (t.is_cpu() && t.dim() == 0)) return t;
+        return at::empty_strided(t.sizes(), t.strides(),
+                                 t.options().device(c10::kMeta).pinned_memory(false));
+      });
+  const std::vector<c10::IValue> originals(stack->begin() + static_cast<ptrdiff_t>(first),
+                                           stack->end());
+  const std::vector<c10::IValue> meta_args = meta;
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  } catch (...) {  // no shape function, or one that needs the data
+    return false;
+  }
+  // The argument a return aliases (by its alias set), if any.
+  const auto aliased_argument = [&](const c10::AliasInfo* alias) -> std::optional<size_t> {
+    if (alias == nullptr) return std::nullopt;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].alias_info() != nullptr &&
+          args[i].alias_info()->beforeSets() == alias->beforeSets())
+        return i;
+    }
+    return std::nullopt;
+  };
+  // Written arguments the shape function resized (out= tensors) are resized on the device.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].alias_info() == nullptr || !args[i].alias_info()->isWrite()) continue;
+    if (!originals[i].isTensor() || !meta_args[i].isTensor()) continue;
+    at::Tensor dst = originals[i].toTensor();
+    const at::Tensor& shaped = meta_args[i].toTensor();
+    if (dst.defined() && dst.is_privateuseone() && !dst.sizes().equals(shaped.sizes()))
+      dst.resize_(shaped.sizes());
+  }
+  const auto& returns = schema.returns();
+  std::vector<c10::IValue> results;
+  for (size_t k = 0; k < returns.size(); ++k) {
+    const c10::IValue& v = meta[meta.size() - returns.size() + k];
+    const std::optional<size_t> arg = aliased_argument(returns[k].alias_info());
+    if (arg && returns[k].alias_info()->isWrite()) {
+      results.push_back(originals[*arg]);
+      continue;
+    }
+    auto make = [&](const at::Tensor& t) -> at::Tensor {
+      if (!t.defined() || !t.is_meta()) return t;
+      if (arg && originals[*arg].isTensor()) {  // a view of its argument
+        return originals[*arg].toTensor().as_strided(t.sizes(), t.strides(), t.storage_offset());
+      }
+      return at::empty_strided(t.sizes(), t.strides(), t.options().device(device));
+    };
+    if (v.isTensor()) {
+      results.emplace_back(make(v.toTensor()));
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorList()) list.push_back(make(t));
+      results.emplace_back(std::move(list));
+    } else {
+      results.push_back(v);
+    }
+  }
+  torch::jit::drop(*stack, args.size());
+  for (c10::IValue& r : results) stack->push_back(std::move(r));
+  return true;
 }
 
 ReturnDtypes cpu_return_dtypes(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {

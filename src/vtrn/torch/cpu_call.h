@@ -38,6 +38,14 @@ struct Float64Policy {
 void call_cpu_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                      const Float64Policy& policy);
 
+/// Shape-only execution's fallback: runs |op|'s shape function (its Meta kernel) on stand-ins
+/// of the arguments and leaves returns of those shapes on |stack| without computing them:
+/// written arguments keep their memory (resized as the shape function resized them), views are
+/// views of their argument, and every other return is a new, unwritten device tensor. Returns
+/// false, changing nothing, when the op has no shape function or it raises; the caller then
+/// runs the CPU kernel.
+bool call_meta_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 /// The dtypes of |op|'s returns for the arguments on |stack|, from its shape function (its Meta
 /// kernel); nullopt when it has none or it raises.
 std::optional<ReturnDtypes> meta_return_dtypes(const c10::OperatorHandle& op,

@@ -138,6 +138,18 @@ void claim_device(c10::DeviceIndex index) {
   claimed_devices[index].store(true, std::memory_order_release);
 }
 
+bool shapes_only() {
+  static const bool on = device_config_error().empty() && device_config().shapes_only;
+  return on;
+}
+
+namespace {
+std::atomic<int64_t> host_read_count{0};
+}  // namespace
+
+int64_t host_reads() { return host_read_count.load(std::memory_order_relaxed); }
+void count_host_read() { host_read_count.fetch_add(1, std::memory_order_relaxed); }
+
 runtime::DeviceMemory& device_memory() {
   static auto* memory = new runtime::DeviceMemory(device_config());  // leaked: used until exit
   return *memory;

@@ -27,6 +27,15 @@ namespace vtrn::torch_adapter {
 /// The configuration read from the environment at first use. Throws its error if invalid.
 const runtime::DeviceConfig& device_config();
 
+/// VTRN_EXECUTION=shapes: tensors have accounted device memory that nothing writes, kernels
+/// advance the modeled clock without running, and host reads see placeholders (zeros).
+bool shapes_only();
+
+/// Host reads (.item(), .cpu(), printing) so far; counted in every mode, reported by
+/// shape-only runs since a script whose control flow depends on data may take another path.
+int64_t host_reads();
+void count_host_read();
+
 /// Empty when the environment is valid, else the error that disables the device.
 const std::string& device_config_error();
 

@@ -25,6 +25,7 @@
 #include "vtrn/coll/route.h"
 #include "vtrn/topo/cluster.h"
 #include "vtrn/topo/link_graph.h"
+#include "vtrn/torch/device.h"
 #include "vtrn/torch/reduce_op.h"
 #include "vtrn/torch/stream.h"
 
@@ -500,8 +501,10 @@ class NeuronBackend final : public c10d::Backend {
     sync_all(outputs);
     std::vector<at::Tensor> in_alias = aliases(inputs);
     std::vector<at::Tensor> out_alias = &inputs == &outputs ? in_alias : aliases(outputs);
-    auto work = call(in_alias, out_alias);
-    work->wait();
+    if (!shapes_only()) {  // shape-only: no data moves, only the modeled time is charged
+      auto work = call(in_alias, out_alias);
+      work->wait();
+    }
     uint64_t bytes = 0;
     for (const auto& t : (collective == coll::Collective::kReduceScatter ? inputs : outputs)) {
       if (t.defined()) bytes += t.nbytes();

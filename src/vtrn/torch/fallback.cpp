@@ -18,6 +18,7 @@
 #include <torch/library.h>
 
 #include "vtrn/torch/cpu_call.h"
+#include "vtrn/torch/device.h"
 #include "vtrn/torch/device_check.h"
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/op_tracking.h"
@@ -183,6 +184,8 @@ void cpu_fallback(const c10::OperatorHandle& original, torch::jit::Stack* stack)
   });
   for (c10::DeviceIndex d : devices) sync_current_stream(d);
   record_fallback(name);
+  // Shape-only execution computes nothing: the op's shape function gives its returns.
+  if (shapes_only() && call_meta_kernel(op, stack)) return;
   if (!has_wide) {
     // float64 results computed from narrower inputs (the default dtype's promotions) are
     // rounded as if computed in float32.

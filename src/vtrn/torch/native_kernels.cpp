@@ -236,11 +236,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       // The host waits for the copy: it reuses its buffer as soon as copy_ returns.
       device_clock(index_of(dst))
           .host_wait(advance_clock(index_of(dst), "aten::_copy_from", modeled).end_s);
-      at::Tensor dst_cpu = cpu_alias(dst);
-      at::native::copy_(dst_cpu, self, false);
+      if (!shapes_only()) {  // shape-only device memory is never written
+        at::Tensor dst_cpu = cpu_alias(dst);
+        at::native::copy_(dst_cpu, self, false);
+      }
     }
   } else {
     // neuron -> cpu: a host read, which the host waits for.
+    count_host_read();
     sync_current_stream(index_of(self));
     const runtime::ModeledWork modeled = modeled_host_copy(static_cast<double>(self.nbytes()));
     device_clock(index_of(self))
@@ -311,6 +314,7 @@ at::Tensor& zero(at::Tensor& self) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   VTRN_RECORD_OP("_local_scalar_dense");
+  count_host_read();
   sync_current_stream(index_of(self));
   const runtime::ModeledWork modeled = modeled_host_copy(static_cast<double>(self.element_size()));
   device_clock(index_of(self))

@@ -19,6 +19,7 @@
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
+#include "vtrn/torch/eager/launch.h"
 #include "vtrn/torch/eager/metrics.h"
 #include "vtrn/torch/eager/op_registration.h"
 #include "vtrn/torch/eager/pending_group.h"
@@ -197,6 +198,9 @@ PYBIND11_MODULE(_C, m) {
       TORCH_CHECK(false, e.what());
     }
   });
+  m.def("_shapes_only", [] { return adapter::shapes_only(); });
+  m.def("_host_reads", [] { return adapter::host_reads(); });
+  m.def("_tensor_flops", [] { return adapter::eager::launched_tensor_flops(); });
   m.def("_compile_only", &adapter::compile_only);
   m.def("_set_compile_only", &adapter::set_compile_only);
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);

@@ -116,14 +116,28 @@ void hold_everything_for_fork() {
     for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
       stream->hold_for_fork();
   }
+  // Last: a host thread may hold a clock's lock while it issues work.
+  for (int d = 0; d < device_count(); ++d)
+    device_clock(static_cast<c10::DeviceIndex>(d)).hold_for_fork();
+}
+
+void release_clocks_after_fork() {
+  for (int d = 0; d < device_count(); ++d)
+    device_clock(static_cast<c10::DeviceIndex>(d)).release_after_fork();
 }
 
 void release_everything_in_parent() {
+  release_clocks_after_fork();
   for (int d = 0; d < device_count(); ++d) {
     for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
       stream->release_after_fork();
   }
   unlock_pending_groups_in_parent();
+}
+
+void renew_everything_in_child() {
+  release_clocks_after_fork();
+  renew_pending_group_locks_in_child();
 }
 
 thread_local std::vector<c10::StreamId> tls_current_streams;
@@ -146,7 +160,7 @@ void register_fork_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(&hold_everything_for_fork, &release_everything_in_parent,
-                   &renew_pending_group_locks_in_child);
+                   &renew_everything_in_child);
   });
 }
 
@@ -184,6 +198,7 @@ void enqueue(c10::DeviceIndex device, const char* op, const runtime::ModeledWork
   // Flushes held AEE groups first, so the clock sees work in the order the streams run it.
   runtime_stream(current_stream(device));
   advance_clock(device, op, modeled);
+  if (shapes_only()) return;  // the clock moved; the bytes are not computed
   enqueue(device, op, std::move(work));
 }
 

@@ -1,5 +1,6 @@
 #include "vtrn/torch/eager/launch.h"
 
+#include <atomic>
 #include <limits>
 #include <utility>
 
@@ -69,9 +70,12 @@ void Launch::execute() const {
 }
 
 namespace {
+std::atomic<uint64_t> tensor_flops{0};
+
 // The executable's kernels, each on the engine class that bounds it.
 runtime::ModeledWork modeled_work(const compiler::Executable& exe) {
   runtime::ModeledWork w;
+  double flops = 0;
   for (const compiler::Kernel& k : exe.kernels) {
     runtime::EngineClass engine = runtime::EngineClass::kDma;
     switch (k.cost.engine) {
@@ -92,10 +96,16 @@ runtime::ModeledWork modeled_work(const compiler::Executable& exe) {
         break;
     }
     w.busy[static_cast<size_t>(engine)] += k.cost.time_s;
+    flops += k.cost.flops;
   }
+  tensor_flops.fetch_add(static_cast<uint64_t>(flops), std::memory_order_relaxed);
   return w;
 }
 }  // namespace
+
+double launched_tensor_flops() {
+  return static_cast<double>(tensor_flops.load(std::memory_order_relaxed));
+}
 
 void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
   const runtime::ModeledWork modeled = modeled_work(launch.executable->executable());

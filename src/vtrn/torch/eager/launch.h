@@ -40,4 +40,8 @@ struct Launch {
 /// Queues |launch| on the current stream of |device|; |name| must be a string literal.
 void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch);
 
+/// Tensor-engine FLOPs (the cost model's 2*b*m*n*k) of every executable launched so far, in
+/// this process: the model FLOPs `vtrn estimate` reports.
+double launched_tensor_flops();
+
 }  // namespace vtrn::torch_adapter::eager
