@@ -190,6 +190,23 @@ POLICIES = (
         message=r"^RuntimeError: ZeroDivisionError$",
     ),
     Policy(
+        name="complex32-as-the-cpu",
+        why="complex32 (ComplexHalf) tensors exist on neuron, and their arithmetic runs on the "
+        "CPU's kernels (the fallback), which implement fewer ops for it than CUDA's: pow "
+        "raises the CPU's NotImplementedError. A loud error, not a wrong result.",
+        test=r"",
+        message=r"""^NotImplementedError: "\w+" not implemented for 'ComplexHalf'$""",
+    ),
+    Policy(
+        name="refs-copysign-device-check",
+        why="torch._refs.copysign refuses operands on two devices, so a 0-d CPU tensor operand "
+        "raises on every accelerator, CUDA included; PyTorch's skip of this test names the "
+        "class TestBinaryUfuncsDevice, which does not exist, so it applies on no device. The "
+        "CPU passes only because both operands are CPU tensors there.",
+        test=r"::test_type_promotion__refs_copysign$",
+        message=r"^RuntimeError: Expected divisor \(b\) to be on the same device",
+    ),
+    Policy(
         name="fp8-trn3-only",
         why="FP8 tensors exist only on Trainium3 (README, dtypes): on the default trn2 "
         "instance creating one raises, naming NEURON_RT_FAKE_INSTANCE_TYPE.",
