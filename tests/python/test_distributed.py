@@ -241,3 +241,18 @@ def test_torch_multiprocessing_spawn_workers_pick_their_cores(tmp_path):
     (refusal,) = [line for line in result.stdout.splitlines() if line.startswith("intruder")]
     assert "intruder ERROR neuron:0 is logical core 0 of this node" in refusal
     assert "a NeuronCore belongs to one process" in refusal
+
+
+def test_fsdp2_and_tp_compiled_per_rank_match_eager_and_the_cpu():
+    # torch.compile(backend="neuron") on each of 4 ranks: FSDP2, then FSDP2 x TP (DTensor).
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "compiled_fsdp_tp.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    rows = [line.split() for line in result.stdout.splitlines()]
+    for name in ("fsdp", "fsdp_tp"):
+        steps = [row for row in rows if row and row[0] == name]
+        assert len(steps) == 3, (name, result.stdout)
+        for _, step, compiled, eager, cpu in steps:
+            assert float(compiled) == pytest.approx(float(eager), rel=1e-6), (name, step)
+            assert float(compiled) == pytest.approx(float(cpu), rel=1e-5), (name, step)
+    (graphs,) = [int(row[1]) for row in rows if row and row[0] == "graphs"]
+    assert graphs > 0  # the backend compiled the ranks' graphs

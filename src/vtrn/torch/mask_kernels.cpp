@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
@@ -67,8 +68,14 @@ at::Tensor masked_select_kernel(const at::Tensor& self, const at::Tensor& mask) 
 at::Tensor& masked_select_out_kernel(const at::Tensor& self, const at::Tensor& mask,
                                      at::Tensor& out) {
   VTRN_RECORD_OP("masked_select.out");
+  TORCH_CHECK(mask.scalar_type() == at::ScalarType::Bool,
+              "masked_select: expected BoolTensor for mask");
   TORCH_CHECK(out.scalar_type() == self.scalar_type(),
               "masked_select(): self and result must have the same scalar type");
+  // The CPU's checks, in its order: an out= that shares memory with itself or an input.
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
   const at::Tensor result = masked_select_kernel(self, mask);
   at::native::resize_output(out, result.sizes());
   return out.copy_(result);

@@ -188,12 +188,11 @@ class TestSDPA:
         assert torch._fused_sdp_choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
 
     def test_fused_sdp_choice_with_mask(self):
-        # openreg and TorchNeuron answer "overrideable" with a mask too; vtrn's fused kernel
-        # takes no mask, so it answers "math" and PyTorch decomposes the attention, op by op,
-        # on the device (the values are checked below).
+        # As openreg and TorchNeuron: the fused kernel takes a mask too (its values are
+        # checked below and in test_fused_attention_takes_a_bias).
         q, k, v = (t.to("neuron") for t in _sdpa_inputs())
         mask = torch.rand(4, 2, 256, 256, dtype=torch.float16, device="neuron")
-        assert torch._fused_sdp_choice(q, k, v, mask) == SDPBackend.MATH.value
+        assert torch._fused_sdp_choice(q, k, v, mask) == SDPBackend.OVERRIDEABLE.value
 
     def test_scaled_dot_product_attention_with_mask(self):
         q, k, v = _sdpa_inputs()
@@ -258,11 +257,16 @@ class TestSDPA:
             assert got.device.type == "neuron"
             torch.testing.assert_close(got.cpu().float(), want, atol=5e-3, rtol=5e-3)
 
-    def test_fused_attention_refuses_a_bias(self):
-        q, k, v = (t.to("neuron") for t in _sdpa_inputs())
-        bias = torch.rand(4, 2, 256, 256, dtype=torch.float16, device="neuron")
-        with pytest.raises(RuntimeError, match="neuron's fused attention takes no attn_mask"):
-            torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, attn_bias=bias)
+    def test_fused_attention_takes_a_bias(self):
+        q, k, v = _sdpa_inputs()
+        bias = torch.rand(4, 2, 256, 256, dtype=torch.float16)
+        out = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+            q.to("neuron"), k.to("neuron"), v.to("neuron"), attn_bias=bias.to("neuron")
+        )[0]
+        expected = torch.nn.functional.scaled_dot_product_attention(
+            q.float(), k.float(), v.float(), attn_mask=bias.float()
+        )
+        torch.testing.assert_close(out.cpu().float(), expected, atol=2e-3, rtol=2e-3)
 
 
 class TestFactoryExtended:
