@@ -67,6 +67,9 @@ class DeviceStreams {
       stream = new runtime::Stream("neuron:" + std::to_string(device_) + " stream " +
                                    std::to_string(id));
       slots_[id].store(stream, std::memory_order_release);
+      const int n = created_count_.load(std::memory_order_relaxed);
+      created_[n].store(stream, std::memory_order_relaxed);
+      created_count_.store(n + 1, std::memory_order_release);
     }
     return *stream;
   }
@@ -75,6 +78,13 @@ class DeviceStreams {
     const int level = priority_level(priority);
     const uint32_t index = next_[level].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
     return 1 + level * kStreamsPerPool + static_cast<c10::StreamId>(index);
+  }
+
+  /// Calls |f| on every stream created so far, without the lock (a free calls it).
+  template <typename F>
+  void for_each_created(F&& f) const {
+    const int n = created_count_.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) f(created_[i].load(std::memory_order_relaxed));
   }
 
   /// Every stream created so far.
@@ -91,6 +101,8 @@ class DeviceStreams {
   std::mutex mutex_;  // serialises creation
   std::array<std::atomic<runtime::Stream*>, kStreamCount> slots_{};
   std::array<std::atomic<uint32_t>, kPriorityLevels> next_{};
+  std::array<std::atomic<runtime::Stream*>, kStreamCount> created_{};  // in creation order
+  std::atomic<int> created_count_{0};
 };
 
 DeviceStreams& streams_of(c10::DeviceIndex device) {
@@ -266,6 +278,30 @@ void synchronize(c10::DeviceIndex index) {
     }
   }
   if (!first_error.empty()) raise_queued_error(runtime::QueuedOpError(first_error));
+}
+
+const runtime::Stream* allocation_stream(c10::DeviceIndex device) {
+  // A worker's own allocation is used at once, after its stream's earlier work.
+  if (const runtime::Stream* worker = runtime::Stream::running_on()) return worker;
+  return &streams_of(device).get(current_stream_id(device));
+}
+
+void pending_fences(std::vector<runtime::StreamFence>* fences) {
+  for (int d = 0; d < device_count(); ++d) {
+    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([&](runtime::Stream* s) {
+      const uint64_t enqueued = s->enqueued();
+      if (s->completed() < enqueued) fences->push_back(runtime::StreamFence{s, enqueued});
+    });
+  }
+}
+
+void wait_for_queued_work() {
+  const WithoutGil no_gil;
+  for (int d = 0; d < device_count(); ++d) {
+    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([](runtime::Stream* s) {
+      if (s != runtime::Stream::running_on()) s->wait_until_done(s->enqueued());
+    });
+  }
 }
 
 c10::StreamId pool_stream_id(c10::DeviceIndex device, int priority) {

@@ -31,11 +31,13 @@
 #include <functional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
 #include "vtrn/runtime/device_clock.h"
+#include "vtrn/runtime/device_memory.h"
 #include "vtrn/runtime/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -85,6 +87,18 @@ void sync_current_stream(c10::DeviceIndex device);
 
 /// Waits for |stream|; raises (c10::Error) the first error of its work.
 void synchronize_stream(const c10::Stream& stream);
+
+/// The stream an allocation made now is for: the calling thread's current stream of |device|,
+/// or, on a stream's worker, that stream. Does not flush held AEE groups.
+const runtime::Stream* allocation_stream(c10::DeviceIndex device);
+
+/// Appends a fence for each stream (of any device) with queued work not yet run: what a block
+/// freed now must wait for before another stream or the host reuses it.
+void pending_fences(std::vector<runtime::StreamFence>* fences);
+
+/// Waits, without raising their errors, for the work queued so far on every stream (but the
+/// calling worker's own): afterwards every fence taken before is reached.
+void wait_for_queued_work();
 
 /// Installs the fork handlers described above; called before any group or stream exists.
 void register_fork_handlers();
