@@ -14,10 +14,12 @@
 #include <mutex>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include "vtrn/cost/kernel_cost.h"
 #include "vtrn/hw/runtime.h"
+#include "vtrn/runtime/executor.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/eager/pending_group.h"
 #include "vtrn/torch/gil.h"
@@ -245,6 +247,9 @@ void host_wait_stream(const c10::Stream& stream) {
 }
 
 void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work) {
+  // One thread budget with ATen: the executor follows torch.set_num_threads (and, through
+  // torch's default, OMP_NUM_THREADS).
+  runtime::set_executor_threads(at::get_num_threads());
   runtime::Stream& stream = runtime_stream(current_stream(device));
   stream.enqueue(op, std::move(work));
   if (launch_blocking()) {
