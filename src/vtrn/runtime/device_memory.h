@@ -130,6 +130,12 @@ class DeviceMemory {
 
   const DeviceConfig& config() const { return config_; }
 
+  /// For fork(): takes the lock every method uses until release_after_fork() (in the parent,
+  /// and in the child, where the forking thread still holds it), so that a child never finds
+  /// it held by a thread it does not have.
+  void hold_for_fork() { mutex_.lock(); }
+  void release_after_fork() { mutex_.unlock(); }
+
  private:
   struct Block {
     uint64_t size;  ///< rounded

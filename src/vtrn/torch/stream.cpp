@@ -125,14 +125,19 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
 // to a storage Python holds.
 void hold_everything_for_fork() {
   lock_pending_groups_for_fork();
-  const WithoutGil no_gil;
-  for (int d = 0; d < device_count(); ++d) {
-    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
-      stream->hold_for_fork();
+  {
+    const WithoutGil no_gil;
+    for (int d = 0; d < device_count(); ++d) {
+      for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+        stream->hold_for_fork();
+    }
+    // Then each clock's lock: a host thread may hold one while it issues work.
+    for (int d = 0; d < device_count(); ++d)
+      device_clock(static_cast<c10::DeviceIndex>(d)).hold_for_fork();
   }
-  // Last: a host thread may hold a clock's lock while it issues work.
-  for (int d = 0; d < device_count(); ++d)
-    device_clock(static_cast<c10::DeviceIndex>(d)).hold_for_fork();
+  // Last, with the GIL back, the allocator's: a worker ending its task or a thread issuing
+  // work may free a block, and no holder of the allocator's lock waits for anything.
+  device_memory().hold_for_fork();
 }
 
 void release_clocks_after_fork() {
@@ -141,6 +146,7 @@ void release_clocks_after_fork() {
 }
 
 void release_everything_in_parent() {
+  device_memory().release_after_fork();
   release_clocks_after_fork();
   for (int d = 0; d < device_count(); ++d) {
     for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
@@ -150,6 +156,7 @@ void release_everything_in_parent() {
 }
 
 void renew_everything_in_child() {
+  device_memory().release_after_fork();
   release_clocks_after_fork();
   renew_pending_group_locks_in_child();
 }

@@ -19,7 +19,8 @@
 //    until the fork is done. So a child finds the groups whole and unlocked, no lock held by a
 //    worker it does not have, and every op its parent issued either run or still queued (the
 //    child runs those). The wait is for the task each worker is running, not the queue. Each
-//    device's modeled clock lock is held across the fork too.
+//    device's modeled clock lock and then the device allocator's lock are held across the
+//    fork too (a thread that frees or allocates a block meanwhile waits).
 //  * Each device has a modeled clock (runtime::DeviceClock): work queued with a ModeledWork
 //    advances its stream's timeline there, tagged with the profiler's current op. The host
 //    waits on that clock only where the user synchronizes (device_host_wait_all and friends);
