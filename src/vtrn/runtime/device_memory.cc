@@ -7,11 +7,22 @@
 
 #include <sys/mman.h>
 
+#include "vtrn/runtime/stream.h"
+
 namespace vtrn::runtime {
 
 namespace {
 constexpr std::size_t kAlignment = 64;
+
+bool all_reached(const std::vector<StreamFence>& fences, const Stream* except) {
+  for (const StreamFence& f : fences) {
+    if (f.stream != except && !f.reached()) return false;
+  }
+  return true;
+}
 }  // namespace
+
+bool StreamFence::reached() const { return stream == nullptr || stream->completed() >= sequence; }
 
 std::string format_bytes(uint64_t bytes) {
   static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -86,7 +97,7 @@ void DeviceMemory::check_device(int device) const {
   }
 }
 
-void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
+void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom, const Stream* stream) {
   check_device(device);
   if (nbytes == 0) return nullptr;
   const uint64_t size = round_size(nbytes);
@@ -95,11 +106,17 @@ void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
   MemoryStats& stats = state.stats;
 
   void* ptr = nullptr;
-  if (auto it = state.cache.find(size); it != state.cache.end() && !it->second.empty()) {
-    ptr = it->second.back();
-    it->second.pop_back();
-    cached_.erase(ptr);
-  } else {
+  if (auto it = state.cache.find(size); it != state.cache.end()) {
+    std::vector<CachedBlock>& blocks = it->second;
+    for (size_t i = blocks.size(); i-- > 0;) {  // the most recently freed first
+      if (!all_reached(blocks[i].fences, stream)) continue;
+      ptr = blocks[i].ptr;
+      blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
+      cached_.erase(ptr);
+      break;
+    }
+  }
+  if (ptr == nullptr) {
     const int bank = config_.bank_of(device);
     if (bank_reserved_[bank] + size > config_.bank_bytes) {
       // Free this bank's cached blocks (ours and the neighbour's) and try once more.
@@ -109,8 +126,14 @@ void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
       }
     }
     if (bank_reserved_[bank] + size > config_.bank_bytes) {
+      if (pending_cached_locked(bank)) {
+        // Not out of memory yet: queued work still holds cached blocks of this bank.
+        if (oom != nullptr) oom->pending = true;
+        return nullptr;
+      }
       ++stats.num_ooms;
       if (oom != nullptr) {
+        oom->pending = false;
         oom->device = device;
         oom->requested = size;
         oom->capacity = config_.bank_bytes;
@@ -140,7 +163,7 @@ void* DeviceMemory::allocate(int device, uint64_t nbytes, OutOfMemory* oom) {
   return ptr;
 }
 
-void DeviceMemory::free(void* ptr) {
+void DeviceMemory::free(void* ptr, std::vector<StreamFence> fences) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
@@ -152,23 +175,52 @@ void DeviceMemory::free(void* ptr) {
   stats.allocated_bytes.remove(static_cast<int64_t>(block.size));
   stats.requested_bytes.remove(static_cast<int64_t>(block.requested));
   stats.allocations.remove(1);
-  devices_[block.device].cache[block.size].push_back(ptr);
+  devices_[block.device].cache[block.size].push_back(CachedBlock{ptr, std::move(fences)});
   cached_.emplace(ptr, block);
+}
+
+int DeviceMemory::device_of_live(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(const_cast<void*>(ptr));
+  return it == live_.end() ? -1 : it->second.device;
+}
+
+bool DeviceMemory::has_pending_cached(int device) const {
+  check_device(device);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_cached_locked(config_.bank_of(device));
+}
+
+bool DeviceMemory::pending_cached_locked(int bank) const {
+  for (int d = 0; d < config_.device_count(); ++d) {
+    if (config_.bank_of(d) != bank) continue;
+    for (const auto& [size, blocks] : devices_[d].cache) {
+      for (const CachedBlock& b : blocks) {
+        if (!all_reached(b.fences, nullptr)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 void DeviceMemory::release_cached_locked(int device) {
   DeviceState& state = devices_[device];
   const int bank = config_.bank_of(device);
   for (auto& [size, blocks] : state.cache) {
-    for (void* ptr : blocks) {
-      cached_.erase(ptr);
-      free_host_block(ptr, size);
+    std::vector<CachedBlock> pending;  // queued work may still use these: kept
+    for (CachedBlock& b : blocks) {
+      if (!all_reached(b.fences, nullptr)) {
+        pending.push_back(std::move(b));
+        continue;
+      }
+      cached_.erase(b.ptr);
+      free_host_block(b.ptr, size);
       bank_reserved_[bank] -= size;
       state.stats.reserved_bytes.remove(static_cast<int64_t>(size));
       state.stats.segments.remove(1);
     }
+    blocks = std::move(pending);
   }
-  state.cache.clear();
 }
 
 void DeviceMemory::empty_cache(int device) {

@@ -4,9 +4,12 @@
 
 #include <cstdint>
 #include <fstream>
+#include <future>
 #include <map>
 
 #include <unistd.h>
+
+#include "vtrn/runtime/stream.h"
 
 namespace vtrn::runtime {
 namespace {
@@ -157,6 +160,50 @@ TEST(DeviceMemoryTest, ShapeOnlyBlocksCountTheSameAndCostNoResidentMemory) {
   EXPECT_EQ(s.num_ooms, 1);
   mem.free(a);
   mem.free(b);
+  mem.empty_cache(0);
+  EXPECT_EQ(mem.stats(0).reserved_bytes.current, 0);
+}
+
+// A stream whose worker is stuck in a task until |release| is set: its fence is not reached.
+struct BlockedStream {
+  Stream stream{"test stream"};
+  std::promise<void> release;
+  uint64_t sequence = 0;
+  BlockedStream() {
+    std::shared_future<void> gate = release.get_future().share();
+    sequence = stream.enqueue("blocked", [gate] { gate.wait(); });
+  }
+  ~BlockedStream() { unblock(); }
+  void unblock() {
+    if (!released) release.set_value();
+    released = true;
+    stream.synchronize();
+  }
+  bool released = false;
+};
+
+TEST(DeviceMemoryTest, FencedBlockIsReusedInStreamOrder) {
+  DeviceMemory mem(config_with({}));
+  BlockedStream s1, s2;
+  void* a = mem.allocate(0, 4096, nullptr, &s1.stream);
+  mem.free(a, {StreamFence{&s1.stream, s1.sequence}});
+  // Another stream and the host wait for s1's work; s1 itself reuses the block at once.
+  void* on_s2 = mem.allocate(0, 4096, nullptr, &s2.stream);
+  void* on_host = mem.allocate(0, 4096, nullptr, nullptr);
+  EXPECT_NE(on_s2, a);
+  EXPECT_NE(on_host, a);
+  EXPECT_TRUE(mem.has_pending_cached(0));
+  mem.empty_cache(0);  // keeps the fenced block: s1's work may still use it
+  EXPECT_EQ(mem.stats(0).reserved_bytes.current, 3 * 4096);
+  void* on_s1 = mem.allocate(0, 4096, nullptr, &s1.stream);
+  EXPECT_EQ(on_s1, a);
+  mem.free(on_s1, {StreamFence{&s1.stream, s1.sequence}});
+  s1.unblock();  // the fence is reached: anyone may reuse the block, or release it
+  EXPECT_FALSE(mem.has_pending_cached(0));
+  EXPECT_EQ(mem.allocate(0, 4096, nullptr, &s2.stream), a);
+  mem.free(a);
+  mem.free(on_s2);
+  mem.free(on_host);
   mem.empty_cache(0);
   EXPECT_EQ(mem.stats(0).reserved_bytes.current, 0);
 }

@@ -1,6 +1,9 @@
 #include "vtrn/runtime/executor.h"
 
+#include <cblas.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -80,16 +83,41 @@ void register_custom_call(const std::string& target, CustomCallFn fn) {
   registry()[target] = std::move(fn);
 }
 
-int executor_threads() {
-  static const int n = [] {
-    int hw = static_cast<int>(std::thread::hardware_concurrency());
-    if (hw <= 0) hw = 1;
-    int want = 2;
-    if (const char* env = std::getenv("VTRN_NUM_THREADS")) want = std::atoi(env);
-    if (want < 1) want = 1;
-    return std::min(want, hw);
-  }();
-  return n;
+namespace {
+
+int positive_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? 0 : std::max(0, std::atoi(v));
+}
+
+struct ThreadBudget {
+  bool fixed = false;  // VTRN_NUM_THREADS
+  std::atomic<int> threads{1};
+  ThreadBudget() {
+    int n = positive_env("VTRN_NUM_THREADS");
+    fixed = n > 0;
+    if (!fixed) n = positive_env("OMP_NUM_THREADS");
+    if (n <= 0) n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads.store(n);
+    openblas_set_num_threads(n);
+  }
+};
+
+ThreadBudget& thread_budget() {
+  static ThreadBudget budget;
+  return budget;
+}
+
+}  // namespace
+
+int executor_threads() { return thread_budget().threads.load(std::memory_order_relaxed); }
+
+void set_executor_threads(int n) {
+  ThreadBudget& b = thread_budget();
+  n = std::max(n, 1);
+  if (b.fixed || b.threads.load(std::memory_order_relaxed) == n) return;
+  b.threads.store(n, std::memory_order_relaxed);
+  openblas_set_num_threads(n);  // one pool for the process
 }
 
 /// Intermediate buffers of one run, recycled through a per-thread free list: a fresh

@@ -6,7 +6,7 @@
 // is rounded to its dtype, so fusion does not change results); reductions accumulate in
 // float32 (float64 for f64, int64 for integers), float sums in a fixed pairwise tree
 // (kernels_reduce.h). dot_general runs through OpenBLAS sgemm/dgemm.
-// Large kernels use two threads (VTRN_NUM_THREADS overrides the count).
+// Large kernels are split over the thread budget (executor_threads()).
 #pragma once
 
 #include <functional>
@@ -82,8 +82,14 @@ class LoadedExecutable {
   std::shared_ptr<Impl> impl_;
 };
 
-/// Threads the executor uses for large kernels (VTRN_NUM_THREADS, default 2, at most the
-/// number of CPUs).
+/// The thread budget the executor shares with its libraries: its pool splits large kernels
+/// into this many parts (the calling thread included), and OpenBLAS and oneDNN use as many
+/// threads. VTRN_NUM_THREADS fixes it; otherwise it starts at OMP_NUM_THREADS (else the number
+/// of CPUs) and follows set_executor_threads(). Always at least 1.
 int executor_threads();
+
+/// Sets the budget (values below 1 count as 1); ignored when VTRN_NUM_THREADS is set. The
+/// torch adapter calls it with torch.get_num_threads().
+void set_executor_threads(int n);
 
 }  // namespace vtrn::runtime

@@ -1,9 +1,12 @@
 #include "vtrn/runtime/host_matmul.h"
 
+#include <omp.h>
 #include <algorithm>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+
+#include "vtrn/runtime/executor.h"
 
 namespace vtrn::runtime {
 
@@ -63,6 +66,13 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
     return;
   }
   ThreadState& st = thread_state();
+  // oneDNN runs on OpenMP threads, whose count OpenMP keeps per calling thread: follow the
+  // thread budget on each stream worker.
+  thread_local int omp_threads = 0;
+  if (const int n = executor_threads(); n != omp_threads) {
+    omp_set_num_threads(n);
+    omp_threads = n;
+  }
   const Primitive& p = primitive_for(st, s);
   dnnl::memory a(p.lhs, st.engine, const_cast<void*>(lhs));
   dnnl::memory w(p.rhs, st.engine, const_cast<void*>(rhs));

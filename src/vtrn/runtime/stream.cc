@@ -22,7 +22,11 @@ uint64_t current_fork_generation() {
   return fork_generation.load(std::memory_order_relaxed);
 }
 
+thread_local const Stream* tls_worker_of = nullptr;
+
 }  // namespace
+
+const Stream* Stream::running_on() { return tls_worker_of; }
 
 Stream::Stream(std::string label) : label_(std::move(label)) {}
 
@@ -90,6 +94,7 @@ uint64_t Stream::enqueue_task(Task task) {
 }
 
 void Stream::run() {
+  tls_worker_of = this;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);

@@ -55,6 +55,8 @@ class Stream {
 
   /// Tasks run so far.
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+  /// Tasks enqueued so far: the sequence number of the latest one.
+  uint64_t enqueued() const { return enqueued_.load(std::memory_order_acquire); }
 
   /// Waits until the task numbered |sequence| has run.
   void wait_until_done(uint64_t sequence);
@@ -67,6 +69,9 @@ class Stream {
   void synchronize();
 
   const std::string& label() const { return label_; }
+
+  /// The stream whose worker is the calling thread, or nullptr on any other thread.
+  static const Stream* running_on();
 
   /// For fork(): waits until the worker is between tasks (or in an event wait), and keeps it
   /// from starting another until release_after_fork(). Enqueueing still works meanwhile.

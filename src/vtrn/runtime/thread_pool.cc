@@ -48,12 +48,15 @@ class Pool {
   void start_threads() {
     const int want = executor_threads() - 1;
     while (static_cast<int>(threads_started_) < want) {
-      std::thread([this] { loop(); }).detach();
+      const int index = static_cast<int>(threads_started_);
+      std::thread([this, index] { loop(index); }).detach();
       ++threads_started_;
     }
   }
 
-  void loop() {
+  // Thread |index| of the pool (the caller being the budget's first thread) takes part only
+  // while the budget has room for it: a budget lowered after the threads started is kept.
+  void loop(int index) {
     std::uint64_t seen = 0;
     for (;;) {
       {
@@ -61,6 +64,7 @@ class Pool {
         wake_.wait(lock, [&] { return generation_ != seen && fn_ != nullptr; });
         seen = generation_;
       }
+      if (index + 1 >= executor_threads()) continue;
       work();
     }
   }

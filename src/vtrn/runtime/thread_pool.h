@@ -3,8 +3,9 @@
 //
 // Promises:
 //  * parallel_for(n, fn) runs fn(0) .. fn(n-1), the caller included, and returns when all ran.
-//  * At most executor_threads() threads run a call. A call made while the pool is busy (another
-//    stream's kernel, or a nested call) runs in the caller alone: it never waits for the pool.
+//  * At most executor_threads() threads run a call, as the budget stands when it starts. A
+//    call made while the pool is busy (another stream's kernel, or a nested call) runs in the
+//    caller alone: it never waits for the pool.
 //  * After fork() the child starts with a fresh pool (the parent's threads do not exist there).
 //  * An exception from fn is rethrown in the caller after every task finished.
 #pragma once

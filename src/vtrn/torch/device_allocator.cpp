@@ -1,20 +1,33 @@
 // The `neuron` device allocator, registered for PrivateUse1: device memory from the registry,
 // charged to the current device's HBM bank, with torch.neuron.memory_stats() style statistics.
 // Running out of a bank raises torch.OutOfMemoryError with the bank's state.
+//
+// Reuse is stream ordered, as with CUDA's caching allocator: queued work names its buffers by
+// address and does not keep their storages alive, so a tensor's block returns to the cache when
+// its last tensor dies, fenced by the streams' queued work. The next allocation on the same
+// stream takes it at once (whatever it does with the block is queued after that work); another
+// stream or the host waits for the fences. record_stream has nothing to add.
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/stream.h"
 
 namespace vtrn::torch_adapter {
 
 namespace {
 
-void free_device_block(void* ptr) { device_memory().free(ptr); }
+void free_device_block(void* ptr) {
+  if (ptr == nullptr) return;
+  std::vector<runtime::StreamFence> fences;
+  pending_fences(&fences);
+  device_memory().free(ptr, std::move(fences));
+}
 
 void fill_stat_array(c10::CachingAllocator::StatArray& array, const runtime::MemoryStat& stat) {
   // vtrn has one pool; it is reported as the aggregate and as the large pool.
@@ -36,7 +49,13 @@ class NeuronAllocator final : public c10::DeviceAllocator {
     claim_device(device);  // the core becomes this process's (one process per core)
     if (nbytes == 0) return {nullptr, nullptr, &free_device_block, tagged};
     runtime::OutOfMemory oom;
-    void* ptr = device_memory().allocate(device, nbytes, &oom);
+    const runtime::Stream* stream = allocation_stream(device);
+    void* ptr = device_memory().allocate(device, nbytes, &oom, stream);
+    while (ptr == nullptr && oom.pending) {
+      // Cached blocks that queued work may still use: once it has run they can be released.
+      wait_for_queued_work();
+      ptr = device_memory().allocate(device, nbytes, &oom, stream);
+    }
     TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "neuron out of memory. ",
                      oom.message(device_config()));
     return {ptr, ptr, &free_device_block, tagged};
@@ -51,8 +70,9 @@ class NeuronAllocator final : public c10::DeviceAllocator {
   bool initialized() override { return device_config_error().empty(); }
 
   void emptyCache(c10::MempoolId_t) override {
-    // Cached blocks may still be named by queued work only through live tensors, which keep
-    // them allocated; releasing the cache is always safe.
+    // Cached blocks queued work may still use are released once it has run (as CUDA
+    // synchronizes before releasing its cache).
+    wait_for_queued_work();
     device_memory().empty_cache(-1);
   }
 

@@ -164,8 +164,8 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage source, c10:
   return at::cpu::set__symint(self, std::move(source), std::move(offset), size, stride);
 }
 
-// Queued work holds its tensors' storage until it has run, so a tensor used on another
-// stream is never freed early; there is nothing to record.
+// A freed block is fenced by every stream's queued work (device_allocator.cpp), so a tensor
+// used on another stream is never reused early; there is nothing to record.
 void record_stream(at::Tensor& self, c10::Stream stream) {
   VTRN_RECORD_OP("record_stream");
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,

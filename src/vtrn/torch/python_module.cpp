@@ -17,6 +17,7 @@
 #include <c10/util/Exception.h>
 
 #include "vtrn/runtime/compile_cache.h"
+#include "vtrn/runtime/executor.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
 #include "vtrn/torch/eager/launch.h"
@@ -201,6 +202,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_shapes_only", [] { return adapter::shapes_only(); });
   m.def("_host_reads", [] { return adapter::host_reads(); });
   m.def("_tensor_flops", [] { return adapter::eager::launched_tensor_flops(); });
+  m.def("_executor_threads", [] { return vtrn::runtime::executor_threads(); });
   m.def("_compile_only", &adapter::compile_only);
   m.def("_set_compile_only", &adapter::set_compile_only);
   m.def("_begin_graph_capture", &adapter::begin_graph_capture);

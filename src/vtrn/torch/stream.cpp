@@ -14,10 +14,12 @@
 #include <mutex>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include "vtrn/cost/kernel_cost.h"
 #include "vtrn/hw/runtime.h"
+#include "vtrn/runtime/executor.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/eager/pending_group.h"
 #include "vtrn/torch/gil.h"
@@ -67,6 +69,9 @@ class DeviceStreams {
       stream = new runtime::Stream("neuron:" + std::to_string(device_) + " stream " +
                                    std::to_string(id));
       slots_[id].store(stream, std::memory_order_release);
+      const int n = created_count_.load(std::memory_order_relaxed);
+      created_[n].store(stream, std::memory_order_relaxed);
+      created_count_.store(n + 1, std::memory_order_release);
     }
     return *stream;
   }
@@ -75,6 +80,13 @@ class DeviceStreams {
     const int level = priority_level(priority);
     const uint32_t index = next_[level].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
     return 1 + level * kStreamsPerPool + static_cast<c10::StreamId>(index);
+  }
+
+  /// Calls |f| on every stream created so far, without the lock (a free calls it).
+  template <typename F>
+  void for_each_created(F&& f) const {
+    const int n = created_count_.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) f(created_[i].load(std::memory_order_relaxed));
   }
 
   /// Every stream created so far.
@@ -91,6 +103,8 @@ class DeviceStreams {
   std::mutex mutex_;  // serialises creation
   std::array<std::atomic<runtime::Stream*>, kStreamCount> slots_{};
   std::array<std::atomic<uint32_t>, kPriorityLevels> next_{};
+  std::array<std::atomic<runtime::Stream*>, kStreamCount> created_{};  // in creation order
+  std::atomic<int> created_count_{0};
 };
 
 DeviceStreams& streams_of(c10::DeviceIndex device) {
@@ -111,14 +125,19 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
 // to a storage Python holds.
 void hold_everything_for_fork() {
   lock_pending_groups_for_fork();
-  const WithoutGil no_gil;
-  for (int d = 0; d < device_count(); ++d) {
-    for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
-      stream->hold_for_fork();
+  {
+    const WithoutGil no_gil;
+    for (int d = 0; d < device_count(); ++d) {
+      for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
+        stream->hold_for_fork();
+    }
+    // Then each clock's lock: a host thread may hold one while it issues work.
+    for (int d = 0; d < device_count(); ++d)
+      device_clock(static_cast<c10::DeviceIndex>(d)).hold_for_fork();
   }
-  // Last: a host thread may hold a clock's lock while it issues work.
-  for (int d = 0; d < device_count(); ++d)
-    device_clock(static_cast<c10::DeviceIndex>(d)).hold_for_fork();
+  // Last, with the GIL back, the allocator's: a worker ending its task or a thread issuing
+  // work may free a block, and no holder of the allocator's lock waits for anything.
+  device_memory().hold_for_fork();
 }
 
 void release_clocks_after_fork() {
@@ -127,6 +146,7 @@ void release_clocks_after_fork() {
 }
 
 void release_everything_in_parent() {
+  device_memory().release_after_fork();
   release_clocks_after_fork();
   for (int d = 0; d < device_count(); ++d) {
     for (runtime::Stream* stream : streams_of(static_cast<c10::DeviceIndex>(d)).all())
@@ -136,6 +156,7 @@ void release_everything_in_parent() {
 }
 
 void renew_everything_in_child() {
+  device_memory().release_after_fork();
   release_clocks_after_fork();
   renew_pending_group_locks_in_child();
 }
@@ -233,6 +254,9 @@ void host_wait_stream(const c10::Stream& stream) {
 }
 
 void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work) {
+  // One thread budget with ATen: the executor follows torch.set_num_threads (and, through
+  // torch's default, OMP_NUM_THREADS).
+  runtime::set_executor_threads(at::get_num_threads());
   runtime::Stream& stream = runtime_stream(current_stream(device));
   stream.enqueue(op, std::move(work));
   if (launch_blocking()) {
@@ -266,6 +290,30 @@ void synchronize(c10::DeviceIndex index) {
     }
   }
   if (!first_error.empty()) raise_queued_error(runtime::QueuedOpError(first_error));
+}
+
+const runtime::Stream* allocation_stream(c10::DeviceIndex device) {
+  // A worker's own allocation is used at once, after its stream's earlier work.
+  if (const runtime::Stream* worker = runtime::Stream::running_on()) return worker;
+  return &streams_of(device).get(current_stream_id(device));
+}
+
+void pending_fences(std::vector<runtime::StreamFence>* fences) {
+  for (int d = 0; d < device_count(); ++d) {
+    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([&](runtime::Stream* s) {
+      const uint64_t enqueued = s->enqueued();
+      if (s->completed() < enqueued) fences->push_back(runtime::StreamFence{s, enqueued});
+    });
+  }
+}
+
+void wait_for_queued_work() {
+  const WithoutGil no_gil;
+  for (int d = 0; d < device_count(); ++d) {
+    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([](runtime::Stream* s) {
+      if (s != runtime::Stream::running_on()) s->wait_until_done(s->enqueued());
+    });
+  }
 }
 
 c10::StreamId pool_stream_id(c10::DeviceIndex device, int priority) {

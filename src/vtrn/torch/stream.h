@@ -19,7 +19,8 @@
 //    until the fork is done. So a child finds the groups whole and unlocked, no lock held by a
 //    worker it does not have, and every op its parent issued either run or still queued (the
 //    child runs those). The wait is for the task each worker is running, not the queue. Each
-//    device's modeled clock lock is held across the fork too.
+//    device's modeled clock lock and then the device allocator's lock are held across the
+//    fork too (a thread that frees or allocates a block meanwhile waits).
 //  * Each device has a modeled clock (runtime::DeviceClock): work queued with a ModeledWork
 //    advances its stream's timeline there, tagged with the profiler's current op. The host
 //    waits on that clock only where the user synchronizes (device_host_wait_all and friends);
@@ -31,11 +32,13 @@
 #include <functional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
 #include "vtrn/runtime/device_clock.h"
+#include "vtrn/runtime/device_memory.h"
 #include "vtrn/runtime/stream.h"
 
 namespace vtrn::torch_adapter {
@@ -85,6 +88,18 @@ void sync_current_stream(c10::DeviceIndex device);
 
 /// Waits for |stream|; raises (c10::Error) the first error of its work.
 void synchronize_stream(const c10::Stream& stream);
+
+/// The stream an allocation made now is for: the calling thread's current stream of |device|,
+/// or, on a stream's worker, that stream. Does not flush held AEE groups.
+const runtime::Stream* allocation_stream(c10::DeviceIndex device);
+
+/// Appends a fence for each stream (of any device) with queued work not yet run: what a block
+/// freed now must wait for before another stream or the host reuses it.
+void pending_fences(std::vector<runtime::StreamFence>* fences);
+
+/// Waits, without raising their errors, for the work queued so far on every stream (but the
+/// calling worker's own): afterwards every fence taken before is reached.
+void wait_for_queued_work();
 
 /// Installs the fork handlers described above; called before any group or stream exists.
 void register_fork_handlers();

@@ -2,8 +2,11 @@
 // writes.
 //
 // Promises:
-//  * A BufferRef keeps its storage alive and records the view as it was when the op was issued,
-//    so later set_/as_strided_/resize_ on the tensor cannot move what queued work reads.
+//  * A BufferRef records the view as it was when the op was issued, so later
+//    set_/as_strided_/resize_ on the tensor cannot move what queued work reads. It keeps its
+//    storage alive until release_storage(): from then on it names the bytes by address, and a
+//    device storage's block returns to the allocator when its last tensor dies, reused in
+//    stream order (see device_allocator.cpp), as a CUDA kernel names its buffers by address.
 //  * overlaps() and same_view() compare storages and byte ranges only; a scalar overlaps
 //    nothing.
 #pragma once
@@ -30,7 +33,9 @@ struct BufferRef {
   at::ScalarType dtype = at::kFloat;
   bool contiguous = true;
   bool is_scalar = false;
-  bool fresh = false;  // a functional op's output, allocated by this call
+  bool fresh = false;       // a functional op's output, allocated by this call
+  bool released = false;    // release_storage() was called: |address| names the bytes
+  char* address = nullptr;  // base() at release_storage()
   alignas(8) std::array<uint8_t, 8> scalar{};
 
   static BufferRef of(const at::Tensor& t) {
@@ -55,7 +60,18 @@ struct BufferRef {
     b.dtype = at::kFloat;
     return b;
   }
+  /// Gives up the reference to a device storage (any other is kept: only device blocks are
+  /// reused in stream order) and returns it; queued work must be enqueued before the
+  /// returned storage is dropped, so that a free fences it. overlaps() and same_view() are
+  /// meaningless afterwards.
+  c10::Storage release_storage() {
+    if (is_scalar || released || storage.device_type() != c10::DeviceType::PrivateUse1) return {};
+    address = base();
+    released = true;
+    return std::move(storage);
+  }
   char* base() const {
+    if (released) return address;
     return static_cast<char*>(storage.mutable_data()) +
            offset * static_cast<int64_t>(c10::elementSize(dtype));
   }

@@ -109,6 +109,12 @@ double launched_tensor_flops() {
 
 void enqueue_launch(c10::DeviceIndex device, const char* name, Launch launch) {
   const runtime::ModeledWork modeled = modeled_work(launch.executable->executable());
+  // The queued launch names its device buffers by address. Their storages are dropped only
+  // after it is queued, so that a block freed now is fenced by this launch.
+  std::vector<c10::Storage> held;
+  for (auto* refs : {&launch.inputs, &launch.outputs}) {
+    for (BufferRef& b : *refs) held.push_back(b.release_storage());
+  }
   enqueue(device, name, modeled, [l = std::move(launch)] { l.execute(); });
 }
 
