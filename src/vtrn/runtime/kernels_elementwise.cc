@@ -381,9 +381,8 @@ std::int64_t float_to_int(F v, DType d) {
       return to64(x);
     case DType::kU64:  // through the unsigned conversion, which clamps
       if (!(x > 0)) return 0;
-      return x >= 18446744073709551616.0
-                 ? -1
-                 : static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
+      return x >= 18446744073709551616.0 ? -1
+                                         : static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
     case DType::kU32:
       return wrap_int(d, to64(x));
     default:

@@ -75,8 +75,8 @@ class CpuArguments {
         // An empty view reads nothing: it must not stretch the range (v[1:] of an empty
         // storage starts past its end, and the copy would read there).
         auto& [a, b] = it->second;
-        if (!fresh && lo != hi) it->second = a == b ? std::pair{lo, hi}
-                                                    : std::pair{std::min(a, lo), std::max(b, hi)};
+        if (!fresh && lo != hi)
+          it->second = a == b ? std::pair{lo, hi} : std::pair{std::min(a, lo), std::max(b, hi)};
       });
     }
     for (size_t i = 0; i < args.size(); ++i) {
