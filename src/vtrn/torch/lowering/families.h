@@ -1,5 +1,6 @@
-// Shared pieces of the lowering families (lowerings_*.cc): dtype sets, registration helpers
-// and the row split the normalizations share. Internal to the lowering unit.
+// Shared pieces of the lowering families (lowerings_*.cc): dtype sets, registration helpers,
+// the row split the normalizations share, the prefix scan and gather/scatter index vectors.
+// Internal to the lowering unit.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +98,22 @@ inline Value prefix_scan(Lowerer& L, Value x, std::int64_t dim, hlo::OpKind kind
     x = L.b.binary(kind, x, shifted);
   }
   return x;
+}
+
+/// The index vectors of gather/scatter along |dim| with |index| (shape S, rank r): S + [r], where
+/// entry k is index for k == dim and the position along k otherwise.
+inline Value full_indices(Lowerer& L, Value index, std::int64_t dim) {
+  std::vector<std::int64_t> s = L.shape(index);
+  const int r = static_cast<int>(s.size());
+  std::vector<std::int64_t> s1 = s;
+  s1.push_back(1);
+  std::vector<Value> parts;
+  for (int k = 0; k < r; ++k) {
+    Value v = k == dim ? L.convert(index, hlo::DType::kI64)
+                       : L.b.iota(hlo::TensorType(hlo::DType::kI64, s), k);
+    parts.push_back(L.b.reshape(v, s1));
+  }
+  return parts.size() == 1 ? parts[0] : L.b.concatenate(parts, r);
 }
 
 }  // namespace vtrn::lowering::family

@@ -29,21 +29,6 @@ std::vector<std::int64_t> range(std::int64_t n) {
   return v;
 }
 
-/// The index vectors of gather/scatter along |dim| with |index| (shape S, rank r): S + [r], where
-/// entry k is index for k == dim and the position along k otherwise.
-Value full_indices(Lowerer& L, Value index, std::int64_t dim) {
-  const Shape s = L.shape(index);
-  const int r = static_cast<int>(s.size());
-  Shape s1 = s;
-  s1.push_back(1);
-  std::vector<Value> parts;
-  for (int k = 0; k < r; ++k) {
-    Value v = k == dim ? L.convert(index, DType::kI64) : L.b.iota(TensorType(DType::kI64, s), k);
-    parts.push_back(L.b.reshape(v, s1));
-  }
-  return parts.size() == 1 ? parts[0] : L.b.concatenate(parts, r);
-}
-
 void check_index(Lowerer& L, Value self, Value index) {
   if (!hlo::is_integer(L.dtype(index)))
     throw Unsupported(L.entry.name + ": index must be an integer tensor");

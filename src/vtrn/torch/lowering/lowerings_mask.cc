@@ -125,20 +125,6 @@ std::vector<Value> masked_scatter(Lowerer& L) {
   return {L.b.reshape(L.b.select(m, picked, L.b.reshape(self, {n})), s)};
 }
 
-/// The index vectors of scatter along |dim| with |index| (shape S, rank r): S + [r].
-Value scatter_indices(Lowerer& L, Value index, std::int64_t dim) {
-  const Shape s = L.shape(index);
-  const int r = static_cast<int>(s.size());
-  Shape s1 = s;
-  s1.push_back(1);
-  std::vector<Value> parts;
-  for (int k = 0; k < r; ++k) {
-    Value v = k == dim ? L.convert(index, DType::kI64) : L.b.iota(TensorType(DType::kI64, s), k);
-    parts.push_back(L.b.reshape(v, s1));
-  }
-  return parts.size() == 1 ? parts[0] : L.b.concatenate(parts, r);
-}
-
 /// The identity of a scatter_reduce reduction over |d|, exactly.
 Value reduction_identity(Lowerer& L, const std::string& reduce, DType d) {
   if (reduce == "prod") return L.constant(1, d);
@@ -197,7 +183,7 @@ std::vector<Value> scatter_reduce(Lowerer& L) {
   for (int k = 0; k < r; ++k) sd.inserted_window_dims.push_back(k);
   sd.scatter_dims_to_operand_dims = sd.inserted_window_dims;
   sd.index_vector_dim = r;
-  Value idx = scatter_indices(L, index, dim);
+  Value idx = full_indices(L, index, dim);
   Value updates = L.b.slice(src, Shape(is.size(), 0), is);
   Value base = self;
   if (!include_self)
