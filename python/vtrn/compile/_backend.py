@@ -528,8 +528,10 @@ def _specializable(gm, example_inputs) -> bool:
         value = node.meta.get("example_value")
         sizes = value.shape if isinstance(value, torch.Tensor) else (value,)
         for s in sizes:
-            if isinstance(s, torch.SymInt) and s.node.expr.free_symbols and any(
-                str(sym).startswith("u") for sym in s.node.expr.free_symbols
+            if (
+                isinstance(s, torch.SymInt)
+                and s.node.expr.free_symbols
+                and any(str(sym).startswith("u") for sym in s.node.expr.free_symbols)
             ):
                 return False
     return True
