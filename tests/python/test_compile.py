@@ -1,5 +1,6 @@
 """torch.compile(backend="neuron"): one module per graph, TorchNeuron's failure modes, the cache."""
 
+import copy
 import os
 import sys
 
@@ -215,6 +216,45 @@ def test_symbolic_shapes_get_torchneuron_error():
     f = torch.compile(lambda x: x * 2, backend="neuron", dynamic=True)
     with pytest.raises(RuntimeError, match="Dynamic shapes detected in the model"):
         f(torch.randn(5, device="neuron"))
+
+
+def test_default_dynamic_compiles_each_new_shape_once():
+    # dynamic=None: Dynamo makes the graph symbolic at the second shape; the backend then
+    # compiles it per concrete shape, and never raises. 4 shapes give 5 static graphs: the
+    # static first one, and 3, 5, 7 and 2 from the symbolic one (Dynamo tries the newest graph
+    # first, so the last call of shape 2 reaches the symbolic graph; its module is the first
+    # one's, found in the cache).
+    f = torch.compile(lambda x, w: torch.relu(x @ w).sum(1), backend="neuron")
+    w = torch.randn(8, 4)
+    for b in (2, 3, 5, 7, 3, 2):
+        x = torch.randn(b, 8)
+        torch.testing.assert_close(
+            f(x.to("neuron"), w.to("neuron")).cpu(), torch.relu(x @ w).sum(1)
+        )
+    m = get_dynamo_metrics()
+    assert m["graphs"] == 5, m
+    assert m["compiles"] + m["cache_hits"] == 5, m
+
+
+def test_default_dynamic_trains_over_changing_batch_sizes_as_eager():
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    dev = copy.deepcopy(cpu).to("neuron")
+    step = torch.compile(dev, backend="neuron")
+    opt_cpu = torch.optim.SGD(cpu.parameters(), lr=0.1)
+    opt_dev = torch.optim.SGD(dev.parameters(), lr=0.1)
+    for b in (4, 6, 9, 6):
+        x, y = torch.randn(b, 8), torch.randn(b, 1)
+        losses = []
+        for model, opt, d in ((cpu, opt_cpu, "cpu"), (step, opt_dev, "neuron")):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x.to(d)), y.to(d))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[1] == pytest.approx(losses[0], rel=1e-5), b
+    for p, q in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach())
 
 
 def test_unknown_option_names_it():

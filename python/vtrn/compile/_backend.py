@@ -493,7 +493,13 @@ def neuron_backend(gm, example_inputs, *, mode=None, options=None):
             "neuron backend: dynamic=True is not supported; torch-neuronx requires static "
             "shapes. Pass dynamic=False (each new shape compiles once)."
         )
+    if _dynamic_dims(gm, example_inputs) and _specializable(gm, example_inputs):
+        return _per_concrete_shape(gm, options)
     _check_static(gm, example_inputs)
+    return _compile_static(gm, example_inputs, options)
+
+
+def _compile_static(gm, example_inputs, options):
     with _lock:
         _metrics.graphs += 1
     backend = aot_autograd(
@@ -504,6 +510,55 @@ def neuron_backend(gm, example_inputs, *, mode=None, options=None):
         keep_inference_input_mutations=True,
     )
     return backend(gm, example_inputs)
+
+
+def _specializable(gm, example_inputs) -> bool:
+    """A graph Dynamo made symbolic on its own (automatic dynamic shapes, after a second shape
+    with the default dynamic=None): the backend compiles it per concrete shape, as torch_xla's
+    does. dynamic=True (Dynamo then assumes nothing static), a mark_dynamic()ed input and
+    unbacked sizes (.item(), nonzero) keep TorchNeuron's error."""
+    import torch._dynamo.config as dynamo_config
+
+    if not dynamo_config.assume_static_by_default:
+        return False
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor) and getattr(x, "_dynamo_dynamic_indices", None):
+            return False
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        sizes = value.shape if isinstance(value, torch.Tensor) else (value,)
+        for s in sizes:
+            if (
+                isinstance(s, torch.SymInt)
+                and s.node.expr.free_symbols
+                and any(str(sym).startswith("u") for sym in s.node.expr.free_symbols)
+            ):
+                return False
+    return True
+
+
+def _per_concrete_shape(gm, options):
+    """A callable that compiles |gm| for each tuple of concrete sizes it is called with: the
+    SymInt inputs arrive as ints, so the graph traces static."""
+    compiled = {}
+    lock = threading.Lock()
+
+    def run(*args):
+        key = tuple(
+            (tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type, a.requires_grad)
+            if isinstance(a, torch.Tensor)
+            else (type(a), a)
+            for a in args
+        )
+        with lock:
+            fn = compiled.get(key)
+        if fn is None:
+            fn = _compile_static(gm, list(args), options)
+            with lock:
+                compiled.setdefault(key, fn)
+        return fn(*args)
+
+    return run
 
 
 device_interface.register()

@@ -1,8 +1,7 @@
 """Run under `vtrn run --nproc-per-node 4`: FSDP2 over 4 processes, and FSDP2 x TP over a
-(dp 2, tp 2) DeviceMesh, each trained eagerly and compiled with torch.compile(backend="neuron",
-dynamic=False) from the same weights on the same batches. (With the default dynamic=None,
-Dynamo recompiles FSDP2 x TP's graph with symbolic sizes after its first step, which the backend
-refuses with TorchNeuron's error, as TorchNeuron does.) Rank 0 prints, per step, the compiled loss, the
+(dp 2, tp 2) DeviceMesh, each trained eagerly and compiled with torch.compile(backend="neuron")
+from the same weights on the same batches. (Dynamo recompiles FSDP2 x TP's graph with symbolic
+sizes after its first step; the backend compiles that graph per concrete shape.) Rank 0 prints, per step, the compiled loss, the
 eager loss and the single-process CPU loss, and then how many graphs the backend compiled."""
 
 import os
@@ -75,7 +74,7 @@ def run(name, shard, rows, mine, group):
         torch._dynamo.reset()
         model = make().to(device)
         shard(model)
-        forward = torch.compile(model, backend="neuron", dynamic=False) if compiled else model
+        forward = torch.compile(model, backend="neuron") if compiled else model
         results.append(losses(model, forward, rows, mine, group))
     if r == 0:
         for step, (c, e, ref) in enumerate(zip(*results, cpu_losses(rows))):
