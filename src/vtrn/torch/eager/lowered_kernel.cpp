@@ -239,7 +239,8 @@ class LoweredKernel final : public c10::OperatorKernel {
   // does). TensorIterator calls that "too hard" and runs: its loop then reads an element it
   // already wrote, which only the CPU's kernel reproduces.
   static bool may_self_overlap(const at::Tensor& t) {
-    std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims longer than 1
+    if (t.is_non_overlapping_and_dense()) return false;  // cached on the tensor: the common case
+    std::vector<std::pair<int64_t, int64_t>> dims;       // (|stride|, size) of dims longer than 1
     for (int64_t d = 0; d < t.dim(); ++d)
       if (t.size(d) > 1) dims.emplace_back(std::abs(t.stride(d)), t.size(d));
     std::sort(dims.begin(), dims.end());

@@ -58,8 +58,10 @@ struct PendingGroup {
 
 constexpr size_t kMaxGroupOps = 64;
 
-// A fused group's key: per op, its identity and then a wire word and an index for each input
-// and output; then, per buffer the group writes, whether it is written back.
+// A fused group's key: per op, its identity (its CompiledOp's address, which stays unique
+// because the signature cache keeps every CompiledOp a call ran until exit) and then a wire
+// word and an index for each input and output; then, per buffer the group writes, whether it
+// is written back.
 enum class WireWord : int64_t {
   kExternalInput = 0,  // then the index of the external buffer
   kInternalInput = 1,  // then the index of the group's buffer an earlier op wrote
@@ -235,9 +237,6 @@ std::mutex& fused_mutex() {
 struct FusedExecutable {
   std::shared_ptr<const runtime::LoadedExecutable> executable;
   AliasSafety aliasing;
-  // The key names ops by address: holding them keeps an address from being reused by another
-  // op, which would find this executable under its key.
-  std::vector<std::shared_ptr<const CompiledOp>> ops;
 };
 std::unordered_map<WordKey, std::shared_ptr<const FusedExecutable>, WordKeyHash>& fused_cache() {
   static auto* m =
@@ -501,7 +500,6 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     auto fused = std::make_shared<FusedExecutable>();
     fused->executable = r.executable;
     fused->aliasing = analyze_aliasing(r.executable->executable());
-    for (const PendingOp& p : ops) fused->ops.push_back(p.op);
     exe = fused;
     std::lock_guard<std::mutex> lock(fused_mutex());
     fused_cache().emplace(key, exe);
