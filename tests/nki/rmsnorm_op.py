@@ -76,3 +76,48 @@ def _backward(ctx, grad):
 
 
 rmsnorm.register_autograd(_backward, setup_context=_setup)
+
+
+def reference_rmsnorm(x, g):
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), g, eps=EPS)
+
+
+class Net(torch.nn.Module):
+    """Linear, the norm under test, ReLU, Linear: the training tests' model."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 256)
+        self.g = torch.nn.Parameter(torch.ones(256))
+        self.fc2 = torch.nn.Linear(256, 8)
+        self.norm = norm
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.norm(self.fc1(x), self.g)))
+
+
+def train_beside_pytorch(steps: int, compile_model=None) -> tuple[list, list]:
+    """Trains Net(rmsnorm) on the neuron device (compiled by |compile_model| if given) and
+    Net(reference_rmsnorm) on the CPU from the same weights and data, step by step; returns
+    (neuron losses, CPU losses)."""
+    torch.manual_seed(0)
+    ref = Net(reference_rmsnorm)
+    net = Net(rmsnorm)
+    net.load_state_dict(ref.state_dict())
+    net.to("neuron")
+    model = compile_model(net) if compile_model else net
+    data, target = torch.randn(160, 64), torch.randn(160, 8)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    losses, ref_losses = [], []
+    for _ in range(steps):
+        for m, optimizer, log, dev in (
+            (ref, opt_ref, ref_losses, "cpu"),
+            (model, opt, losses, "neuron"),
+        ):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(m(data.to(dev)), target.to(dev))
+            loss.backward()
+            optimizer.step()
+            log.append(loss.item())
+    return losses, ref_losses

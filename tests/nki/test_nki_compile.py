@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo
-from rmsnorm_op import EPS, rmsnorm
+from rmsnorm_op import reference_rmsnorm, rmsnorm, train_beside_pytorch
 from sample_loader import load_sample
 
 import neuronxcc.nki.language as nl
@@ -34,10 +34,6 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _reference_rmsnorm(x, g):
-    return torch.nn.functional.rms_norm(x, (x.shape[-1],), g, eps=EPS)
-
-
 def test_nki_op_is_one_custom_call_in_one_module():
     def f(x, g):
         return rmsnorm(x * 2.0, g) + 1.0
@@ -52,7 +48,7 @@ def test_nki_op_is_one_custom_call_in_one_module():
     out = compiled(x.to(DEV), g.to(DEV)).cpu()
     eager = f(x.to(DEV), g.to(DEV)).cpu()
     torch.testing.assert_close(out, eager, rtol=0, atol=0)  # the same interpreter runs both
-    torch.testing.assert_close(out, _reference_rmsnorm(x * 2.0, g) + 1.0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out, reference_rmsnorm(x * 2.0, g) + 1.0, rtol=1e-5, atol=1e-5)
 
     # One Dynamo graph, one forward (inference) module, and that module is one executable.
     recorded = records.get_dynamo_metrics()
@@ -79,7 +75,7 @@ def test_the_module_holds_the_kernel_and_its_modeled_time(tmp_path, monkeypatch)
     out = compiled(xd, gd)
     torch.neuron.synchronize()
     after = vtrn.metrics()
-    torch.testing.assert_close(out.cpu(), _reference_rmsnorm(x, g), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out.cpu(), reference_rmsnorm(x, g), rtol=1e-5, atol=1e-5)
     assert after["executed_kernels"] - before["executed_kernels"] == 1
     modeled_us = after["modeled_device_time_us"] - before["modeled_device_time_us"]
     # The module is the kernel alone: its modeled time is the kernel's schedule (the metric
@@ -95,7 +91,7 @@ def test_the_module_holds_the_kernel_and_its_modeled_time(tmp_path, monkeypatch)
 
     # The op also runs on cpu tensors (the CPU fallback's path), through the same program.
     (y,) = torch.ops.vtrn.nki_call([x, g], keys[-1])
-    torch.testing.assert_close(y, _reference_rmsnorm(x, g), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y, reference_rmsnorm(x, g), rtol=1e-5, atol=1e-5)
     with pytest.raises(RuntimeError, match="no NKI kernel is registered as nope"):
         torch.ops.vtrn.nki_call([x, g], "nope")
     with pytest.raises(ValueError, match="operand 0 has 262144 bytes, the kernel's tensor has"):
@@ -198,39 +194,10 @@ def test_a_legacy_sample_on_a_grid_is_one_module():
     assert list(graph_modules().values()) == [1], graph_modules()
 
 
-class Net(torch.nn.Module):
-    def __init__(self, norm):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(64, 256)
-        self.g = torch.nn.Parameter(torch.ones(256))
-        self.fc2 = torch.nn.Linear(256, 8)
-        self.norm = norm
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.norm(self.fc1(x), self.g)))
-
-
 def test_training_through_the_nki_rmsnorm_under_compile_matches_pytorch():
-    torch.manual_seed(0)
-    ref = Net(_reference_rmsnorm)
-    net = Net(rmsnorm)
-    net.load_state_dict(ref.state_dict())
-    net.to(DEV)
-    step = torch.compile(net, backend="neuron", fullgraph=True)
-    data, target = torch.randn(160, 64), torch.randn(160, 8)
-    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    losses, ref_losses = [], []
-    for _ in range(6):
-        for model, optimizer, log, dev in (
-            (ref, opt_ref, ref_losses, "cpu"),
-            (step, opt, losses, DEV),
-        ):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(data.to(dev)), target.to(dev))
-            loss.backward()
-            optimizer.step()
-            log.append(loss.item())
+    losses, ref_losses = train_beside_pytorch(
+        6, lambda net: torch.compile(net, backend="neuron", fullgraph=True)
+    )
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
     assert losses[-1] < losses[0]
     # One forward and one backward module, each one executable holding its NKI kernel.

@@ -5,7 +5,7 @@ register_autograd training a small model against the same model in plain PyTorch
 import numpy as np
 import pytest
 import torch
-from rmsnorm_op import EPS, rmsnorm
+from rmsnorm_op import EPS, rmsnorm, train_beside_pytorch
 from sample_loader import load_sample
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -158,39 +158,8 @@ def test_nki_op_matches_pytorch_rmsnorm_forward_and_backward():
     )  # 2 row tiles
 
 
-class Net(torch.nn.Module):
-    def __init__(self, norm):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(64, 256)
-        self.g = torch.nn.Parameter(torch.ones(256))
-        self.fc2 = torch.nn.Linear(256, 8)
-        self.norm = norm
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.norm(self.fc1(x), self.g)))
-
-
 def test_training_with_the_nki_rmsnorm_matches_pytorch():
-    torch.manual_seed(0)
-    ref = Net(lambda h, g: torch.nn.functional.rms_norm(h, (256,), g, eps=EPS))
-    net = Net(rmsnorm)
-    net.load_state_dict(ref.state_dict())
-    net.to(DEV)
-    data = torch.randn(160, 64)
-    target = torch.randn(160, 8)
-    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    losses, ref_losses = [], []
-    for _ in range(8):
-        for model, optimizer, log, dev in (
-            (ref, opt_ref, ref_losses, "cpu"),
-            (net, opt, losses, DEV),
-        ):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(data.to(dev)), target.to(dev))
-            loss.backward()
-            optimizer.step()
-            log.append(loss.item())
+    losses, ref_losses = train_beside_pytorch(8)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
     assert losses[-1] < losses[0]
     assert nki.last_run().kernel == "rmsnorm_bwd_kernel"  # the backward ran the NKI kernel
