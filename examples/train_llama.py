@@ -20,6 +20,7 @@ it is meant for `vtrn estimate`, which runs it in shape-only execution:
 """
 
 import argparse
+import contextlib
 import sys
 import warnings
 
@@ -161,7 +162,7 @@ def to_device(model, device):
 
 
 def loss_fn(logits, targets):
-    return F.cross_entropy(logits.float().reshape(-1, VOCAB), targets.reshape(-1))
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(0, 1))
 
 
 def make_model():
@@ -195,8 +196,10 @@ def shard_blocks(model, mesh):
     fully_shard(model, mesh=mesh, mp_policy=fsdp_policy())
 
 
-def apply_tp(model, tp_mesh):
-    """Tensor and sequence parallelism, torchtitan's Llama plan."""
+def apply_tp(model, tp_mesh, loss_parallel=False):
+    """Tensor and sequence parallelism, torchtitan's Llama plan. With |loss_parallel| the
+    logits stay sharded over the vocabulary (a DTensor) for a loss computed under
+    torch.distributed.tensor.parallel.loss_parallel(), as torchtitan does."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
@@ -211,7 +214,11 @@ def apply_tp(model, tp_mesh):
         plan["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
     if model.norm is not None:
         plan["norm"] = SequenceParallel()
-        plan["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())
+        plan["output"] = ColwiseParallel(
+            input_layouts=Shard(1),
+            output_layouts=Shard(-1) if loss_parallel else Replicate(),
+            use_local_output=not loss_parallel,
+        )
     parallelize_module(model, tp_mesh, plan)
     for block in model.layers.values():
         parallelize_module(
@@ -267,6 +274,7 @@ class Trainer:
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = torch.device("neuron", torch.neuron.current_device())
         self.pp_schedule = None
+        self.loss_parallel = False  # the loss over vocabulary-sharded logits (tp4-fsdp2)
         if layout == "ddp8":
             self.mesh = init_device_mesh("neuron", (self.world,), mesh_dim_names=("dp",))
             self.model = torch.nn.parallel.DistributedDataParallel(
@@ -290,7 +298,8 @@ class Trainer:
                 "neuron", (self.world // 4, 4), mesh_dim_names=("shard", "tp")
             )
             self.model = to_device(make_model(), self.device)
-            apply_tp(self.model, self.mesh["tp"])
+            apply_tp(self.model, self.mesh["tp"], loss_parallel=True)
+            self.loss_parallel = True
             shard_blocks(self.model, self.mesh["shard"])
             self.dp_rank, self.dp_size = (
                 self.mesh["shard"].get_local_rank(),
@@ -336,13 +345,23 @@ class Trainer:
             src = self.dist.get_global_rank(self.mesh.get_group("pp"), last)
             self.dist.broadcast(loss, src=src, group=self.mesh.get_group("pp"))
         else:
-            loss = loss_fn(self.model(tokens), targets)
-            loss.backward()
+            with self.loss_context():
+                loss = loss_fn(self.model(tokens), targets)
+                loss.backward()
         self.optimizer.step()
-        total = loss.detach().float().clone()
+        total = loss.detach().float()
+        # A loss-parallel loss is a replicated DTensor: every TP rank holds the whole value.
+        total = (total.full_tensor() if hasattr(total, "full_tensor") else total).clone()
         if self.dp_size > 1:
             self.dist.all_reduce(total, op=self.dist.ReduceOp.AVG)
         return total.item()
+
+    def loss_context(self):
+        if not self.loss_parallel:
+            return contextlib.nullcontext()
+        from torch.distributed.tensor.parallel import loss_parallel
+
+        return loss_parallel()
 
     def state(self):
         from torch.distributed.checkpoint.state_dict import get_state_dict

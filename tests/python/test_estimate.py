@@ -288,14 +288,15 @@ def test_llama3_70b_on_four_nodes_agrees_with_the_planner():
     step = rank["steps"][1]
     planned = plan["time_s"]["fsdp_total"] + plan["time_s"]["tp"]
     assert step["collective_s"] == pytest.approx(planned, rel=0.05)
-    # Peak memory and step time differ for reasons docs/estimate.md takes apart (replicated
-    # full-vocabulary logits; attention through HBM instead of fused): bounded here.
+    # Peak memory and step time differ for reasons docs/estimate.md takes apart part by part
+    # (the peak falls where the root's gradients are reduce-scattered, which the planner's sum
+    # does not model; the eager script's unfused elementwise kernels): bounded here.
     assert (
-        plan["memory_bytes"]["total"]
+        0.8 * plan["memory_bytes"]["total"]
         < rank["peak_memory_bytes"]
-        < 1.2 * plan["memory_bytes"]["total"]
+        < plan["memory_bytes"]["total"]
     )
-    assert plan["step_time_s"] < report["step_time_s"] < 3 * plan["step_time_s"]
+    assert plan["step_time_s"] < report["step_time_s"] < 1.3 * plan["step_time_s"]
 
 
 def test_llama3_70b_fsdp64_on_one_node_runs_out_of_memory_as_planned():

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "vtrn/compiler/fused_attention.h"
 #include "vtrn/compiler/passes.h"
 #include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/printer.h"
@@ -107,6 +108,15 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     kc.engine = c->engine;
     kc.time_s = c->latency_s;
     return kc;
+  }
+  if (is_flash_attention(root)) {
+    // A fused attention: the flash kernel's work (cost/attention_cost.h); the scores stay on
+    // the chip, so its HBM traffic is its operands' and results'.
+    const cost::AttentionShape a = flash_attention_shape(b, root);
+    cost::Work fw = root.call_target_name == kFlashAttentionTarget
+                        ? cost::flash_attention_forward(a)
+                        : cost::flash_attention_backward(a);
+    return model.estimate(fw);
   }
   if (k.kind == KernelKind::kFused) {
     for (int i : k.ops) {

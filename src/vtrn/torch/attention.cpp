@@ -1,9 +1,15 @@
 // scaled_dot_product_attention on `neuron`: PyTorch asks the device which fused kernel to use
 // (_fused_sdp_choice); vtrn answers "overrideable" for what its fused lowering covers (no
 // dropout; 4-d float operands; a boolean or float mask; grouped-query attention with
-// enable_gqa) and runs that as one module forward and one
-// backward (vtrn::sdpa_forward / vtrn::sdpa_backward, lowered in lowerings_nn.cc). Everything
-// else takes PyTorch's math decomposition, op by op.
+// enable_gqa). Everything else takes PyTorch's math decomposition, op by op.
+//
+// The overrideable kernel then does what TorchNeuron's does on trn2: where the NKI flash
+// attention kernels take the shapes (query and key lengths multiples of 512, head size at most
+// 128, key and value of one shape, no mask, no dropout), the forward and the backward are one
+// flash kernel each (vtrn::flash_attention_forward / _backward): the scores stay on the chip
+// and the forward saves the float32 logsumexp [B, H, L] for the backward. Otherwise they are
+// one module each that goes through HBM (vtrn::sdpa_forward / vtrn::sdpa_backward), saving the
+// attention probabilities. Both are lowered in lowerings_nn.cc.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <cmath>
 
@@ -53,6 +59,13 @@ bool fused_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::
   return q.numel() > 0 && k.numel() > 0 && v.numel() > 0;
 }
 
+// TorchNeuron's condition for its NKI flash attention kernels, forward and backward.
+bool flash_attention_covers(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const std::optional<at::Tensor>& attn_mask) {
+  if (attn_mask.has_value() && attn_mask->defined()) return false;
+  return q.size(2) % 512 == 0 && k.size(2) % 512 == 0 && q.size(3) <= 128 && k.sizes() == v.sizes();
+}
+
 }  // namespace
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -81,6 +94,24 @@ sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
               "heads dividing the query heads; got query ",
               q.sizes(), ", key ", k.sizes(), ", value ", v.sizes(),
               ". scaled_dot_product_attention picks PyTorch's math path for anything else.");
+  if (flash_attention_covers(q, k, v, attn_bias)) {
+    static const auto flash =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("vtrn::flash_attention_forward", "")
+            .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                      const at::Tensor&, bool, double)>();
+    auto [out, logsumexp] = flash.call(q, k, v, is_causal, softmax_scale(q, scale));
+    const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
+    return {out,
+            logsumexp,
+            at::Tensor(),
+            at::Tensor(),
+            c10::SymInt(q.size(2)),
+            c10::SymInt(k.size(2)),
+            empty_long,
+            empty_long,
+            at::Tensor()};
+  }
   static const auto forward = c10::Dispatcher::singleton()
                                   .findSchemaOrThrow("vtrn::sdpa_forward", "")
                                   .typed<std::tuple<at::Tensor, at::Tensor>(
@@ -109,6 +140,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
     const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
     double /*dropout_p*/, bool is_causal, const at::Tensor& /*philox_seed*/,
     const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
+  if (probabilities.dim() == 3) {  // the flash forward's logsumexp [B, H, L]
+    static const auto flash =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("vtrn::flash_attention_backward", "")
+            .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+                const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                const at::Tensor&, const at::Tensor&, bool, double)>();
+    auto [dq, dk, dv] =
+        flash.call(grad_out, q, k, v, out, probabilities, is_causal, softmax_scale(q, scale));
+    return {dq, dk, dv, at::Tensor()};
+  }
   static const auto backward =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("vtrn::sdpa_backward", "")
@@ -128,6 +170,12 @@ TORCH_LIBRARY(vtrn, m) {
       "sdpa_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor "
       "probabilities, "
       "bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "flash_attention_forward(Tensor query, Tensor key, Tensor value, bool is_causal, float "
+      "scale) -> (Tensor, Tensor)");
+  m.def(
+      "flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor "
+      "out, Tensor logsumexp, bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

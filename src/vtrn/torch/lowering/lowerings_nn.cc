@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "vtrn/compiler/fused_attention.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -281,6 +282,29 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         Value dk = batched_matmul(L, ds, qc, true, false);   // ds^T q
         return {L.convert(dq, d), L.convert(sum_head_groups(L, dk, groups), L.dtype(k)),
                 L.convert(sum_head_groups(L, dv, groups), L.dtype(v))};
+      }));
+  // vtrn::flash_attention_forward(query, key, value, is_causal, scale) -> (output, logsumexp)
+  // and vtrn::flash_attention_backward(grad_out, query, key, value, out, logsumexp, is_causal,
+  // scale) -> (grad_query, grad_key, grad_value): one call each of the fused attention kernels
+  // (compiler/fused_attention.h), the scores never leaving the chip.
+  add(r, {"vtrn::flash_attention_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
+        check_attention(L, q, k, v);
+        const auto qs = L.shape(q);
+        std::vector<TensorType> results{TensorType(L.dtype(q), qs),
+                                        TensorType(DType::kF32, {qs[0], qs[1], qs[2]})};
+        return L.b.custom_call(std::string(compiler::kFlashAttentionTarget), {q, k, v},
+                               std::move(results),
+                               compiler::flash_attention_config({L.flag(3), L.real(4)}));
+      }));
+  add(r, {"vtrn::flash_attention_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
+        Value q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
+        check_attention(L, q, k, v);
+        std::vector<Value> args{L.tensor(0), q, k, v, L.tensor(4), L.tensor(5)};
+        std::vector<TensorType> results{L.b.type(q), L.b.type(k), L.b.type(v)};
+        return L.b.custom_call(std::string(compiler::kFlashAttentionBackwardTarget),
+                               std::move(args), std::move(results),
+                               compiler::flash_attention_config({L.flag(6), L.real(7)}));
       }));
   add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
   add(r, {"bmm", "bmm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 1); }));
