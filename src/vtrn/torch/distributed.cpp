@@ -4,8 +4,10 @@
 // collective, checks that the runtime could build an algorithm for the group's placement
 // (coll::route_group) and raises the runtime's error if not; waits for the work queued before
 // it on the current stream; runs the inner Gloo backend on CPU tensors that alias the device
-// bytes (no copies beyond Gloo's own); adds the modeled time to the device's collective clock;
-// and returns completed work whose future holds the neuron tensors.
+// bytes (no copies beyond Gloo's own); starts the collective on the modeled clock when its last
+// member arrives (the members exchange their arrival times through the transport: a one-element
+// MAX all-reduce); adds the modeled time to the device's collective clock; and returns completed
+// work whose future holds the neuron tensors.
 #include "vtrn/torch/distributed.h"
 
 #include <atomic>
@@ -17,6 +19,7 @@
 
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -510,11 +513,29 @@ class NeuronBackend final : public c10d::Backend {
       if (t.defined()) bytes += t.nbytes();
     }
     if (!outputs.empty() && outputs[0].defined()) {
+      const c10::DeviceIndex device = outputs[0].device().index();
+      join_members(device);
       const double transfer =
           getSize() > 1 ? coll::estimate(*cluster_, route_, collective, bytes).seconds : 0.0;
-      add_modeled_seconds(outputs[0].device().index(), op, transfer + extra_seconds);
+      add_modeled_seconds(device, op, transfer + extra_seconds);
     }
     return done(type, outputs);
+  }
+
+  /// Moves the current stream of |device| on the modeled clock to the latest arrival of the
+  /// group's members: each sends where its own stream is ready (DeviceClock::ready), and the
+  /// collective starts at the maximum, so a member that arrives early waits (idle time), as on
+  /// hardware. Every member calls it once per collective, in the collectives' order. In a fake
+  /// world (vtrn estimate) the transport moves nothing and each rank keeps its own arrival.
+  void join_members(c10::DeviceIndex device) {
+    if (getSize() <= 1) return;
+    runtime::DeviceClock& clock = device_clock(device);
+    const int stream = static_cast<int>(current_stream(device).id());
+    std::vector<at::Tensor> arrival{at::full({1}, clock.ready(stream), at::kDouble)};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    transport_->allreduce(arrival, o)->wait();
+    clock.wait(stream, arrival[0].item<double>());
   }
 
   c10::intrusive_ptr<c10d::Backend> transport_;
