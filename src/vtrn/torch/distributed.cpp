@@ -512,9 +512,10 @@ class NeuronBackend final : public c10d::Backend {
     for (const auto& t : (collective == coll::Collective::kReduceScatter ? inputs : outputs)) {
       if (t.defined()) bytes += t.nbytes();
     }
+    // Every member joins, also one without outputs (gather's non-root ranks).
+    join_members(device_of_first(outputs, inputs));
     if (!outputs.empty() && outputs[0].defined()) {
       const c10::DeviceIndex device = outputs[0].device().index();
-      join_members(device);
       const double transfer =
           getSize() > 1 ? coll::estimate(*cluster_, route_, collective, bytes).seconds : 0.0;
       add_modeled_seconds(device, op, transfer + extra_seconds);
@@ -527,15 +528,27 @@ class NeuronBackend final : public c10d::Backend {
   /// collective starts at the maximum, so a member that arrives early waits (idle time), as on
   /// hardware. Every member calls it once per collective, in the collectives' order. In a fake
   /// world (vtrn estimate) the transport moves nothing and each rank keeps its own arrival.
+  /// A member with no neuron tensor (|device| < 0) sends 0 and moves no clock.
   void join_members(c10::DeviceIndex device) {
     if (getSize() <= 1) return;
-    runtime::DeviceClock& clock = device_clock(device);
-    const int stream = static_cast<int>(current_stream(device).id());
-    std::vector<at::Tensor> arrival{at::full({1}, clock.ready(stream), at::kDouble)};
+    const int stream = device >= 0 ? static_cast<int>(current_stream(device).id()) : 0;
+    const double ready = device >= 0 ? device_clock(device).ready(stream) : 0.0;
+    std::vector<at::Tensor> arrival{at::full({1}, ready, at::kDouble)};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::MAX;
     transport_->allreduce(arrival, o)->wait();
-    clock.wait(stream, arrival[0].item<double>());
+    if (device >= 0) device_clock(device).wait(stream, arrival[0].item<double>());
+  }
+
+  /// The device of the first defined neuron tensor of |a|, else of |b|; -1 when none.
+  static c10::DeviceIndex device_of_first(const std::vector<at::Tensor>& a,
+                                          const std::vector<at::Tensor>& b) {
+    for (const auto* list : {&a, &b}) {
+      for (const auto& t : *list) {
+        if (t.defined() && t.device().is_privateuseone()) return t.device().index();
+      }
+    }
+    return -1;
   }
 
   c10::intrusive_ptr<c10d::Backend> transport_;
