@@ -13,6 +13,9 @@ computing run, which tests compare with), the rank's ``RANK``/``WORLD_SIZE``/
 - A step is one ``optimizer.step()`` (a global post-hook). Each ends a span of the modeled
   clock; after ``VTRN_ESTIMATE_STEPS`` steps the script is stopped.
 
+The ranks' DeviceMeshes are reported (``meshes``: each mesh's dimension names and ranks), so
+that ``vtrn estimate`` can tell the ranks' roles apart (``representative_ranks``).
+
 Per step: ``time_s`` is the clock's span, ``compute_s`` the busy time of the non-collective
 engines summed over streams, ``collective_s`` the collectives' busy time,
 ``exposed_collective_s`` the part of the span not covered by compute, up to ``collective_s``,
@@ -28,6 +31,68 @@ import runpy
 import sys
 
 ROUND_BYTES = 512  # the device allocator's granularity (runtime/device_memory.h)
+
+
+# Mesh dimension names that mean pipeline stages (torchtitan's "pp", and common spellings).
+PIPELINE_AXES = ("pp", "pipeline", "pipe", "stage", "stages")
+
+
+def _mesh_shape(ranks) -> list[int]:
+    shape = []
+    while isinstance(ranks, list):
+        shape.append(len(ranks))
+        ranks = ranks[0] if ranks else None
+    return shape
+
+
+def representative_ranks(meshes: list[dict]) -> list[tuple[int, str]]:
+    """One rank per distinct role, as ``[(rank, role), ...]`` in rank order, from the script's
+    DeviceMeshes (``{"dim_names": [...], "ranks": nested lists}``, as the worker reports them).
+
+    Ranks within a pipeline stage do the same work on their shards (TP, FSDP, HSDP and DP ranks
+    are symmetric), so one rank per stage would do; the stages themselves differ only at the
+    ends: the first holds the embedding and starts every micro-batch, the last holds the output
+    projection and the loss, and the stages between are alike. So: the first stage, the last,
+    and stage 1 for the middle ones (under 1F1B the middle stage with the most micro-batches in
+    flight, so the most memory); each represented by its rank at coordinate 0 of every other
+    axis. Without a pipeline axis (a mesh dimension named in PIPELINE_AXES) every rank has one
+    role, and rank 0 plays it."""
+    for mesh in meshes:
+        names = [str(n).lower() for n in (mesh.get("dim_names") or [])]
+        ranks = mesh["ranks"]
+        shape = _mesh_shape(ranks)
+        axis = next((i for i, n in enumerate(names) if n in PIPELINE_AXES), None)
+        if axis is None or axis >= len(shape) or shape[axis] < 2:
+            continue
+        stages = shape[axis]
+        picks = [(0, "first pipeline stage")]
+        if stages > 2:
+            picks.append((1, f"middle pipeline stages (1 to {stages - 2})"))
+        picks.append((stages - 1, "last pipeline stage"))
+        out = []
+        for stage, role in picks:
+            node = ranks
+            for dim in range(len(shape)):
+                node = node[stage if dim == axis else 0]
+            out.append((int(node), f"{role} of {stages}"))
+        return sorted(out)
+    return [(0, "every rank")]
+
+
+def layout_meshes(layout: dict) -> list[dict]:
+    """The mesh of a planner layout (``_native.plan.parse_layout``): its axes outermost first
+    (pp, replicate, shard, tp), ranks placed row-major."""
+    shape, names = layout["mesh_shape"], layout["mesh_axes"]
+
+    def build(dim: int, base: int):
+        if dim == len(shape):
+            return base
+        stride = 1
+        for n in shape[dim + 1 :]:
+            stride *= n
+        return [build(dim + 1, base + i * stride) for i in range(shape[dim])]
+
+    return [{"dim_names": list(names), "ranks": build(0, 0)}]
 
 
 class _EnoughSteps(BaseException):
@@ -161,6 +226,28 @@ def _join_fake_world(rank: int, world: int) -> None:
             module.init_process_group = init_process_group
 
 
+def _record_meshes(meshes: list) -> None:
+    """Appends each DeviceMesh the script builds (dimension names, ranks) to ``meshes``."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    original = DeviceMesh.__init__
+    if getattr(original, "_vtrn_records", None) is not None:
+        original = original._vtrn_original
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        try:
+            mesh = {"dim_names": list(self.mesh_dim_names or []), "ranks": self.mesh.tolist()}
+            if mesh not in meshes:
+                meshes.append(mesh)
+        except Exception:  # a mesh vtrn cannot read leaves the roles to the default
+            pass
+
+    init._vtrn_records = meshes
+    init._vtrn_original = original
+    DeviceMesh.__init__ = init
+
+
 def _peak_flops_per_rank() -> float:
     from vtrn import _C, topology
 
@@ -183,8 +270,10 @@ def run(target: list[str]) -> dict:
     steps = int(os.environ.get("VTRN_ESTIMATE_STEPS", "3"))
     trace = os.environ.get("VTRN_ESTIMATE_TRACE") or None
     torch.neuron.set_device(local)
+    meshes: list = []
     if world > 1:
         _join_fake_world(rank, world)
+        _record_meshes(meshes)
     recorder = StepRecorder(steps)
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -242,6 +331,7 @@ def run(target: list[str]) -> dict:
         "host_reads": _C._host_reads() - reads_before,
         "host_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "peak_flops": _peak_flops_per_rank(),
+        "meshes": meshes,
     }
     if error is not None:
         report["error"] = error

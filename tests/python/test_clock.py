@@ -95,3 +95,14 @@ def test_a_compute_stream_and_a_collective_stream_overlap():
     result = vtrn_run("--nproc-per-node", "2", str(SCRIPTS / "overlap_clock.py"))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert sorted(re.findall(r"rank (\d) OK", result.stdout)) == ["0", "1"], result.stdout
+
+
+def test_a_collective_starts_when_its_last_member_arrives():
+    # Rank 1 runs one more matmul before an all-reduce: rank 0's stream ends at rank 1's arrival
+    # plus the collective's time, and its idle time grows by rank 1's lead (the script checks
+    # both against the cost model's time of that matmul and one launch).
+    result = vtrn_run("--nproc-per-node", "2", str(SCRIPTS / "straggler_clock.py"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    waits = dict(re.findall(r"rank (\d) OK .* idle \+([0-9.]+) us", result.stdout))
+    assert sorted(waits) == ["0", "1"], result.stdout
+    assert float(waits["0"]) > 0 and float(waits["1"]) == 0

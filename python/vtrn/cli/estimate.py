@@ -10,7 +10,13 @@ accounting but no data, kernels advance the modeled device clock without computi
 collectives run on a fake process group that moves no data while the ``neuron`` backend checks
 each group's routing on its real placement and charges its modeled time. A step is one
 ``optimizer.step()``; the run stops after ``--steps`` of them. A script that never initializes a
-process group runs as one rank on one core. By default rank 0 runs.
+process group runs as one rank on one core.
+
+By default one representative rank per distinct role runs: rank 0 first, then, when the
+script's DeviceMesh has a pipeline axis (named ``pp``), the first rank of the last stage and of
+stage 1 (the middle stages); TP, FSDP and data-parallel ranks of a stage are symmetric.
+``--layout`` gives the mesh in the planner's syntax instead (``pp=2,shard=2,tp=2``, axes
+outermost first, ranks row-major), ``--ranks`` the ranks themselves.
 
 Output: per rank its steps (time, compute, collectives, exposed collectives, idle), its peak
 memory by category and its model FLOPs per step; ``step_time_s`` is the median step after the
@@ -48,7 +54,16 @@ def register(subparsers) -> None:
     p.add_argument(
         "--nproc-per-node", default="1", help="processes (ranks) per instance (default 1)"
     )
-    p.add_argument("--ranks", default=None, help="ranks to run, R[,R...] (default 0)")
+    p.add_argument(
+        "--ranks",
+        default=None,
+        help="ranks to run, R[,R...] (default: one per distinct role)",
+    )
+    p.add_argument(
+        "--layout",
+        default=None,
+        help="the script's mesh in the planner's syntax (pp=2,shard=2,tp=2), to pick one rank per role",
+    )
     p.add_argument("--instance", default=DEFAULT_INSTANCE, help="instance type (trn2.48xlarge)")
     p.add_argument("--lnc", default=None, help="Logical NeuronCore setting, 1 or 2")
     p.add_argument("--steps", default="3", help="optimizer steps to run (default 3)")
@@ -89,6 +104,21 @@ def _ranks(text: str | None, world: int) -> list[int]:
         if r not in ranks:
             ranks.append(r)
     return ranks
+
+
+def _layout_roles(text: str, world: int) -> list[tuple[int, str]]:
+    from vtrn.estimate import layout_meshes, representative_ranks
+
+    try:
+        layout = _native.plan.parse_layout(text)
+    except ValueError as err:
+        raise CommandError(f"--layout {text}: {err}") from None
+    if layout["world"] != world:
+        raise CommandError(
+            f"--layout {text} has {layout['world']} ranks, but the world has {world} "
+            f"(--nodes x --nproc-per-node); give a layout whose degrees multiply to {world}."
+        )
+    return representative_ranks(layout_meshes(layout))
 
 
 def _target(args: argparse.Namespace) -> list[str]:
@@ -163,7 +193,7 @@ def build_report(instance: str, lnc: int, world: int, ranks: list[dict]) -> dict
         "instance": instance,
         "lnc": lnc,
         "world_size": world,
-        "ranks": [{k: v for k, v in r.items() if k != "peak_flops"} for r in ranks],
+        "ranks": [{k: v for k, v in r.items() if k not in ("peak_flops", "meshes")} for r in ranks],
         "step_time_s": step_time,
         "mfu": mfu,
     }
@@ -181,20 +211,46 @@ def run(args: argparse.Namespace) -> int:
     nproc = _count("--nproc-per-node", args.nproc_per_node, 1, cores)
     lnc = _native.model.Cluster(args.instance, lnc_arg, 1).lnc
     world = nodes * nproc
-    ranks = _ranks(args.ranks, world)
+    if args.ranks is not None and args.layout is not None:
+        raise CommandError("give --ranks or --layout, not both: --layout picks the ranks.")
+    roles: dict[int, str] = {}
+    if args.ranks is not None:
+        ranks = _ranks(args.ranks, world)
+    elif args.layout is not None:
+        roles = dict(_layout_roles(args.layout, world))
+        ranks = sorted(roles)
+    else:
+        ranks = [0]  # then one rank per role of the script's own mesh, once rank 0 shows it
     target = _target(args)
     if args.trace is not None:
         folder = os.path.dirname(os.path.abspath(args.trace))
         if not os.path.isdir(folder):
             raise CommandError(f"--trace {args.trace}: folder {folder} does not exist.")
+    discover = args.ranks is None and args.layout is None and world > 1
     reports = []
-    for rank in ranks:
-        trace = _trace_path(args.trace, rank, ranks) if args.trace else None
+    i = 0
+    while i < len(ranks):
+        rank = ranks[i]
+        # Discovering the roles, rank 0 may turn out to be one of several: its trace is named
+        # per rank until the others are known, and renamed if it stays alone.
+        trace_ranks = [0, 1] if discover else ranks
+        trace = _trace_path(args.trace, rank, trace_ranks) if args.trace else None
         try:
             reports.append(_run_rank(target, rank, world, nproc, lnc, args, steps, trace))
         except RuntimeError as err:
             print(f"vtrn estimate: {err}", file=sys.stderr)
             return 1
+        if discover and i == 0:
+            from vtrn.estimate import representative_ranks
+
+            roles = dict(representative_ranks(reports[0].get("meshes", [])))
+            ranks = [0] + [r for r in sorted(roles) if r != 0]
+            if len(ranks) == 1 and trace and os.path.exists(trace):
+                os.replace(trace, args.trace)
+        i += 1
+    for r in reports:
+        if r["rank"] in roles:
+            r["role"] = roles[r["rank"]]
     report = build_report(args.instance, lnc, world, reports)
     if args.json:
         print(json.dumps(report, indent=2))

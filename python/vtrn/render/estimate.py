@@ -17,8 +17,9 @@ def report_lines(report: dict) -> list[str]:
     for rank in report["ranks"]:
         memory = rank["memory_by_category"]
         parts = ", ".join(f"{name} {format_bytes(memory[name], 2)}" for name in CATEGORIES)
+        role = f" ({rank['role']})" if rank.get("role") else ""
         lines.append(
-            f"rank {rank['rank']}: peak memory {format_bytes(rank['peak_memory_bytes'], 2)} "
+            f"rank {rank['rank']}{role}: peak memory {format_bytes(rank['peak_memory_bytes'], 2)} "
             f"({parts}); model FLOPs per step {rank['model_flops']:.3g}"
         )
         for i, step in enumerate(rank["steps"]):

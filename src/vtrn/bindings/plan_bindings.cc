@@ -301,6 +301,23 @@ void bind_plan(py::module_& m) {
       },
       py::arg("model"), py::arg("seq"), py::arg("micro_batch"), py::arg("tp"),
       py::arg("sequence_parallel"), py::arg("checkpointing"));
+  m.def(
+      "parse_layout",
+      [](const std::string& text) {
+        const plan::Layout l = plan::parse_layout(text);
+        py::dict d;
+        d["pp"] = l.pp;
+        d["replicate"] = l.replicate;
+        d["shard"] = l.shard;
+        d["tp"] = l.tp;
+        d["world"] = l.world();
+        d["mesh_axes"] = l.mesh_axes();
+        d["mesh_shape"] = l.mesh_shape();
+        return d;
+      },
+      py::arg("layout"),
+      "The planner's reading of a layout (\"pp=2,shard=2,tp=2\"): its degrees and its mesh, "
+      "outermost axis first; ValueError naming a bad part.");
   m.def("plan", &run_plan, py::arg("model"), py::arg("instance") = "trn2.48xlarge",
         py::arg("lnc") = 0, py::arg("nodes") = 1, py::arg("seq") = 4096,
         py::arg("global_batch") = 1024, py::arg("precision") = "bf16-fp32-master",

@@ -92,6 +92,12 @@ double DeviceClock::now(int stream) const {
   return it == streams_.end() ? 0.0 : it->second.now;
 }
 
+double DeviceClock::ready(int stream) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = streams_.find(stream);
+  return std::max(it == streams_.end() ? 0.0 : it->second.now, host_);
+}
+
 double DeviceClock::mark(int stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   Timeline& t = streams_[stream];

@@ -7,8 +7,10 @@
 //    overhead later (hw::kExecutionLaunchOverhead), copies and collectives at once. The work
 //    then occupies the stream for its modeled seconds: the sum of its busy seconds per engine
 //    class.
-//  * wait(stream, t) (an event wait, wait_stream) moves the stream's timeline to t if it is
-//    behind; it never moves a timeline back.
+//  * wait(stream, t) (an event wait, wait_stream, a collective's later members) moves the
+//    stream's timeline to t if it is behind; it never moves a timeline back.
+//  * ready(stream) is where work issued now on the stream would start, before a kernel's launch
+//    overhead: a collective's arrival, which its members exchange to start together.
 //  * The host issues work in zero modeled time and waits only where it synchronizes:
 //    host_wait(t) makes later work start no earlier than t.
 //  * usage(): per stream, the busy seconds by engine class since the last reset(), and the idle
@@ -92,6 +94,9 @@ class DeviceClock {
 
   /// Where |stream|'s timeline stands: the end of its last work or wait (0 when unused).
   double now(int stream) const;
+  /// Where work issued now on |stream| would start (before a kernel's launch overhead): the
+  /// later of now(stream) and the host's time. Changes nothing.
+  double ready(int stream) const;
   /// An event record on |stream|: the stream reaches the point the host issues it at (it
   /// cannot pass the record before the host made it) and that time is returned.
   double mark(int stream);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace vtrn::runtime {
@@ -84,6 +85,32 @@ TEST(DeviceClockTest, HostSynchronizationDelaysLaterWorkOnEveryStream) {
   EXPECT_DOUBLE_EQ(clock.advance(1, "b", kernel(EngineClass::kVector, 1e-6)).start_s, 5e-6);
   clock.host_wait(3e-6);  // never back
   EXPECT_DOUBLE_EQ(clock.host_time(), 5e-6);
+}
+
+TEST(DeviceClockTest, AMemberThatArrivesEarlyWaitsForTheLastAndIdles) {
+  // Two members of a collective, each with its own clock: rank 0 arrives after 2 us of
+  // compute, rank 1 after 5 us; both start the 3 us collective at 5 us.
+  DeviceClock early(0), late(0);
+  early.advance(0, "aten::mm", kernel(EngineClass::kTensor, 2e-6));
+  late.advance(0, "aten::mm", kernel(EngineClass::kTensor, 5e-6));
+  const double a = early.ready(0), b = late.ready(0);
+  EXPECT_DOUBLE_EQ(a, 2e-6);
+  EXPECT_DOUBLE_EQ(early.now(0), 2e-6);  // ready() changes nothing
+  const double start = std::max(a, b);
+  const ModeledWork coll = ModeledWork::on(WorkKind::kCollective, EngineClass::kCollective, 3e-6);
+  for (DeviceClock* c : {&early, &late}) {
+    c->wait(0, start);
+    const ClockRecord r = c->advance(0, "all_reduce", coll);
+    EXPECT_DOUBLE_EQ(r.start_s, 5e-6);
+    EXPECT_DOUBLE_EQ(r.end_s, 8e-6);
+  }
+  // The early rank's 3 us of waiting is idle time; the late one has none.
+  EXPECT_DOUBLE_EQ(early.usage().streams[0].idle_s, 3e-6);
+  EXPECT_DOUBLE_EQ(late.usage().streams[0].idle_s, 0.0);
+  // The host's time counts as an arrival too: work issued after a host wait starts then.
+  early.host_wait(10e-6);
+  EXPECT_DOUBLE_EQ(early.ready(0), 10e-6);
+  EXPECT_DOUBLE_EQ(early.ready(3), 10e-6);  // an unused stream
 }
 
 TEST(DeviceClockTest, AnEventRecordIsNoEarlierThanTheHost) {

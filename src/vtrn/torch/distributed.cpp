@@ -4,8 +4,10 @@
 // collective, checks that the runtime could build an algorithm for the group's placement
 // (coll::route_group) and raises the runtime's error if not; waits for the work queued before
 // it on the current stream; runs the inner Gloo backend on CPU tensors that alias the device
-// bytes (no copies beyond Gloo's own); adds the modeled time to the device's collective clock;
-// and returns completed work whose future holds the neuron tensors.
+// bytes (no copies beyond Gloo's own); starts the collective on the modeled clock when its last
+// member arrives (the members exchange their arrival times through the transport: a one-element
+// MAX all-reduce); adds the modeled time to the device's collective clock; and returns completed
+// work whose future holds the neuron tensors.
 #include "vtrn/torch/distributed.h"
 
 #include <atomic>
@@ -17,6 +19,7 @@
 
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -509,12 +512,43 @@ class NeuronBackend final : public c10d::Backend {
     for (const auto& t : (collective == coll::Collective::kReduceScatter ? inputs : outputs)) {
       if (t.defined()) bytes += t.nbytes();
     }
+    // Every member joins, also one without outputs (gather's non-root ranks).
+    join_members(device_of_first(outputs, inputs));
     if (!outputs.empty() && outputs[0].defined()) {
+      const c10::DeviceIndex device = outputs[0].device().index();
       const double transfer =
           getSize() > 1 ? coll::estimate(*cluster_, route_, collective, bytes).seconds : 0.0;
-      add_modeled_seconds(outputs[0].device().index(), op, transfer + extra_seconds);
+      add_modeled_seconds(device, op, transfer + extra_seconds);
     }
     return done(type, outputs);
+  }
+
+  /// Moves the current stream of |device| on the modeled clock to the latest arrival of the
+  /// group's members: each sends where its own stream is ready (DeviceClock::ready), and the
+  /// collective starts at the maximum, so a member that arrives early waits (idle time), as on
+  /// hardware. Every member calls it once per collective, in the collectives' order. In a fake
+  /// world (vtrn estimate) the transport moves nothing and each rank keeps its own arrival.
+  /// A member with no neuron tensor (|device| < 0) sends 0 and moves no clock.
+  void join_members(c10::DeviceIndex device) {
+    if (getSize() <= 1) return;
+    const int stream = device >= 0 ? static_cast<int>(current_stream(device).id()) : 0;
+    const double ready = device >= 0 ? device_clock(device).ready(stream) : 0.0;
+    std::vector<at::Tensor> arrival{at::full({1}, ready, at::kDouble)};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    transport_->allreduce(arrival, o)->wait();
+    if (device >= 0) device_clock(device).wait(stream, arrival[0].item<double>());
+  }
+
+  /// The device of the first defined neuron tensor of |a|, else of |b|; -1 when none.
+  static c10::DeviceIndex device_of_first(const std::vector<at::Tensor>& a,
+                                          const std::vector<at::Tensor>& b) {
+    for (const auto* list : {&a, &b}) {
+      for (const auto& t : *list) {
+        if (t.defined() && t.device().is_privateuseone()) return t.device().index();
+      }
+    }
+    return -1;
   }
 
   c10::intrusive_ptr<c10d::Backend> transport_;
