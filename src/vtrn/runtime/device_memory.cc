@@ -25,16 +25,16 @@ bool all_reached(const std::vector<StreamFence>& fences, const Stream* except) {
 bool StreamFence::reached() const { return stream == nullptr || stream->completed() >= sequence; }
 
 std::string format_bytes(uint64_t bytes) {
-  static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " bytes";
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  while (value >= 1024.0 && unit < 3) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f %s", value, kUnits[unit]);
+  // CUDA's caching allocator's thresholds: a unit is used up to and including 1024 of the next
+  // smaller one ("1024 bytes", "1024.00 KiB"), and GiB has no upper bound.
+  constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (bytes <= kKiB) return std::to_string(bytes) + " bytes";
+  const auto [unit, name] = bytes <= kMiB   ? std::pair{kKiB, "KiB"}
+                            : bytes <= kGiB ? std::pair{kMiB, "MiB"}
+                                            : std::pair{kGiB, "GiB"};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f %s", static_cast<double>(bytes) / static_cast<double>(unit),
+                name);
   return buf;
 }
 

@@ -165,7 +165,8 @@ class DeviceMemory {
   std::unordered_map<void*, Block> cached_;  ///< cached blocks, for device_of()
 };
 
-/// "1.50 GiB", "512.00 KiB", "10 bytes".
+/// "1.50 GiB", "512.00 KiB", "1024 bytes": the units and thresholds of CUDA's out-of-memory
+/// message.
 std::string format_bytes(uint64_t bytes);
 
 }  // namespace vtrn::runtime

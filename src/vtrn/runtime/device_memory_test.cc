@@ -212,6 +212,13 @@ TEST(DeviceMemoryTest, FormatBytes) {
   EXPECT_EQ(format_bytes(10), "10 bytes");
   EXPECT_EQ(format_bytes(1536), "1.50 KiB");
   EXPECT_EQ(format_bytes(24ull << 30), "24.00 GiB");
+  // CUDA's format_size keeps the smaller unit up to and including 1024 of it.
+  EXPECT_EQ(format_bytes(1024), "1024 bytes");
+  EXPECT_EQ(format_bytes(1025), "1.00 KiB");
+  EXPECT_EQ(format_bytes(1ull << 20), "1024.00 KiB");
+  EXPECT_EQ(format_bytes((1ull << 20) + 1), "1.00 MiB");
+  EXPECT_EQ(format_bytes(1ull << 30), "1024.00 MiB");
+  EXPECT_EQ(format_bytes(3ull << 40), "3072.00 GiB");
 }
 
 }  // namespace
