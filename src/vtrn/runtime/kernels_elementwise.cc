@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "vtrn/runtime/executor.h"
+#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime::kernels::elementwise {
 
@@ -123,8 +125,50 @@ void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
   }
 }
 
+namespace {
+
+// The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's
+// vector functions, as ATen's CPU kernels do (vecmath.h); float64 keeps libm.
+bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
+  using vecmath::Fn;
+  switch (k) {
+    case OpKind::kExp:
+      vecmath::apply(Fn::kExp, a, o, n);
+      return true;
+    case OpKind::kExpm1:
+      vecmath::apply(Fn::kExpm1, a, o, n);
+      return true;
+    case OpKind::kLog:
+      vecmath::apply(Fn::kLog, a, o, n);
+      return true;
+    case OpKind::kLog1p:
+      vecmath::apply(Fn::kLog1p, a, o, n);
+      return true;
+    case OpKind::kTanh:
+      vecmath::apply(Fn::kTanh, a, o, n);
+      return true;
+    case OpKind::kSine:
+      vecmath::apply(Fn::kSin, a, o, n);
+      return true;
+    case OpKind::kCosine:
+      vecmath::apply(Fn::kCos, a, o, n);
+      return true;
+    case OpKind::kLogistic:  // 1 / (1 + exp(-x)), as ATen's vectorized sigmoid
+      for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i];
+      vecmath::apply(Fn::kExp, o, o, n);
+      for (std::int64_t i = 0; i < n; ++i) o[i] = 1.0f / (1.0f + o[i]);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 template <typename T>
 void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (unary_vecmath(k, a, o, n)) return;
   switch (k) {
     case OpKind::kAbs:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
