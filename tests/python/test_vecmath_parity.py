@@ -7,8 +7,9 @@ and a bfloat16 or float16 op computes in float32 and rounds once. So:
   * bfloat16 and float16: every one of the 65,536 values of the type (NaNs, infinities,
     subnormals, the largest magnitudes) gives the CPU's result bit for bit, on an odd length
     too (a tail shorter than a vector);
-  * float32, where ATen's kernel takes SLEEF too (expm1, log1p; sigmoid and silu on whole
-    vectors of 32): bit for bit over random float32 bit patterns and edge values;
+  * float32, where ATen's kernel takes SLEEF too (expm1, log1p; sigmoid, silu and pow on
+    whole vectors of 32): bit for bit over random float32 bit patterns and edge values;
+  * pow, a binary op, on random pairs rather than every one: bit for bit in every type;
   * float32 exp, log, tanh, sin, cos, where ATen calls MKL instead, and erf and the exact
     GELU, which both compute by a rational/polynomial of their own: within the tolerances
     OpInfo's parity tests use (torch.testing's float32 defaults), on the same inputs.
@@ -115,6 +116,22 @@ def test_float32_matches_the_cpu_bit_for_bit_where_aten_uses_sleef(name):
     if name in ("log1p",):
         x = torch.cat([x, -x])  # log1p's domain starts at -1
     assert_bitwise(op(x.to("neuron")).cpu(), op(x), x, f"{name} float32")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_pow_matches_the_cpu_bit_for_bit(dtype):
+    g = torch.Generator().manual_seed(5)
+    n = 1 << 16
+    base = torch.cat([torch.rand(n, generator=g) * 20, -torch.rand(n, generator=g) * 20])
+    expo = torch.cat([torch.randn(n, generator=g) * 4, torch.randint(-6, 7, (n,), generator=g)])
+    edges = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0, 2.0])
+    base = torch.cat([base, edges.repeat_interleave(8)]).to(dtype)
+    expo = torch.cat([expo, edges.repeat(8)]).to(dtype)
+    got = torch.pow(base.to("neuron"), expo.to("neuron")).cpu()
+    assert_bitwise(got, torch.pow(base, expo), base, f"pow {dtype}")
+    for e in (2.7, -1.3, 0.25):  # a Python exponent the CPU kernel has no shortcut for
+        x = base.abs()
+        assert_bitwise(torch.pow(x.to("neuron"), e).cpu(), torch.pow(x, e), x, f"pow(x, {e})")
 
 
 @pytest.mark.parametrize("name", list(F32_TOLERANCE))

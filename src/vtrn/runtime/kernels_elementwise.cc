@@ -247,7 +247,10 @@ void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __r
       for (std::int64_t i = 0; i < n; ++i) o[i] = fmin_nan(a[i], b[i]);
       return;
     case OpKind::kPower:
-      for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      if constexpr (std::is_same_v<T, float>)
+        vecmath::pow(a, b, o, n);  // SLEEF's, as ATen's vectorized pow
+      else
+        for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
       return;
     case OpKind::kRemainder:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);

@@ -78,4 +78,24 @@ bool apply_on(Isa isa, Fn f, const float* x, float* y, std::int64_t n) {
 
 void apply(Fn f, const float* x, float* y, std::int64_t n) { apply_on(best_isa(), f, x, y, n); }
 
+bool pow_on(Isa isa, const float* a, const float* b, float* y, std::int64_t n) {
+  if (static_cast<int>(isa) > static_cast<int>(best_isa())) return false;
+  switch (isa) {
+    case Isa::kAvx512:
+      detail::pow_avx512(a, b, y, n);
+      break;
+    case Isa::kAvx2:
+      detail::pow_avx2(a, b, y, n);
+      break;
+    case Isa::kLibm:
+      for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
+      break;
+  }
+  return true;
+}
+
+void pow(const float* a, const float* b, float* y, std::int64_t n) {
+  pow_on(best_isa(), a, b, y, n);
+}
+
 }  // namespace vtrn::runtime::vecmath

@@ -1,9 +1,9 @@
 // Vectorized float32 transcendentals for the executor's elementwise loops, from SLEEF: the
-// functions and accuracy variants ATen's Vectorized<float> calls (exp, expm1, log, log1p and
-// tanh within 1.0 ULP, sin and cos within 3.5 ULP). A bfloat16 or float16 op computes in float32
-// and rounds once, so it gives torch's CPU result bit for bit wherever ATen takes these functions
-// (every reduced-precision op here, and float32 expm1, log1p and sigmoid; ATen's float32 exp,
-// log and tanh go through MKL instead, which agrees within 1 ULP).
+// functions and accuracy variants ATen's Vectorized<float> calls (exp, expm1, log, log1p, tanh
+// and pow within 1.0 ULP, sin and cos within 3.5 ULP). A bfloat16 or float16 op computes in
+// float32 and rounds once, so it gives torch's CPU result bit for bit wherever ATen takes these
+// functions (every reduced-precision op here, and float32 expm1, log1p, pow and sigmoid; ATen's
+// float32 exp, log and tanh go through MKL instead, which agrees within 1 ULP).
 //
 // The code path is chosen once per process by the CPU's features (AVX-512F, else AVX2 with FMA,
 // else glibc's scalar libm), never by the build machine's. A tail shorter than a vector runs
@@ -33,11 +33,17 @@ void apply(Fn f, const float* x, float* y, std::int64_t n);
 /// The same on a given path, for tests and benchmarks; false when this CPU cannot run it.
 bool apply_on(Isa isa, Fn f, const float* x, float* y, std::int64_t n);
 
+/// y[i] = pow(a[i], b[i]) (SLEEF's u10 powf); y may be a or b.
+void pow(const float* a, const float* b, float* y, std::int64_t n);
+bool pow_on(Isa isa, const float* a, const float* b, float* y, std::int64_t n);
+
 namespace detail {
 // The per-ISA loops, each in a file compiled for its instruction set (vecmath_avx512.cc,
 // vecmath_avx2.cc); called only once the CPU is known to have it. |f| is an Fn.
 void apply_avx512(int f, const float* x, float* y, std::int64_t n);
 void apply_avx2(int f, const float* x, float* y, std::int64_t n);
+void pow_avx512(const float* a, const float* b, float* y, std::int64_t n);
+void pow_avx2(const float* a, const float* b, float* y, std::int64_t n);
 }  // namespace detail
 
 }  // namespace vtrn::runtime::vecmath

@@ -43,4 +43,19 @@ void apply_avx2(int f, const float* x, float* y, std::int64_t n) {
   }
 }
 
+void pow_avx2(const float* a, const float* b, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, Sleef_powf8_u10avx2(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) {
+    alignas(32) float ina[8] = {}, inb[8] = {}, out[8];
+    for (std::int64_t k = 0; k < n - i; ++k) {
+      ina[k] = a[i + k];
+      inb[k] = b[i + k];
+    }
+    _mm256_store_ps(out, Sleef_powf8_u10avx2(_mm256_load_ps(ina), _mm256_load_ps(inb)));
+    for (std::int64_t k = 0; k < n - i; ++k) y[i + k] = out[k];
+  }
+}
+
 }  // namespace vtrn::runtime::vecmath::detail

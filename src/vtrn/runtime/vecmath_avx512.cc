@@ -41,4 +41,17 @@ void apply_avx512(int f, const float* x, float* y, std::int64_t n) {
   }
 }
 
+void pow_avx512(const float* a, const float* b, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i,
+                     Sleef_powf16_u10avx512f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(
+        y + i, m,
+        Sleef_powf16_u10avx512f(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
 }  // namespace vtrn::runtime::vecmath::detail

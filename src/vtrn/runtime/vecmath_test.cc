@@ -1,6 +1,6 @@
 // vecmath against double-precision libm (an independent reference: SLEEF's published bounds are
-// 1.0 ULP for exp, expm1, log, log1p and tanh and 3.5 ULP for sin and cos; glibc's own tanhf, the
-// fallback, is documented to 2 ULP), IEEE special values as C's Annex F gives them, and the
+// 1.0 ULP for exp, expm1, log, log1p, tanh and pow and 3.5 ULP for sin and cos; glibc's own tanhf,
+// the fallback, is documented to 2 ULP), IEEE special values as C's Annex F gives them, and the
 // vector paths this CPU runs against each other, including tails of each length.
 #include "vtrn/runtime/vecmath.h"
 
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -187,6 +188,57 @@ TEST(VecmathTest, VectorPathsAndTailsAgree) {
           }
         }
       }
+    }
+  }
+}
+
+// pow: SLEEF's u10 bound against double pow, C's special cases, and the paths and tails alike.
+TEST(VecmathTest, Pow) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> base(0.0f, 30.0f), expo(-12.0f, 12.0f);
+  std::vector<float> a(5003), b(5003);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = base(rng);
+    b[i] = expo(rng);
+    if (i % 3 == 0) {  // negative bases with integer exponents
+      a[i] = -a[i];
+      b[i] = std::round(b[i]);
+    }
+  }
+  struct Special {
+    float a, b, want;
+  };
+  const Special kSpecial[] = {{0.0f, -1, kInf},     {-0.0f, -1, -kInf}, {-2, 3, -8},
+                              {-8, 1.0f / 3, kNaN}, {kNaN, 0, 1},       {1, kNaN, 1},
+                              {2, kInf, kInf},      {0.5f, kInf, 0},    {-kInf, 3, -kInf},
+                              {-1, kInf, 1},        {2, 128, kInf},     {2, -150, 0}};
+  for (const Special& s : kSpecial) {
+    a.push_back(s.a);
+    b.push_back(s.b);
+  }
+  std::vector<float> best(a.size());
+  ASSERT_TRUE(
+      pow_on(best_isa(), a.data(), b.data(), best.data(), static_cast<std::int64_t>(a.size())));
+  for (Isa isa : paths()) {
+    std::vector<float> y(a.size());
+    ASSERT_TRUE(pow_on(isa, a.data(), b.data(), y.data(), static_cast<std::int64_t>(a.size())));
+    const std::size_t n = a.size() - std::size(kSpecial);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ref = std::pow(static_cast<double>(a[i]), static_cast<double>(b[i]));
+      if (std::isinf(static_cast<float>(ref)) || static_cast<float>(ref) == 0) continue;
+      ASSERT_LE(ulps(y[i], ref), 1.0) << "pow(" << a[i] << ", " << b[i] << ") on " << isa_name(isa);
+    }
+    for (std::size_t k = 0; k < std::size(kSpecial); ++k) {
+      const float got = y[n + k], want = kSpecial[k].want;
+      EXPECT_TRUE(same(got, want)) << "pow(" << kSpecial[k].a << ", " << kSpecial[k].b << ") on "
+                                   << isa_name(isa) << " = " << got << ", want " << want;
+    }
+    if (isa == Isa::kLibm) continue;
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same(y[i], best[i])) << isa_name(isa);
+    for (std::int64_t len = 1; len <= 17; ++len) {
+      std::vector<float> t(static_cast<std::size_t>(len));
+      ASSERT_TRUE(pow_on(isa, a.data() + 5, b.data() + 5, t.data(), len));
+      for (std::int64_t i = 0; i < len; ++i) ASSERT_TRUE(same(t[i], y[5 + i])) << "tail " << len;
     }
   }
 }
