@@ -8,7 +8,8 @@ and a bfloat16 or float16 op computes in float32 and rounds once. So:
     subnormals, the largest magnitudes) gives the CPU's result bit for bit, on an odd length
     too (a tail shorter than a vector);
   * float32, where ATen's kernel takes SLEEF too (expm1, log1p; sigmoid, silu and pow on
-    whole vectors of 32): bit for bit over random float32 bit patterns and edge values;
+    whole vectors of 32, glibc's libm for the rest of the tensor, as the executor does): bit
+    for bit over random float32 bit patterns and edge values, and on short tensors;
   * pow, a binary op, on random pairs rather than every one: bit for bit in every type;
   * float32 exp, log, tanh, sin, cos, where ATen calls MKL instead, and erf and the exact
     GELU, which both compute by a rational/polynomial of their own: within the tolerances
@@ -116,6 +117,19 @@ def test_float32_matches_the_cpu_bit_for_bit_where_aten_uses_sleef(name):
     if name in ("log1p",):
         x = torch.cat([x, -x])  # log1p's domain starts at -1
     assert_bitwise(op(x.to("neuron")).cpu(), op(x), x, f"{name} float32")
+
+
+@pytest.mark.parametrize("n", [1, 4, 37, 100, 1000])
+@pytest.mark.parametrize("name", F32_BITWISE)
+def test_float32_short_tensors_split_vectors_and_tail_as_aten(name, n):
+    op = OPS[name]
+    x = torch.randn(n, generator=torch.Generator().manual_seed(n)) * 6
+    assert_bitwise(op(x.to("neuron")).cpu(), op(x), x, f"{name} float32, {n} values")
+    if name == "sigmoid":  # pow's tail as well
+        e = torch.full((n,), 1.7)
+        base = x.abs()
+        got = torch.pow(base.to("neuron"), e.to("neuron")).cpu()
+        assert_bitwise(got, torch.pow(base, e), base, f"pow float32, {n} values")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

@@ -127,14 +127,27 @@ void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
 
 namespace {
 
+// ATen's cpu_kernel_vec kernels (sigmoid, silu, pow, the tanh GELU) run whole steps of two
+// 16-lane vectors through SLEEF and the rest of a tensor through the scalar function, glibc's
+// libm. The executor's chunks are whole steps but for a tensor's last, so taking libm for the
+// last len % 32 elements of a chunk makes the same split, for any tensor ATen does not divide
+// between threads (under 32768 elements). exp takes it too: ATen's float32 exp is MKL's, which
+// libm matches more often than SLEEF does; its reduced types agree either way.
+constexpr std::int64_t kAtenVecStep = 32;
+
+std::int64_t vector_part(std::int64_t n) { return n - n % kAtenVecStep; }
+
 // The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's
 // vector functions, as ATen's CPU kernels do (vecmath.h); float64 keeps libm.
 bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
   using vecmath::Fn;
   switch (k) {
-    case OpKind::kExp:
-      vecmath::apply(Fn::kExp, a, o, n);
+    case OpKind::kExp: {
+      const std::int64_t v = vector_part(n);
+      vecmath::apply(Fn::kExp, a, o, v);
+      for (std::int64_t i = v; i < n; ++i) o[i] = std::exp(a[i]);
       return true;
+    }
     case OpKind::kExpm1:
       vecmath::apply(Fn::kExpm1, a, o, n);
       return true;
@@ -153,11 +166,14 @@ bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
     case OpKind::kCosine:
       vecmath::apply(Fn::kCos, a, o, n);
       return true;
-    case OpKind::kLogistic:  // 1 / (1 + exp(-x)), as ATen's vectorized sigmoid
-      for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i];
-      vecmath::apply(Fn::kExp, o, o, n);
+    case OpKind::kLogistic: {  // 1 / (1 + exp(-x)), as ATen's sigmoid
+      const std::int64_t v = vector_part(n);
+      for (std::int64_t i = 0; i < v; ++i) o[i] = -a[i];
+      vecmath::apply(Fn::kExp, o, o, v);
+      for (std::int64_t i = v; i < n; ++i) o[i] = std::exp(-a[i]);
       for (std::int64_t i = 0; i < n; ++i) o[i] = 1.0f / (1.0f + o[i]);
       return true;
+    }
     default:
       return false;
   }
@@ -247,10 +263,13 @@ void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __r
       for (std::int64_t i = 0; i < n; ++i) o[i] = fmin_nan(a[i], b[i]);
       return;
     case OpKind::kPower:
-      if constexpr (std::is_same_v<T, float>)
-        vecmath::pow(a, b, o, n);  // SLEEF's, as ATen's vectorized pow
-      else
+      if constexpr (std::is_same_v<T, float>) {  // SLEEF's, then libm's, as ATen's pow
+        const std::int64_t v = vector_part(n);
+        vecmath::pow(a, b, o, v);
+        for (std::int64_t i = v; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      } else {
         for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      }
       return;
     case OpKind::kRemainder:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);
