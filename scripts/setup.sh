@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what vtrn needs on a fresh Debian machine and does nothing where it is present:
-# Debian packages (compiler cache, GoogleTest, JSON), then the Python packages, torch==2.13.0
-# (the CPU wheel) among them. The build itself is the Makefile's `install` target.
+# Debian packages (compiler cache, GoogleTest, JSON, OpenBLAS, oneDNN, SLEEF), then the Python
+# packages, torch==2.13.0 (the CPU wheel) among them. The build itself is the Makefile's
+# `install` target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 APT_PACKAGES=(g++ make ccache clang-format libgtest-dev nlohmann-json3-dev libopenblas-dev patch
-  libdnnl-dev)
+  libdnnl-dev libsleef-dev)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "vtrn/runtime/executor.h"
+#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime::kernels::elementwise {
 
@@ -123,8 +125,66 @@ void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
   }
 }
 
+namespace {
+
+// ATen's cpu_kernel_vec kernels (sigmoid, silu, pow, the tanh GELU) run whole steps of two
+// 16-lane vectors through SLEEF and the rest of a tensor through the scalar function, glibc's
+// libm. The executor's chunks are whole steps but for a tensor's last, so taking libm for the
+// last len % 32 elements of a chunk makes the same split, for any tensor ATen does not divide
+// between threads (under 32768 elements). exp takes it too: ATen's float32 exp is MKL's, which
+// libm matches more often than SLEEF does; its reduced types agree either way.
+constexpr std::int64_t kAtenVecStep = 32;
+
+std::int64_t vector_part(std::int64_t n) { return n - n % kAtenVecStep; }
+
+// The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's
+// vector functions, as ATen's CPU kernels do (vecmath.h); float64 keeps libm.
+bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
+  using vecmath::Fn;
+  switch (k) {
+    case OpKind::kExp: {
+      const std::int64_t v = vector_part(n);
+      vecmath::apply(Fn::kExp, a, o, v);
+      for (std::int64_t i = v; i < n; ++i) o[i] = std::exp(a[i]);
+      return true;
+    }
+    case OpKind::kExpm1:
+      vecmath::apply(Fn::kExpm1, a, o, n);
+      return true;
+    case OpKind::kLog:
+      vecmath::apply(Fn::kLog, a, o, n);
+      return true;
+    case OpKind::kLog1p:
+      vecmath::apply(Fn::kLog1p, a, o, n);
+      return true;
+    case OpKind::kTanh:
+      vecmath::apply(Fn::kTanh, a, o, n);
+      return true;
+    case OpKind::kSine:
+      vecmath::apply(Fn::kSin, a, o, n);
+      return true;
+    case OpKind::kCosine:
+      vecmath::apply(Fn::kCos, a, o, n);
+      return true;
+    case OpKind::kLogistic: {  // 1 / (1 + exp(-x)), as ATen's sigmoid
+      const std::int64_t v = vector_part(n);
+      for (std::int64_t i = 0; i < v; ++i) o[i] = -a[i];
+      vecmath::apply(Fn::kExp, o, o, v);
+      for (std::int64_t i = v; i < n; ++i) o[i] = std::exp(-a[i]);
+      for (std::int64_t i = 0; i < n; ++i) o[i] = 1.0f / (1.0f + o[i]);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 template <typename T>
 void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (unary_vecmath(k, a, o, n)) return;
   switch (k) {
     case OpKind::kAbs:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fabs(a[i]);
@@ -203,7 +263,13 @@ void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __r
       for (std::int64_t i = 0; i < n; ++i) o[i] = fmin_nan(a[i], b[i]);
       return;
     case OpKind::kPower:
-      for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      if constexpr (std::is_same_v<T, float>) {  // SLEEF's, then libm's, as ATen's pow
+        const std::int64_t v = vector_part(n);
+        vecmath::pow(a, b, o, v);
+        for (std::int64_t i = v; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+      }
       return;
     case OpKind::kRemainder:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);

@@ -1,0 +1,61 @@
+// The AVX2 path of vecmath.h: SLEEF's 8-lane avx2 functions (which use FMA). This file alone is
+// compiled with -mavx2 -mfma, and it holds no inline code another file could share (no standard
+// library), so no AVX2 instruction reaches a CPU that vecmath.cc did not find able to run it.
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "vtrn/runtime/vecmath.h"
+
+namespace vtrn::runtime::vecmath::detail {
+
+namespace {
+
+__m256 call(int f, __m256 v) {
+  switch (static_cast<Fn>(f)) {
+    case Fn::kExp:
+      return Sleef_expf8_u10avx2(v);
+    case Fn::kExpm1:
+      return Sleef_expm1f8_u10avx2(v);
+    case Fn::kLog:
+      return Sleef_logf8_u10avx2(v);
+    case Fn::kLog1p:
+      return Sleef_log1pf8_u10avx2(v);
+    case Fn::kTanh:
+      return Sleef_tanhf8_u10avx2(v);
+    case Fn::kSin:
+      return Sleef_sinf8_u35avx2(v);
+    case Fn::kCos:
+      break;
+  }
+  return Sleef_cosf8_u35avx2(v);
+}
+
+}  // namespace
+
+void apply_avx2(int f, const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, call(f, _mm256_loadu_ps(x + i)));
+  if (i < n) {  // the tail through the same function, its missing lanes zero
+    alignas(32) float in[8] = {}, out[8];
+    for (std::int64_t k = 0; k < n - i; ++k) in[k] = x[i + k];
+    _mm256_store_ps(out, call(f, _mm256_load_ps(in)));
+    for (std::int64_t k = 0; k < n - i; ++k) y[i + k] = out[k];
+  }
+}
+
+void pow_avx2(const float* a, const float* b, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, Sleef_powf8_u10avx2(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) {
+    alignas(32) float ina[8] = {}, inb[8] = {}, out[8];
+    for (std::int64_t k = 0; k < n - i; ++k) {
+      ina[k] = a[i + k];
+      inb[k] = b[i + k];
+    }
+    _mm256_store_ps(out, Sleef_powf8_u10avx2(_mm256_load_ps(ina), _mm256_load_ps(inb)));
+    for (std::int64_t k = 0; k < n - i; ++k) y[i + k] = out[k];
+  }
+}
+
+}  // namespace vtrn::runtime::vecmath::detail

@@ -1,0 +1,57 @@
+// The AVX-512 path of vecmath.h: SLEEF's 16-lane avx512f functions. This file alone is compiled
+// with -mavx512f, and it holds no inline code another file could share (no standard library),
+// so no AVX-512 instruction reaches a CPU that vecmath.cc did not find able to run it.
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "vtrn/runtime/vecmath.h"
+
+namespace vtrn::runtime::vecmath::detail {
+
+namespace {
+
+__m512 call(int f, __m512 v) {
+  switch (static_cast<Fn>(f)) {
+    case Fn::kExp:
+      return Sleef_expf16_u10avx512f(v);
+    case Fn::kExpm1:
+      return Sleef_expm1f16_u10avx512f(v);
+    case Fn::kLog:
+      return Sleef_logf16_u10avx512f(v);
+    case Fn::kLog1p:
+      return Sleef_log1pf16_u10avx512f(v);
+    case Fn::kTanh:
+      return Sleef_tanhf16_u10avx512f(v);
+    case Fn::kSin:
+      return Sleef_sinf16_u35avx512f(v);
+    case Fn::kCos:
+      break;
+  }
+  return Sleef_cosf16_u35avx512f(v);
+}
+
+}  // namespace
+
+void apply_avx512(int f, const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, call(f, _mm512_loadu_ps(x + i)));
+  if (i < n) {  // the tail through the same function, its missing lanes zero
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, call(f, _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void pow_avx512(const float* a, const float* b, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i,
+                     Sleef_powf16_u10avx512f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(
+        y + i, m,
+        Sleef_powf16_u10avx512f(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+}  // namespace vtrn::runtime::vecmath::detail
