@@ -267,9 +267,7 @@ def test_collectives_inside_compiled_modules(tmp_path):
         TORCH_NEURONX_HLO_CACHE_DIR=str(tmp_path / "hlo"),
     )
     (tmp_path / "hlo").mkdir()
-    result = vtrn_run(
-        "--nproc-per-node", "4", str(SCRIPTS / "compiled_collectives.py"), env=env
-    )
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "compiled_collectives.py"), env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     rows = [line.split() for line in result.stdout.splitlines() if line.strip()]
     tp = [row for row in rows if row[0] == "tp"]

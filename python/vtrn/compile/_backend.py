@@ -430,7 +430,9 @@ def _as_module_collective(node):
     size = backend.size()
     if size_at is not None and node.args[size_at] != size:
         return None
-    seconds = backend.module_collective_seconds(kind, reduce_op, val.dtype, val.numel(), out.numel())
+    seconds = backend.module_collective_seconds(
+        kind, reduce_op, val.dtype, val.numel(), out.numel()
+    )
     return (x, kind, reduce_op, size, name, seconds)
 
 

@@ -11,8 +11,7 @@ namespace vtrn::compiler {
 namespace {
 
 void check_name(const std::string& field, const std::string& value) {
-  if (value.empty())
-    throw std::invalid_argument("collective custom_call: empty " + field);
+  if (value.empty()) throw std::invalid_argument("collective custom_call: empty " + field);
   for (char c : value) {
     if (c == ';' || c == '=' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
       throw std::invalid_argument("collective custom_call: " + field + " \"" + value +

@@ -31,12 +31,13 @@ TEST(CollectiveCallTest, ConfigRoundTrip) {
 }
 
 TEST(CollectiveCallTest, RefusesMalformedConfigs) {
-  for (const char* bad : {"", "kind=all_gather", "kind=broadcast;reduce=sum;group=0;size=2;seconds=0",
-                          "kind=all_reduce;reduce=sum;group=0;size=0;seconds=0",
-                          "kind=all_reduce;reduce=sum;group=0;size=2x;seconds=0",
-                          "kind=all_reduce;reduce=sum;group=0;size=2;seconds=-1",
-                          "kind=all_reduce;reduce=sum;group=0;size=2;seconds=inf",
-                          "kind=all_reduce;reduce=sum;group=;size=2;seconds=0", "kind"})
+  for (const char* bad :
+       {"", "kind=all_gather", "kind=broadcast;reduce=sum;group=0;size=2;seconds=0",
+        "kind=all_reduce;reduce=sum;group=0;size=0;seconds=0",
+        "kind=all_reduce;reduce=sum;group=0;size=2x;seconds=0",
+        "kind=all_reduce;reduce=sum;group=0;size=2;seconds=-1",
+        "kind=all_reduce;reduce=sum;group=0;size=2;seconds=inf",
+        "kind=all_reduce;reduce=sum;group=;size=2;seconds=0", "kind"})
     EXPECT_FALSE(parse_collective_config(bad).has_value()) << bad;
   EXPECT_THROW(collective_backend_config({"all_reduce", "sum", "a;b", 2, 0}),
                std::invalid_argument);

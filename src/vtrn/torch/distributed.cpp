@@ -18,11 +18,11 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/library.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/library.h>
 
 #include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/route.h"
@@ -394,8 +394,8 @@ class NeuronBackend final : public c10d::Backend {
     const double transfer =
         getSize() > 1 ? coll::estimate(*cluster_, route_, collective_named(kind), bytes).seconds
                       : 0.0;
-    return transfer + modeled_reduce_op_seconds(plan, cluster_->spec(), lnc_, dtype,
-                                                input_elements, output_elements);
+    return transfer + modeled_reduce_op_seconds(plan, cluster_->spec(), lnc_, dtype, input_elements,
+                                                output_elements);
   }
 
   /// Runs a collective of a compiled module on the stream's worker: |in| and |out| are the
@@ -620,8 +620,9 @@ void run_collective_call(const runtime::CustomCallArgs& a) {
   const std::optional<compiler::CollectiveCall> c =
       compiler::parse_collective_config(a.backend_config);
   if (!c || a.inputs.size() != 1 || a.outputs.size() != 1)
-    throw runtime::ExecError("custom_call @vtrn.collective has a malformed call (backend_config \"" +
-                             a.backend_config + "\")");
+    throw runtime::ExecError(
+        "custom_call @vtrn.collective has a malformed call (backend_config \"" + a.backend_config +
+        "\")");
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
   try {
     pg = c10d::resolve_process_group(c->group);
@@ -632,11 +633,10 @@ void run_collective_call(const runtime::CustomCallArgs& a) {
   c10::intrusive_ptr<c10d::Backend> b = pg->getBackend(c10::DeviceType::PrivateUse1);
   auto* neuron = dynamic_cast<NeuronBackend*>(b.get());
   if (neuron == nullptr || neuron->getSize() != c->size)
-    throw runtime::ExecError("process group \"" + c->group +
-                             "\" has no neuron backend of " + std::to_string(c->size) +
+    throw runtime::ExecError("process group \"" + c->group + "\" has no neuron backend of " +
+                             std::to_string(c->size) +
                              " ranks for the collective of a compiled module");
-  neuron->run_module_collective(*c, a.input_types[0], a.inputs[0], a.output_types[0],
-                                a.outputs[0]);
+  neuron->run_module_collective(*c, a.input_types[0], a.inputs[0], a.output_types[0], a.outputs[0]);
 }
 
 }  // namespace
@@ -665,8 +665,8 @@ void bind_distributed(py::module_& m) {
           py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("instance"),
           py::arg("lnc"), py::arg("nodes"), py::arg("placement"))
       .def("route_error", &NeuronBackend::route_error)
-      .def("module_collective_seconds", &NeuronBackend::module_collective_seconds,
-           py::arg("kind"), py::arg("reduce_op"), py::arg("dtype"), py::arg("input_elements"),
+      .def("module_collective_seconds", &NeuronBackend::module_collective_seconds, py::arg("kind"),
+           py::arg("reduce_op"), py::arg("dtype"), py::arg("input_elements"),
            py::arg("output_elements"),
            "Modeled seconds of a collective inside a compiled module on this group.");
   m.def("modeled_collective_seconds", &modeled_seconds, py::arg("device"),
