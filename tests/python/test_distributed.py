@@ -287,6 +287,10 @@ def test_collectives_inside_compiled_modules(tmp_path):
     for _, rank, to_eager, to_cpu in funcol:
         assert float(to_eager) == 0.0, (rank, to_eager)
         assert float(to_cpu) < 1e-5, (rank, to_cpu)
+    streams = [row for row in rows if row[0] == "streams"]
+    assert len(streams) == 4, result.stdout
+    for _, rank, to_eager, total in streams:
+        assert float(to_eager) == 0.0 and float(total) == 0 + 1 + 2 + 3, (rank, to_eager, total)
     found = [row for row in rows if row[0] == "collective_modules"]
     assert len(found) == 4, result.stdout
     for _, rank, tp_modules, funcol_modules in found:

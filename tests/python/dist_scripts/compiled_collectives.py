@@ -7,11 +7,12 @@
    reduce_scatter, all_reduce with avg), compiled with fullgraph=True.
 
 Rank 0 prints, per TP step, the compiled, eager and single-process CPU losses ("tp STEP C E
-REF"); every rank prints its functional result against eager mode and the value computed by
-hand on the CPU from every rank's input ("funcol RANK max|compiled-eager| max|compiled-cpu|"),
-and the executables each AOT graph took ("modules tp|funcol RANK name=count ..."), and how
-many compiled modules' StableHLO text holds a matmul and a collective, and all three
-collective kinds ("collective_modules RANK n m").
+REF"). Every rank prints its functional result against eager mode and the value computed by
+hand on the CPU from every rank's input ("funcol RANK max|compiled-eager| max|compiled-cpu|");
+the same after the module ran on a side stream followed by an eager all_reduce ("streams RANK
+max|compiled-eager| sum"); the executables each AOT graph took ("modules tp|funcol RANK
+name=count ..."); and how many compiled modules' StableHLO text holds a matmul and a
+collective, and all three collective kinds ("collective_modules RANK n m").
 """
 
 import os
@@ -126,12 +127,27 @@ def collectives_by_hand():
 reset_dynamo_metrics()
 torch._dynamo.reset()
 x = rank_input(rank).to(device)
-got = torch.compile(collectives, backend="neuron", fullgraph=True)(x).cpu()
+compiled_collectives = torch.compile(collectives, backend="neuron", fullgraph=True)
+got = compiled_collectives(x).cpu()
 report_modules("funcol")
 want = collectives(x).cpu()
 ref = collectives_by_hand()
 print(
     f"funcol {rank} {(got - want).abs().max().item()!r} {(got - ref).abs().max().item()!r}",
+    flush=True,
+)
+
+# The module queued on a side stream, then an eager all_reduce on the default stream over the
+# same group: the eager one must wait for the module's collectives, or ranks would pair them up
+# differently. Both results are checked ("streams RANK max|module-eager| eager_sum").
+side = torch.neuron.Stream()
+with torch.neuron.stream(side):
+    on_side = compiled_collectives(x)
+total = torch.full((3,), float(rank), device=device)
+dist.all_reduce(total, group=mesh["tp"].get_group())
+torch.neuron.synchronize()
+print(
+    f"streams {rank} {(on_side.cpu() - want).abs().max().item()!r} {total.cpu()[0].item()!r}",
     flush=True,
 )
 
