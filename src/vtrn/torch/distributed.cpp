@@ -367,6 +367,8 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     check_route("barrier");
+    // A barrier has no tensors to sync on; it must not pass a queued module's collectives.
+    if (module_collectives.load(std::memory_order_acquire)) wait_for_queued_work();
     auto work = transport_->barrier(opts);
     work->wait();
     return c10::make_intrusive<NeuronWork>(c10d::OpType::BARRIER, std::vector<at::Tensor>{},
