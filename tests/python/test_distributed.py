@@ -256,3 +256,42 @@ def test_fsdp2_and_tp_compiled_per_rank_match_eager_and_the_cpu():
             assert float(compiled) == pytest.approx(float(cpu), rel=1e-5), (name, step)
     (graphs,) = [int(row[1]) for row in rows if row and row[0] == "graphs"]
     assert graphs > 0  # the backend compiled the ranks' graphs
+
+
+def test_collectives_inside_compiled_modules(tmp_path):
+    # TP (DTensor) and direct functional collectives under torch.compile(fullgraph=True) on 4
+    # ranks: each AOT graph is one module with its collectives inside as custom calls.
+    env = dict(
+        os.environ,
+        TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path / "neff"),
+        TORCH_NEURONX_HLO_CACHE_DIR=str(tmp_path / "hlo"),
+    )
+    (tmp_path / "hlo").mkdir()
+    result = vtrn_run("--nproc-per-node", "4", str(SCRIPTS / "compiled_collectives.py"), env=env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    rows = [line.split() for line in result.stdout.splitlines() if line.strip()]
+    tp = [row for row in rows if row[0] == "tp"]
+    assert len(tp) == 3, result.stdout
+    for _, step, compiled, eager, cpu in tp:
+        assert float(compiled) == float(eager), (step, compiled, eager)
+        assert float(compiled) == pytest.approx(float(cpu), rel=1e-5), (step, compiled, cpu)
+    for tag, kinds in (("tp", {"forward", "backward"}), ("funcol", {"inference"})):
+        modules = [row for row in rows if row[:2] == ["modules", tag]]
+        assert sorted(row[2] for row in modules) == ["0", "1", "2", "3"], result.stdout
+        for row in modules:
+            counts = dict(item.split("=") for item in row[3:])
+            assert {k for k in kinds if any(k in name for name in counts)} == kinds, row
+            assert set(counts.values()) == {"1"}, row  # one executable per graph
+    funcol = [row for row in rows if row[0] == "funcol"]
+    assert len(funcol) == 4, result.stdout
+    for _, rank, to_eager, to_cpu in funcol:
+        assert float(to_eager) == 0.0, (rank, to_eager)
+        assert float(to_cpu) < 1e-5, (rank, to_cpu)
+    streams = [row for row in rows if row[0] == "streams"]
+    assert len(streams) == 4, result.stdout
+    for _, rank, to_eager, total in streams:
+        assert float(to_eager) == 0.0 and float(total) == 0 + 1 + 2 + 3, (rank, to_eager, total)
+    found = [row for row in rows if row[0] == "collective_modules"]
+    assert len(found) == 4, result.stdout
+    for _, rank, tp_modules, funcol_modules in found:
+        assert int(tp_modules) >= 2 and int(funcol_modules) >= 1, (rank, tp_modules, funcol_modules)

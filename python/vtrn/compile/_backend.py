@@ -364,6 +364,110 @@ def _dense_copies(gm):
     return gm
 
 
+# The functional collectives a module can hold, with how their arguments read:
+# (kind, index of reduce_op or None for "sum", index of group_size or None, index of group_name).
+_COLLECTIVES = {
+    "all_gather_into_tensor": ("all_gather", None, 1, 2),
+    "reduce_scatter_tensor": ("reduce_scatter", 1, 2, 3),
+    "all_reduce": ("all_reduce", 1, None, 2),
+}
+_REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
+_COLLECTIVE_DTYPES = (
+    torch.float32,
+    torch.bfloat16,
+    torch.float16,
+    torch.int32,
+    torch.int64,
+    torch.int8,
+    torch.uint8,
+)
+
+
+def _neuron_group(name):
+    """The neuron c10d backend of the process group named |name|, or None."""
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    from vtrn import _C
+
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    try:
+        backend = _resolve_process_group(name)._get_backend(torch.device("neuron"))
+    except (RuntimeError, ValueError):
+        return None
+    return backend if isinstance(backend, _C.NeuronBackend) else None
+
+
+def _as_module_collective(node):
+    """The arguments of vtrn::collective for a functional collective the module can hold (a
+    dense neuron tensor of a dtype Gloo moves, on a group with a neuron backend), or None."""
+    functional = getattr(torch.ops, "_c10d_functional", None)
+    if functional is None or not isinstance(node.target, torch._ops.OpOverload):
+        return None
+    if node.target.namespace != "_c10d_functional" or node.target._overloadname != "default":
+        return None
+    spec = _COLLECTIVES.get(node.target.__name__.split(".")[0])
+    if spec is None or node.kwargs:
+        return None
+    kind, reduce_at, size_at, name_at = spec
+    x, out = node.args[0], node.meta.get("val")
+    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    if not (
+        isinstance(val, torch.Tensor)
+        and isinstance(out, torch.Tensor)
+        and val.device.type == "neuron"
+        and val.is_contiguous()
+        and val.dtype in _COLLECTIVE_DTYPES
+        and val.numel() > 0
+    ):
+        return None
+    reduce_op = "sum" if reduce_at is None else str(node.args[reduce_at]).lower()
+    name = node.args[name_at]
+    backend = _neuron_group(name) if isinstance(name, str) else None
+    if reduce_op not in _REDUCE_OPS or backend is None:
+        return None
+    size = backend.size()
+    if size_at is not None and node.args[size_at] != size:
+        return None
+    seconds = backend.module_collective_seconds(
+        kind, reduce_op, val.dtype, val.numel(), out.numel()
+    )
+    return (x, kind, reduce_op, size, name, seconds)
+
+
+def _collectives_in_module(gm):
+    """Functional collectives (DTensor's, FSDP2's when traced, user calls of
+    torch.distributed._functional_collectives) become vtrn::collective, one op of the module
+    that the runtime runs through the process group's neuron backend, in graph order on the
+    device's stream; their wait_tensor becomes the value itself. Collectives the module
+    cannot hold stay native calls (each ends the module) with their waits."""
+    changed = False
+    rewritten = set()
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        args = _as_module_collective(node)
+        if args is not None:
+            node.target = torch.ops.vtrn.collective.default
+            node.args = args
+            node.kwargs = {}
+            rewritten.add(node)
+            changed = True
+    for node in list(gm.graph.nodes):
+        if (
+            node.op == "call_function"
+            and node.target is getattr(torch.ops, "_c10d_functional", None).wait_tensor.default
+            and node.args[0] in rewritten
+        ):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            changed = True
+    if changed:
+        gm.recompile()
+    return gm
+
+
 def _device_of(args):
     for a in args:
         if isinstance(a, torch.Tensor) and a.device.type == "neuron":
@@ -385,7 +489,8 @@ def _graph_id(gm, example_inputs) -> str:
 
 def _has_collectives(gm) -> bool:
     return any(
-        node.op == "call_function" and "_c10d_functional" in str(node.target)
+        node.op == "call_function"
+        and ("_c10d_functional" in str(node.target) or "vtrn.collective" in str(node.target))
         for node in gm.graph.nodes
     )
 
@@ -403,7 +508,7 @@ def _graph_compiler(kind, options, gm, example_inputs):
         name = f"graph_{id(gm)}"
     name = f"{name}_{kind}" if kind not in name else name
     fallback = bool(options.get("fallback_execution", False))
-    gm = _dense_copies(gm)
+    gm = _collectives_in_module(_dense_copies(gm))
     bad = _unlowerable(gm)
     if bad and not fallback:
         raise _cannot_lower(kind, bad)

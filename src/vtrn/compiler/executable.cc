@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/compiler/passes.h"
 #include "vtrn/hlo/parser.h"
@@ -117,6 +118,19 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
                         ? cost::flash_attention_forward(a)
                         : cost::flash_attention_backward(a);
     return model.estimate(fw);
+  }
+  if (root.kind == OpKind::kCustomCall && root.call_target_name == kCollectiveCallTarget) {
+    // A collective: the collective model's time for its group, which the call carries. The
+    // data moves over the collective engines' DMA rings.
+    const std::optional<CollectiveCall> c = parse_collective_config(root.backend_config);
+    if (!c)
+      throw hlo::Error("custom_call @vtrn.collective has a malformed backend_config \"" +
+                       root.backend_config + "\"");
+    cost::KernelCost kc;
+    kc.engine = cost::Engine::kDma;
+    kc.dma_s = c->seconds;
+    kc.time_s = c->seconds;
+    return kc;
   }
   if (k.kind == KernelKind::kFused) {
     for (int i : k.ops) {

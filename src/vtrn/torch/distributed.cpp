@@ -21,14 +21,20 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/library.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "vtrn/coll/collective_time.h"
 #include "vtrn/coll/route.h"
+#include "vtrn/compiler/collective_call.h"
+#include "vtrn/runtime/executor.h"
 #include "vtrn/topo/cluster.h"
 #include "vtrn/topo/link_graph.h"
 #include "vtrn/torch/device.h"
+#include "vtrn/torch/eager/dtype_mapping.h"
 #include "vtrn/torch/reduce_op.h"
 #include "vtrn/torch/stream.h"
 
@@ -63,6 +69,9 @@ double modeled_seconds(int device) {
   const auto& clock = collective_clock();
   return device >= 0 && static_cast<size_t>(device) < clock.size() ? clock[device] : 0.0;
 }
+
+// Set once a compiled module holds a collective (see NeuronBackend::sync_all).
+std::atomic<bool> module_collectives{false};
 
 //===----------------------------------------------------------------------===//
 // Work
@@ -361,6 +370,8 @@ class NeuronBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     check_route("barrier");
+    // A barrier has no tensors to sync on; it must not pass a queued module's collectives.
+    if (module_collectives.load(std::memory_order_acquire)) wait_for_queued_work();
     auto work = transport_->barrier(opts);
     work->wait();
     return c10::make_intrusive<NeuronWork>(c10d::OpType::BARRIER, std::vector<at::Tensor>{},
@@ -374,7 +385,79 @@ class NeuronBackend final : public c10d::Backend {
     return route_.error;
   }
 
+  /// Modeled seconds of a collective inside a compiled module (compiler/collective_call.h):
+  /// the transfer on this group's placement plus the reduction's own elementwise passes.
+  /// Raises the runtime's error when the group cannot be routed.
+  double module_collective_seconds(const std::string& kind, const std::string& reduce,
+                                   at::ScalarType dtype, int64_t input_elements,
+                                   int64_t output_elements) {
+    check_route(kind.c_str());
+    const ReducePlan plan = plan_reduce(reduce_op_named(reduce), dtype, kind.c_str());
+    module_collectives.store(true, std::memory_order_release);
+    const int64_t elements = kind == "reduce_scatter" ? input_elements : output_elements;
+    const auto bytes = static_cast<uint64_t>(elements) * c10::elementSize(dtype);
+    const double transfer =
+        getSize() > 1 ? coll::estimate(*cluster_, route_, collective_named(kind), bytes).seconds
+                      : 0.0;
+    return transfer + modeled_reduce_op_seconds(plan, cluster_->spec(), lnc_, dtype, input_elements,
+                                                output_elements);
+  }
+
+  /// Runs a collective of a compiled module on the stream's worker: |in| and |out| are the
+  /// module's buffers. The stream already orders it after the module's earlier ops, so
+  /// nothing is synchronized here (the worker waiting for its own stream would deadlock).
+  void run_module_collective(const compiler::CollectiveCall& c, const hlo::TensorType& in_type,
+                             const void* in, const hlo::TensorType& out_type, void* out) {
+    check_route(c.kind.c_str());
+    if (shapes_only()) return;
+    const at::ScalarType dtype = eager::to_torch(in_type.dtype);
+    const auto cpu = at::TensorOptions().device(at::kCPU).dtype(dtype);
+    at::Tensor x = at::from_blob(const_cast<void*>(in), in_type.dims, cpu);
+    at::Tensor y = at::from_blob(out, out_type.dims, cpu);
+    if (c.kind == "all_gather") {
+      transport_->_allgather_base(y, x, c10d::AllgatherOptions())->wait();
+      return;
+    }
+    const ReducePlan plan = plan_reduce(reduce_op_named(c.reduce), dtype, c.kind.c_str());
+    std::vector<at::Tensor> result{y};
+    if (c.kind == "reduce_scatter") {
+      c10d::ReduceScatterOptions o;
+      o.reduceOp = plan.transport_op;
+      // Gloo writes its output once more after wait() returns: a staging buffer, as above.
+      at::Tensor staging = at::empty_like(y);
+      transport_->_reduce_scatter_base(staging, x, o)->wait();
+      y.copy_(staging);
+    } else {
+      c10d::AllreduceOptions o;
+      o.reduceOp = plan.transport_op;
+      y.copy_(x);
+      transport_->allreduce(result, o)->wait();
+    }
+    apply_average(plan, result, getSize());
+  }
+
  private:
+  /// c10d's functional collectives name their reduction by string (to_reduce_op).
+  static c10d::ReduceOp reduce_op_named(const std::string& name) {
+    static const std::pair<const char*, c10d::ReduceOp::RedOpType> kOps[] = {
+        {"sum", c10d::ReduceOp::SUM},         {"avg", c10d::ReduceOp::AVG},
+        {"product", c10d::ReduceOp::PRODUCT}, {"min", c10d::ReduceOp::MIN},
+        {"max", c10d::ReduceOp::MAX},         {"band", c10d::ReduceOp::BAND},
+        {"bor", c10d::ReduceOp::BOR},         {"bxor", c10d::ReduceOp::BXOR}};
+    for (const auto& [n, op] : kOps)
+      if (name == n) return c10d::ReduceOp(op);
+    TORCH_CHECK_VALUE(false, "a collective of a compiled module has the reduce op \"", name,
+                      "\"; it takes sum, avg, product, min, max, band, bor or bxor");
+    return c10d::ReduceOp(c10d::ReduceOp::SUM);  // not reached
+  }
+
+  static coll::Collective collective_named(const std::string& kind) {
+    if (kind == "all_gather") return coll::Collective::kAllGather;
+    if (kind == "reduce_scatter") return coll::Collective::kReduceScatter;
+    TORCH_CHECK_VALUE(kind == "all_reduce", "unknown collective kind \"", kind, "\"");
+    return coll::Collective::kAllReduce;
+  }
+
   /// The reduction of |tensors| (all of one dtype), checked before any data moves.
   static ReducePlan plan_for(const c10d::ReduceOp& op, const std::vector<at::Tensor>& tensors,
                              const char* collective) {
@@ -418,6 +501,10 @@ class NeuronBackend final : public c10d::Backend {
     }
   }
 
+  /// Waits for the work queued on the current stream of each tensor's device. Once compiled
+  /// modules hold collectives, for every stream of the device: a module's collective runs on
+  /// its stream's worker, and an eager collective issued meanwhile on another stream must not
+  /// use the transport before it, or the ranks could see the two in different orders.
   static void sync_all(const std::vector<at::Tensor>& tensors) {
     std::vector<c10::DeviceIndex> seen;
     for (const auto& t : tensors) {
@@ -425,7 +512,10 @@ class NeuronBackend final : public c10d::Backend {
       const c10::DeviceIndex d = t.device().index();
       if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
       seen.push_back(d);
-      sync_current_stream(d);
+      if (module_collectives.load(std::memory_order_acquire))
+        synchronize(d);
+      else
+        sync_current_stream(d);
     }
   }
 
@@ -560,9 +650,43 @@ class NeuronBackend final : public c10d::Backend {
   coll::Route route_;
 };
 
+/// `custom_call @vtrn.collective` (compiler/collective_call.h): the named process group's
+/// `neuron` backend moves the module's buffers.
+void run_collective_call(const runtime::CustomCallArgs& a) {
+  const std::optional<compiler::CollectiveCall> c =
+      compiler::parse_collective_config(a.backend_config);
+  if (!c || a.inputs.size() != 1 || a.outputs.size() != 1)
+    throw runtime::ExecError(
+        "custom_call @vtrn.collective has a malformed call (backend_config \"" + a.backend_config +
+        "\")");
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  try {
+    pg = c10d::resolve_process_group(c->group);
+  } catch (const std::exception& e) {
+    throw runtime::ExecError("custom_call @vtrn.collective names process group \"" + c->group +
+                             "\", which this process does not have: " + e.what());
+  }
+  c10::intrusive_ptr<c10d::Backend> b = pg->getBackend(c10::DeviceType::PrivateUse1);
+  auto* neuron = dynamic_cast<NeuronBackend*>(b.get());
+  if (neuron == nullptr || neuron->getSize() != c->size)
+    throw runtime::ExecError("process group \"" + c->group + "\" has no neuron backend of " +
+                             std::to_string(c->size) +
+                             " ranks for the collective of a compiled module");
+  neuron->run_module_collective(*c, a.input_types[0], a.inputs[0], a.output_types[0], a.outputs[0]);
+}
+
 }  // namespace
 
+// A functional collective of a compiled graph, rewritten by the neuron backend: lowered as
+// `custom_call @vtrn.collective` (torch/lowering/lowerings_collective.cc).
+TORCH_LIBRARY_FRAGMENT(vtrn, m) {
+  m.def(
+      "collective(Tensor input, str kind, str reduce_op, int group_size, str group_name, "
+      "float seconds) -> Tensor");
+}
+
 void bind_distributed(py::module_& m) {
+  runtime::register_custom_call(std::string(compiler::kCollectiveCallTarget), run_collective_call);
   py::class_<NeuronBackend, c10d::Backend, c10::intrusive_ptr<NeuronBackend>>(m, "NeuronBackend")
       .def(
           py::init([](const c10::intrusive_ptr<c10d::Backend>& transport, int rank, int size,
@@ -576,7 +700,11 @@ void bind_distributed(py::module_& m) {
           }),
           py::arg("transport"), py::arg("rank"), py::arg("size"), py::arg("instance"),
           py::arg("lnc"), py::arg("nodes"), py::arg("placement"))
-      .def("route_error", &NeuronBackend::route_error);
+      .def("route_error", &NeuronBackend::route_error)
+      .def("module_collective_seconds", &NeuronBackend::module_collective_seconds, py::arg("kind"),
+           py::arg("reduce_op"), py::arg("dtype"), py::arg("input_elements"),
+           py::arg("output_elements"),
+           "Modeled seconds of a collective inside a compiled module on this group.");
   m.def("modeled_collective_seconds", &modeled_seconds, py::arg("device"),
         "Modeled time of the collectives this process ran on |device|, in seconds.");
 }

@@ -441,6 +441,7 @@ const std::vector<OpLowering>& registry() {
     add_mask_lowerings(r);
     add_foreach_lowerings(r);
     add_nki_lowerings(r);
+    add_collective_lowerings(r);
     return r;
   }();
   return entries;

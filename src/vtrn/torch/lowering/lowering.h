@@ -235,6 +235,7 @@ void add_grouped_mm_lowerings(std::vector<OpLowering>& r);
 void add_norm_lowerings(std::vector<OpLowering>& r);
 void add_rms_norm_lowerings(std::vector<OpLowering>& r);
 void add_nki_lowerings(std::vector<OpLowering>& r);
+void add_collective_lowerings(std::vector<OpLowering>& r);
 void add_data_lowerings(std::vector<OpLowering>& r);
 void add_optimizer_lowerings(std::vector<OpLowering>& r);
 void add_factory_lowerings(std::vector<OpLowering>& r);

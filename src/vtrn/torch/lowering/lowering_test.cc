@@ -484,3 +484,51 @@ TEST(LoweringTest, Complex64MulAndAddOnPairsByHand) {
 
 }  // namespace
 }  // namespace vtrn::lowering
+
+namespace vtrn::lowering {
+namespace {
+
+OpCall collective_call(const std::string& kind, std::vector<std::int64_t> dims, int size) {
+  auto text = [](std::string s) {
+    ArgSpec a;
+    a.kind = ArgKind::kString;
+    a.text = std::move(s);
+    return a;
+  };
+  ArgSpec seconds;
+  seconds.kind = ArgKind::kFloat;
+  seconds.real = 2e-6;
+  OpCall call;
+  call.args = {tensor_arg(DType::kBF16, std::move(dims)),
+               text(kind),
+               text("avg"),
+               int_arg(size),
+               text("7"),
+               seconds};
+  return call;
+}
+
+TEST(LoweringTest, CollectiveIsOneCustomCallOfC10dsResultShape) {
+  const OpLowering* e = find_lowering("vtrn::collective");
+  ASSERT_NE(e, nullptr);
+  // all_gather stacks the ranks' inputs along dim 0; reduce_scatter keeps one rank's slice;
+  // all_reduce keeps the shape (c10d's functional all_gather_into_tensor and friends).
+  const std::pair<const char*, std::vector<std::int64_t>> cases[] = {
+      {"all_gather", {12, 5}}, {"reduce_scatter", {3, 5}}, {"all_reduce", {6, 5}}};
+  for (const auto& [kind, want] : cases) {
+    const LoweredCall lowered = lower_call(*e, collective_call(kind, {6, 5}, 2));
+    const hlo::Block& b = lowered.module.main;
+    ASSERT_EQ(b.ops.size(), 1u) << kind;
+    EXPECT_EQ(b.ops[0].kind, hlo::OpKind::kCustomCall);
+    EXPECT_EQ(b.ops[0].call_target_name, "vtrn.collective");
+    EXPECT_EQ(b.ops[0].backend_config,
+              std::string("kind=") + kind + ";reduce=avg;group=7;size=2;seconds=2.000000000e-06");
+    EXPECT_EQ(b.type(b.results[0]), TensorType(DType::kBF16, want)) << kind;
+  }
+  EXPECT_THROW(lower_call(*e, collective_call("reduce_scatter", {5, 2}, 2)), Unsupported);
+  EXPECT_THROW(lower_call(*e, collective_call("all_gather", {}, 2)), Unsupported);
+  EXPECT_THROW(lower_call(*e, collective_call("all_to_all", {4}, 2)), Unsupported);
+}
+
+}  // namespace
+}  // namespace vtrn::lowering
