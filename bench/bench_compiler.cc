@@ -2,7 +2,8 @@
 // vtrn_bench_compiler. Prints times measured in this run and their ratios:
 //   1. a compile-cache hit (memory, disk) against a compile;
 //   2. a fused chain of 5 elementwise ops on 16M floats against the same ops unfused;
-//   3. a 1024x1024x1024 dot_general in float32 and bfloat16 against cblas_sgemm called directly.
+//   3. a 1024x1024x1024 dot_general in float32 and bfloat16 against cblas_sgemm called directly;
+//   4. a matmul with a bias+tanh epilogue, and a row softmax, fused against unfused.
 #include <cblas.h>
 
 #include <unistd.h>
@@ -149,6 +150,53 @@ int main() {
           "us)\n",
           std::string(hlo::dtype_name(d)).c_str(), te * 1e3, flop / te / 1e9, te / ts,
           exe.executable().modeled_time_s() * 1e6);
+    }
+  }
+  // 4. Epilogue and row chain: measured and modeled, fused against unfused.
+  {
+    auto compare = [](const char* what, const hlo::Module& m) {
+      compiler::CompileOptions off;
+      off.fusion = false;
+      runtime::LoadedExecutable fused(compiler::compile(m));
+      runtime::LoadedExecutable unfused(compiler::compile(m, off));
+      std::vector<std::vector<float>> ins;
+      std::vector<const void*> in;
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> u(-1, 1);
+      for (const hlo::TensorType& t : fused.input_types()) {
+        ins.emplace_back(static_cast<std::size_t>(t.num_elements()));
+        for (float& v : ins.back()) v = u(rng);
+        in.push_back(ins.back().data());
+      }
+      std::vector<float> o(static_cast<std::size_t>(fused.output_types()[0].num_elements()));
+      void* out[] = {o.data()};
+      const double tf = best_of(5, [&] { fused.run(in, out); });
+      const double tu = best_of(5, [&] { unfused.run(in, out); });
+      std::printf("%s\n  fused %8.2f ms, unfused %8.2f ms: unfused/fused = %.2fx\n", what, tf * 1e3,
+                  tu * 1e3, tu / tf);
+      std::printf("  modeled trn2 NeuronCore time: fused %.1f us, unfused %.1f us\n\n",
+                  fused.executable().modeled_time_s() * 1e6,
+                  unfused.executable().modeled_time_s() * 1e6);
+    };
+    {
+      hlo::Builder b("epilogue");
+      const std::int64_t M = 2048, K = 1024, N = 1024;
+      hlo::Value x = b.param(hlo::TensorType(hlo::DType::kF32, {M, K}));
+      hlo::Value w = b.param(hlo::TensorType(hlo::DType::kF32, {K, N}));
+      hlo::Value bias = b.param(hlo::TensorType(hlo::DType::kF32, {N}));
+      hlo::Value h = b.add(b.matmul(x, w), b.broadcast_in_dim(bias, {M, N}, {1}));
+      compare("matmul 2048x1024x1024 + bias + tanh (epilogue)",
+              b.finish({b.unary(hlo::OpKind::kTanh, h)}));
+    }
+    {
+      hlo::Builder b("softmax");
+      const hlo::TensorType t(hlo::DType::kF32, {8192, 1024});
+      hlo::Value x = b.param(t);
+      hlo::Value mx = b.reduce(x, b.scalar(hlo::DType::kF32, -1e30), {1}, hlo::ReduceKind::kMax);
+      hlo::Value e = b.exp(b.sub(x, b.broadcast_in_dim(mx, t.dims, {0})));
+      hlo::Value s = b.reduce(e, b.scalar(hlo::DType::kF32, 0), {1}, hlo::ReduceKind::kAdd);
+      compare("softmax over 8192 rows of 1024 (one row chain)",
+              b.finish({b.div(e, b.broadcast_in_dim(s, t.dims, {0}))}));
     }
   }
   return 0;

@@ -76,6 +76,18 @@ bool fusible(const Block& b, const Op& op) {
   return false;
 }
 
+// Can |op| head a fused kernel as the producer its elementwise epilogue reads? A dot_general
+// with float32 accumulation (float operands and result, no float64): the executor computes it
+// block by block and runs the epilogue on each block while it is in cache.
+bool epilogue_head(const Block& b, const Op& op) {
+  if (op.kind != OpKind::kDotGeneral || complex_involved(b, op)) return false;
+  for (int v : {op.operands[0], op.operands[1], op.results[0]}) {
+    const DType d = b.type(v).dtype;
+    if (!hlo::is_float(d) || d == DType::kF64) return false;
+  }
+  return true;
+}
+
 hw::TensorEngineDType tensor_dtype(DType d) {
   switch (d) {
     case DType::kBF16:
@@ -85,6 +97,20 @@ hw::TensorEngineDType tensor_dtype(DType d) {
     default:
       return hw::TensorEngineDType::kFP32;  // f32; f64 and integers are modeled at the FP32 peak
   }
+}
+
+// The Tensor-engine work of dot_general |op|.
+void add_dot_work(const Block& b, const Op& op, cost::Work& w) {
+  const TensorType& l = b.type(op.operands[0]);
+  const TensorType& r = b.type(op.operands[1]);
+  std::int64_t batch = 1, kk = 1;
+  for (std::int64_t d : op.dot.lhs_batch) batch *= l.dims[d];
+  for (std::int64_t d : op.dot.lhs_contracting) kk *= l.dims[d];
+  w.batch = batch;
+  w.m = l.num_elements() / (batch * kk > 0 ? batch * kk : 1);
+  w.n = r.num_elements() / (batch * kk > 0 ? batch * kk : 1);
+  w.k = kk;
+  w.tensor_dtype = tensor_dtype(l.dtype);
 }
 
 cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostModel& model) {
@@ -139,6 +165,10 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
                            ? static_cast<double>(b.type(op.operands[0]).num_elements())
                            : static_cast<double>(b.type(op.results[0]).num_elements());
       if (op.kind == OpKind::kBroadcastInDim) continue;
+      if (op.kind == OpKind::kDotGeneral) {  // an epilogue's head: its result never leaves
+        add_dot_work(b, op, w);
+        continue;
+      }
       if (transcendental(op.kind))
         w.scalar_ops += n;
       else
@@ -147,21 +177,9 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     return model.estimate(w);
   }
   switch (root.kind) {
-    case OpKind::kDotGeneral: {
-      const TensorType& l = b.type(root.operands[0]);
-      const TensorType& r = b.type(root.operands[1]);
-      std::int64_t batch = 1, m = 1, n = 1, kk = 1;
-      for (std::int64_t d : root.dot.lhs_batch) batch *= l.dims[d];
-      for (std::int64_t d : root.dot.lhs_contracting) kk *= l.dims[d];
-      m = l.num_elements() / (batch * kk > 0 ? batch * kk : 1);
-      n = r.num_elements() / (batch * kk > 0 ? batch * kk : 1);
-      w.batch = batch;
-      w.m = m;
-      w.n = n;
-      w.k = kk;
-      w.tensor_dtype = tensor_dtype(l.dtype);
+    case OpKind::kDotGeneral:
+      add_dot_work(b, root, w);
       break;
-    }
     case OpKind::kConvolution: {
       // As the Tensor engine runs it: per group, the kernel stationary (the group's output
       // features by its input features times the window size) against every result position.
@@ -208,6 +226,7 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
   std::vector<int> group(n, -1);
   std::vector<std::vector<int>> groups;  // op indices
   std::vector<int> group_root;
+  std::vector<bool> group_has_dot;
   for (std::size_t ri = n; ri-- > 0;) {
     if (group[ri] >= 0) continue;
     const Op& root = b.ops[ri];
@@ -215,6 +234,7 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
     const int g = static_cast<int>(groups.size());
     groups.push_back({static_cast<int>(ri)});
     group_root.push_back(static_cast<int>(ri));
+    group_has_dot.push_back(false);
     group[ri] = g;
     // The iteration domain: the root's result shape, or a reduce's input shape.
     const std::vector<std::int64_t> domain =
@@ -231,15 +251,22 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
         const int p = def[v];
         if (p < 0 || group[p] >= 0) continue;
         const Op& prod = b.ops[p];
-        if (!fusible(b, prod) || prod.kind == OpKind::kReduce) continue;
+        // One dot_general may head the kernel, its operands read from outside it.
+        const bool head = !group_has_dot[g] && epilogue_head(b, prod);
+        if (!head && (!fusible(b, prod) || prod.kind == OpKind::kReduce)) continue;
         if (b.type(v).dims != domain) continue;
         if (returned.count(v)) continue;
         bool all_in = true;
-        for (int u : users[v]) all_in = all_in && group[u] == g;
+        // (An operand of the head is read whole before the loop, so it is never computed in it.)
+        for (int u : users[v])
+          all_in = all_in && group[u] == g && b.ops[u].kind != OpKind::kDotGeneral;
         if (!all_in) continue;
         group[p] = g;
         groups[g].push_back(p);
-        work.push_back(p);
+        if (head)
+          group_has_dot[g] = true;
+        else
+          work.push_back(p);
       }
     }
   }

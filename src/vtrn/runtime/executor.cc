@@ -167,9 +167,48 @@ class ScratchBuffers {
 
 struct Step {
   const Kernel* kernel = nullptr;
-  int op = -1;  ///< root op index
+  int op = -1;    ///< root op index
+  int head = -1;  ///< a fused kernel's dot_general, computed before its epilogue loop
   std::unique_ptr<kernels::FusedProgram> fused;
+  /// On the first step of a row chain: the chain and how many steps it runs (this one too).
+  std::shared_ptr<const kernels::RowChain> chain;
+  std::size_t chain_steps = 0;
 };
+
+namespace {
+
+// Marks each longest run of fused loops (and the reshapes between them) that can run as a row
+// chain on its first step.
+void find_row_chains(const hlo::Block& b, std::vector<Step>& steps) {
+  auto plain = [&](std::size_t i) { return steps[i].fused && steps[i].head < 0; };
+  auto bitcast = [&](std::size_t i) { return steps[i].kernel->kind == KernelKind::kBitcast; };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!plain(i) || !steps[i].fused->reduces()) continue;
+    std::vector<const kernels::FusedProgram*> loops{steps[i].fused.get()};
+    std::vector<std::vector<std::pair<int, int>>> bitcasts(1);
+    std::optional<kernels::RowChain> best;
+    std::size_t n = 0;
+    for (std::size_t j = i + 1; j < steps.size() && (plain(j) || bitcast(j)); ++j) {
+      if (bitcast(j)) {
+        const hlo::Op& op = b.ops[steps[j].op];
+        bitcasts.back().emplace_back(op.results[0], op.operands[0]);
+        continue;
+      }
+      loops.push_back(steps[j].fused.get());
+      bitcasts.emplace_back();
+      std::optional<kernels::RowChain> c = kernels::RowChain::make(b, loops, bitcasts);
+      if (!c) break;
+      best = std::move(c);
+      n = j + 1 - i;
+    }
+    if (!best) continue;
+    steps[i].chain = std::make_shared<const kernels::RowChain>(std::move(*best));
+    steps[i].chain_steps = n;
+    i += n - 1;
+  }
+}
+
+}  // namespace
 
 struct LoadedExecutable::Impl {
   compiler::Executable exe;
@@ -207,7 +246,18 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     s.kernel = &k;
     s.op = k.ops.back();
     const hlo::Op& root = b.ops[s.op];
-    if (k.kind == KernelKind::kFused || (k.kind == KernelKind::kOp && fusible_alone(b, root))) {
+    const auto head = std::find_if(k.ops.begin(), k.ops.end(),
+                                   [&](int i) { return b.ops[i].kind == OpKind::kDotGeneral; });
+    if (k.kind == KernelKind::kFused && head != k.ops.end()) {
+      // An epilogue: the dot's result is the loop's input, read while it is in cache.
+      s.head = *head;
+      for (int v : b.ops[s.head].operands) needed.insert(v);
+      std::vector<int> loop = k.ops;
+      loop.erase(loop.begin() + (head - k.ops.begin()));
+      s.fused = std::make_unique<kernels::FusedProgram>(b, loop, constant_of);
+      for (int v : s.fused->inputs()) needed.insert(v);
+    } else if (k.kind == KernelKind::kFused ||
+               (k.kind == KernelKind::kOp && fusible_alone(b, root))) {
       s.fused = std::make_unique<kernels::FusedProgram>(b, k.ops, constant_of);
       for (int v : s.fused->inputs()) needed.insert(v);
     } else if (root.kind == OpKind::kCustomCall) {
@@ -217,6 +267,7 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     }
     impl_->steps.push_back(std::move(s));
   }
+  find_row_chains(b, impl_->steps);
   for (int v : needed)  // std::set: sorted, as materialize_constants() expects
     if (constant_of[v]) impl_->constant_values.push_back(v);
 }
@@ -275,9 +326,32 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     return p;
   };
   std::set<int> written;
-  for (const Step& s : impl_->steps) {
+  for (std::size_t si = 0; si < impl_->steps.size(); ++si) {
+    const Step& s = impl_->steps[si];
     const hlo::Op& op = b.ops[s.op];
+    if (s.chain) {
+      std::vector<std::uint8_t*> outs;
+      for (std::size_t j = si; j < si + s.chain_steps; ++j) {
+        const Step& t = impl_->steps[j];
+        if (!t.fused) {  // a reshape
+          const hlo::Op& r = b.ops[t.op];
+          values[r.results[0]] = values[r.operands[0]];
+          continue;
+        }
+        const int v = t.fused->output();
+        outs.push_back(alloc(v));
+        written.insert(v);
+      }
+      s.chain->run(values, outs, threads);
+      si += s.chain_steps - 1;
+      continue;
+    }
     if (s.fused) {
+      if (s.head >= 0) {
+        const hlo::Op& dot = b.ops[s.head];
+        kernels::dot_general(b, dot, values[dot.operands[0]].ptr, values[dot.operands[1]].ptr,
+                             alloc(dot.results[0]));
+      }
       std::uint8_t* out = alloc(s.fused->output());
       s.fused->run(values, out, threads);
       written.insert(s.fused->output());

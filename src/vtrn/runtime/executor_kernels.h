@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "vtrn/hlo/ir.h"
@@ -27,6 +28,23 @@ class FusedProgram {
   int output() const { return output_value_; }
   /// |values| is indexed by block value number.
   void run(const std::vector<Buf>& values, std::uint8_t* out, int threads) const;
+
+  // Row blocks (kernels_chain.cc): a loop whose domain is |rows| rows of equal length (a
+  // reduce: its outputs, when the reduced dims are trailing) can run rows [r0, r1) alone.
+  /// The rows the loop can be split into: a trailing reduce's outputs, any divisor of the domain
+  /// for an elementwise loop (returns |want| when it divides), 0 when it cannot be split.
+  std::int64_t row_count(std::int64_t want) const;
+  /// Whether the loop reads the values in |row_size| (value -> elements per row, -1 when the
+  /// value is not one of them) only within the row it computes: elementwise, or a per-row
+  /// value broadcast along the row.
+  bool reads_rows_locally(const std::vector<std::int64_t>& row_size, std::int64_t rows) const;
+  /// Rows [r0, r1) of |rows|; a reduce folds them into |acc| (its whole accumulator array, 8
+  /// bytes per output) and stores those outputs.
+  void run_rows(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t rows,
+                std::int64_t r0, std::int64_t r1, std::int64_t* acc) const;
+  bool reduces() const { return reduce_; }
+  std::int64_t size() const { return n_; }
+  std::int64_t output_size() const { return out_n_; }
 
   enum class Cls : std::uint8_t { kF32, kF64, kI64 };  ///< chunk element type
   struct Slot {
@@ -79,6 +97,29 @@ std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& dims);
 /// the 128-bit counter |ctr| and the 64-bit key |key|. rng_bit_generator uses the state's first
 /// 64 bits as the key and its next 64 bits as ctr[0..1], with the block index in ctr[2..3].
 void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t out[4]);
+
+/// Consecutive fused loops over the same rows, such as a softmax's max, exp-and-sum and divide
+/// (kernels_chain.cc): run block of rows by block of rows, each block through every loop while
+/// it is in cache. Each loop computes what it computes alone (a reduce folds each row in its
+/// fixed order), so the results are the same bytes.
+class RowChain {
+ public:
+  /// The chain |loops| (in execution order) can form over the block's values, or nullopt.
+  /// |bitcasts[j]|: the (result, operand) of the reshapes that run after loop j.
+  static std::optional<RowChain> make(
+      const hlo::Block& block, const std::vector<const FusedProgram*>& loops,
+      const std::vector<std::vector<std::pair<int, int>>>& bitcasts = {});
+  /// |outs|: each loop's output buffer. Loops that write a buffer an earlier loop reads run one
+  /// after the other instead.
+  void run(const std::vector<Buf>& values, const std::vector<std::uint8_t*>& outs,
+           int threads) const;
+
+ private:
+  std::vector<const FusedProgram*> loops_;
+  std::int64_t rows_ = 0;
+  std::vector<std::pair<int, std::size_t>> reads_;  ///< (value, bytes) read from outside
+  std::vector<std::size_t> out_bytes_;
+};
 
 /// Non-fused ops. |in| and |out| point at the operands' and results' storage.
 void run_op(const hlo::Block& block, const hlo::Op& op, const std::vector<const std::uint8_t*>& in,

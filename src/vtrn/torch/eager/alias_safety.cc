@@ -16,8 +16,9 @@ AliasSafety analyze_aliasing(const compiler::Executable& exe) {
     const bool bitcast = kernel.kind == compiler::KernelKind::kBitcast;
     bool elementwise = kernel.kind == compiler::KernelKind::kFused;
     for (int oi : kernel.ops)
-      elementwise =
-          elementwise && main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kReduce;
+      elementwise = elementwise &&
+                    main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kReduce &&
+                    main.ops.at(static_cast<size_t>(oi)).kind != hlo::OpKind::kDotGeneral;
     for (int oi : kernel.ops) {
       const hlo::Op& op = main.ops.at(static_cast<size_t>(oi));
       for (int v : op.operands) {
