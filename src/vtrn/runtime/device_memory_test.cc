@@ -79,7 +79,7 @@ TEST(DeviceMemoryTest, OverBudgetFailsBeforeTouchingMemoryAndKeepsStats) {
       msg.find(
           "Tried to allocate 2.00 KiB. neuron:3 (logical core 3 of trn2.48xlarge, LNC2) has a "
           "total "
-          "capacity of 4.00 KiB of which 1.00 KiB is free. Of the allocated memory 3.00 KiB is "
+          "capacity of 4.00 KiB of which 1024 bytes is free. Of the allocated memory 3.00 KiB is "
           "allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."),
       std::string::npos)
       << msg;
