@@ -581,6 +581,9 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     case OpKind::kRngBitGenerator:
       rng(b, op, in[0], out[0], out[1]);
       return;
+    case OpKind::kBitcastConvert:
+      std::memcpy(out[0], in[0], static_cast<std::size_t>(ot.byte_size()));
+      return;
     case OpKind::kDotGeneral:
       dot_general(b, op, in[0], in[1], out[0]);
       return;
