@@ -89,22 +89,28 @@ def test_views_of_results_inside_the_graph_match_cpu():
     assert list(graph_modules().values()) == [1], graph_modules()
 
 
-def test_compiled_dropout_equals_eager_under_the_same_seed():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compiled_dropout_equals_eager_under_the_same_seed(dtype):
     drop = torch.nn.Dropout(0.5)
 
     def f(x):
         return drop(x * 2).sum(0)
 
-    x = torch.randn(64, 32, device="neuron", requires_grad=True)
+    x = torch.randn(64, 32, device="neuron", dtype=dtype, requires_grad=True)
     torch.manual_seed(123)
     want = f(x)
     want.sum().backward()
     want_grad, x.grad = x.grad.clone(), None
+    want_state = torch.neuron.get_rng_state()
     torch.manual_seed(123)
     got = torch.compile(f, backend="neuron", fullgraph=True)(x)
     got.sum().backward()
     torch.testing.assert_close(got.cpu(), want.detach().cpu())
     torch.testing.assert_close(x.grad.cpu(), want_grad.cpu())
+    # The compiled graph advanced the generator exactly as eager mode did.
+    assert torch.equal(torch.neuron.get_rng_state(), want_state)
+    # The mask is drawn inside the module: one forward and one backward executable.
+    assert sorted(graph_modules().values()) == [1, 1], graph_modules()
     # A different seed draws a different mask.
     torch.manual_seed(124)
     other = torch.compile(f, backend="neuron", fullgraph=True)(x)
@@ -112,6 +118,30 @@ def test_compiled_dropout_equals_eager_under_the_same_seed():
     # About half the elements are dropped, each kept one scaled by 2 (eager's own rule).
     kept = (drop.train()(torch.ones(4096, device="neuron")) != 0).float().mean().item()
     assert 0.45 < kept < 0.55
+
+
+def random_draws(x):
+    """rand, randn and bernoulli between ordinary ops: each draw reserves its own range."""
+    u = torch.rand_like(x)
+    n = torch.randn(x.shape[0], 7, device=x.device, dtype=x.dtype)
+    b = torch.bernoulli(torch.empty_like(x), 0.25)
+    return x * u + 1, n.exp(), b * x, torch.nn.functional.dropout(x, 0.1) - u
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compiled_random_ops_draw_eagers_numbers_in_one_module(dtype):
+    x = torch.randn(9, 5, generator=torch.Generator().manual_seed(0)).to("neuron", dtype)
+    torch.manual_seed(7)
+    want = random_draws(x)
+    want_state = torch.neuron.get_rng_state()
+    torch.manual_seed(7)
+    got = torch.compile(random_draws, backend="neuron", fullgraph=True, dynamic=False)(x)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g.cpu(), w.cpu(), rtol=0, atol=0)
+    assert torch.equal(torch.neuron.get_rng_state(), want_state)
+    assert list(graph_modules().values()) == [1], graph_modules()
+    # The draws are random: bernoulli(0.25) keeps about a quarter (of 45, at least 3).
+    assert 3 <= int(got[2].ne(0).sum()) <= 25
 
 
 def test_compile_only_context_fills_sentinels_and_runs_no_kernel():

@@ -74,6 +74,48 @@ def _chlo_ops(x, u):
     )
 
 
+def _inverse_trig(x, u):
+    return jnp.arcsin(u), jnp.arccos(u), jnp.arccos(-jnp.ones(3)), jnp.arctan(x), jnp.arctan2(x, u)
+
+
+def _special(x):
+    # x avoids the poles (zero and the negative integers) by at least 0.05.
+    return jax.lax.lgamma(x), jax.lax.digamma(x), jax.lax.lgamma(jnp.abs(x) * 30)
+
+
+def _next_after(x, y):
+    return jnp.nextafter(x, y), jnp.nextafter(x, x), jnp.nextafter(jnp.zeros_like(x), y)
+
+
+def _pooling(img):
+    # img: [batch, height, width, channels], as flax's pooling takes it.
+    win = (1, 3, 3, 1)
+    sums = jax.lax.reduce_window(img, 0.0, jax.lax.add, win, (1, 1, 1, 1), "SAME")
+    ones = jnp.ones(img.shape[:3] + (1,), img.dtype)
+    counts = jax.lax.reduce_window(ones, 0.0, jax.lax.add, win, (1, 1, 1, 1), "SAME")
+    max2 = jax.lax.reduce_window(img, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    dilated = jax.lax.reduce_window(
+        img, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 1, 2, 1), "VALID",
+        base_dilation=(1, 2, 1, 1), window_dilation=(1, 1, 2, 1),
+    )  # fmt: skip
+    return max2, sums / counts, dilated, jnp.cumsum(img[0, :, 0, 0]), jnp.cumprod(img[0, 0, :, 1])
+
+
+def _sharded_program():
+    """A program whose text carries Shardy's mesh, argument shardings and a constraint."""
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+    row = NamedSharding(mesh, P("x"))
+
+    def f(a, b):
+        c = jax.lax.with_sharding_constraint(a * 2, row)
+        return (c + b).sum(0)
+
+    return jax.jit(f, in_shardings=(row, row), out_shardings=NamedSharding(mesh, P()))
+
+
 _rng = np.random.default_rng(0)
 
 
@@ -94,7 +136,28 @@ PROGRAMS = {
         _chlo_ops,
         lambda: [_f32(5, 6) * 2, _rng.uniform(-0.99, 0.99, (5, 6)).astype(np.float32)],
     ),
+    "inverse_trig": (
+        _inverse_trig,
+        lambda: [_f32(5, 6) * 3, _rng.uniform(-1, 1, (5, 6)).astype(np.float32)],
+    ),
+    "special": (_special, lambda: [_away_from_poles(_f32(6, 7) * 3)]),
+    "next_after": (
+        _next_after,
+        lambda: [
+            np.array([1.0, -1.0, 0.0, -0.0, 3.5, 1e-45, np.inf, np.nan], np.float32),
+            np.array([2.0, 0.0, 1.0, -1.0, 3.5, 0.0, 0.0, 1.0], np.float32),
+        ],
+    ),
+    "pooling": (_pooling, lambda: [_f32(2, 7, 6, 3)]),
 }
+
+# Outputs compared bit for bit (NaN equal to NaN): next_after moves by exactly one ulp.
+EXACT = {"next_after"}
+
+
+def _away_from_poles(x):
+    frac = x - np.round(x)
+    return np.where((x <= 0) & (np.abs(frac) < 0.05), x + 0.1, x).astype(np.float32)
 
 
 def _to_npy(a: np.ndarray) -> np.ndarray:
@@ -133,7 +196,9 @@ def test_jax_program_matches_jax(tmp_path, name):
         if w.dtype == ml_dtypes.bfloat16:
             got = got.view(ml_dtypes.bfloat16)
         assert got.dtype == w.dtype and got.shape == w.shape, (i, got.dtype, got.shape, w.shape)
-        if w.dtype in TOLERANCE:
+        if name in EXACT:
+            np.testing.assert_array_equal(got, w, err_msg=f"{name} output {i}")
+        elif w.dtype in TOLERANCE:
             tol = TOLERANCE[w.dtype]
             np.testing.assert_allclose(
                 got.astype(np.float32), w.astype(np.float32), rtol=tol, atol=tol,
@@ -151,3 +216,27 @@ def test_jax_text_uses_the_ops_this_test_claims():
         assert op in text, op
     am = jax.jit(_argmax_where).lower(*PROGRAMS["argmax_where"][1]()).as_text()
     assert "call @argmax" in am and "stablehlo.reduce(%arg0 init: %cst), (%0 init: %c)" in am
+
+
+def test_jax_program_with_shardy_annotations_runs_on_one_device(tmp_path):
+    fn = _sharded_program()
+    a, b = _f32(4, 3), _f32(4, 3)
+    text = fn.lower(a, b).as_text()
+    for part in ("sdy.mesh @mesh", "sdy.sharding = #sdy.sharding", "sdy.sharding_constraint"):
+        assert part in text, part
+    out_dir = _run_vtrn(tmp_path, "sharded", text, [a, b])
+    np.testing.assert_allclose(np.load(out_dir / "out0.npy"), np.asarray(fn(a, b)), rtol=1e-6)
+
+
+def test_jax_text_holds_the_newer_chlo_ops_and_reduce_window():
+    texts = {
+        name: jax.jit(PROGRAMS[name][0]).lower(*PROGRAMS[name][1]()).as_text()
+        for name in ("inverse_trig", "special", "next_after", "pooling")
+    }
+    for name, op in (
+        ("inverse_trig", "chlo.asin"), ("inverse_trig", "chlo.acos"), ("inverse_trig", "chlo.atan"),
+        ("inverse_trig", "stablehlo.atan2"), ("special", "chlo.lgamma"),
+        ("special", "chlo.digamma"), ("next_after", "chlo.next_after"),
+        ("pooling", "stablehlo.reduce_window"), ("pooling", "base_dilations = array<i64: 1, 2"),
+    ):  # fmt: skip
+        assert op in texts[name], (name, op)

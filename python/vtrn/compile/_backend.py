@@ -21,6 +21,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
 from vtrn.compile import device_interface, records
+from vtrn.compile._random import rewrite_random_ops
 
 log = logging.getLogger(__name__)
 aten = torch.ops.aten
@@ -508,7 +509,7 @@ def _graph_compiler(kind, options, gm, example_inputs):
         name = f"graph_{id(gm)}"
     name = f"{name}_{kind}" if kind not in name else name
     fallback = bool(options.get("fallback_execution", False))
-    gm = _collectives_in_module(_dense_copies(gm))
+    gm = rewrite_random_ops(_collectives_in_module(_dense_copies(gm)))
     bad = _unlowerable(gm)
     if bad and not fallback:
         raise _cannot_lower(kind, bad)

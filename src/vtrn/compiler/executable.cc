@@ -51,6 +51,7 @@ bool transcendental(OpKind k) {
     case OpKind::kPower:
     case OpKind::kSine:
     case OpKind::kCosine:
+    case OpKind::kAtan2:
       return true;
     default:
       return false;

@@ -25,7 +25,9 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 void AttributeParser::skip_aliases() {
-  while (peek("#")) {
+  for (;;) {
+    if (skip_sdy_mesh()) continue;
+    if (!peek("#")) return;
     ++p_;
     ident("an alias name");
     expect("=", "'=' in an attribute alias");
@@ -547,6 +549,29 @@ Literal AttributeParser::make_literal(const DenseBody& body, const TensorType& t
   for (std::int64_t i = 0; i < n; ++i)
     store_elem(body.elems[i], type.dtype, lit.data.data() + i * es, body.pos);
   return lit;
+}
+
+// Shardy's `sdy.mesh @m = <["x"=1]> {...}` (or its generic form) at module level: a device
+// mesh, which a single-device program does not need. Returns whether one was skipped.
+bool AttributeParser::skip_sdy_mesh() {
+  if (accept_word("sdy.mesh")) {
+    symbol();
+    expect("=", "'=' after the mesh name");
+    skip_balanced_from_here('<');
+  } else if (accept("\"sdy.mesh\"")) {
+    skip_balanced_from_here('(');
+    if (peek("<")) skip_balanced_from_here('<');
+    if (peek("{")) parse_dict();
+    expect(":", "':'");
+    type_list_in_parens();
+    expect("->", "'->'");
+    type_list_in_parens();
+  } else {
+    return false;
+  }
+  if (peek("{")) parse_dict();
+  skip_loc();
+  return true;
 }
 
 }  // namespace vtrn::hlo

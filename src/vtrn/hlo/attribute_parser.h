@@ -76,7 +76,8 @@ class AttributeParser : public TextLexer {
  public:
   using TextLexer::TextLexer;
 
-  /// `#loc1 = loc(...)` and other attribute aliases at the top level.
+  /// `#loc1 = loc(...)` and other attribute aliases at the top level, and Shardy meshes
+  /// (skip_sdy_mesh).
   void skip_aliases();
 
   /// tensor<2x3xf32>, or a bare element type (f32) as a rank-0 tensor.
@@ -87,6 +88,9 @@ class AttributeParser : public TextLexer {
   /// {key = value, key, ...} (a bare key is a unit attribute: kBool true).
   AttrDict parse_dict();
   Attr parse_attr();
+  /// Skips Shardy's `sdy.mesh @m = <["x"=1]> {...}` (or its generic form) at module level, a
+  /// device mesh a single-device program does not need; returns whether there was one.
+  bool skip_sdy_mesh();
 
   /// The integers of a list, a single integer or an integer dense literal (a splat is
   /// repeated to its type's size). Errors name |what| at |pos|.

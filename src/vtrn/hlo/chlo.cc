@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "vtrn/hlo/verify.h"
@@ -72,6 +73,33 @@ class Emitter {
     std::vector<TensorType> t = {TensorType(d, b_.type(x).dims)};
     return op(std::move(o), &t)[0];
   }
+  /// A splat constant of |like|'s (integer) type holding the low bytes of |bits|.
+  int bits(std::int64_t v, int like) {
+    Op o;
+    o.kind = OpKind::kConstant;
+    o.literal.type = b_.type(like);
+    o.literal.data.resize(static_cast<std::size_t>(dtype_size(o.literal.type.dtype)));
+    std::memcpy(o.literal.data.data(), &v, o.literal.data.size());
+    o.literal.splat = o.literal.type.num_elements() != 1;
+    return op(std::move(o))[0];
+  }
+  int icmp(Comparison d, int x, int y) {
+    Op o;
+    o.kind = OpKind::kCompare;
+    o.operands = {x, y};
+    o.comparison = d;
+    o.compare_type = CompareType::kSigned;
+    return op(std::move(o))[0];
+  }
+  int bitcast(int x, DType d) {
+    Op o;
+    o.kind = OpKind::kBitcastConvert;
+    o.operands = {x};
+    std::vector<TensorType> t = {TensorType(d, b_.type(x).dims)};
+    return op(std::move(o), &t)[0];
+  }
+  /// |x| < inf: false for infinities and NaN.
+  int is_finite(int x) { return cmp(Comparison::kLT, un(OpKind::kAbs, x), c(INFINITY, x)); }
   /// Horner's rule: coeffs[0] * x^(n-1) + ... + coeffs[n-1].
   int poly(int x, const std::vector<double>& coeffs) {
     int p = c(coeffs[0], x);
@@ -172,13 +200,96 @@ int atanh(Emitter& e, int x) {
   return e.mul(e.un(OpKind::kLog1p, q), e.c(0.5, x));
 }
 
+// The inverse trigonometric functions through atan2, as XLA's CHLO legalization writes them:
+// asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2)), acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x) (pi at -1),
+// atan(x) = atan2(x, 1).
+int asin(Emitter& e, int x) {
+  const int root = e.un(OpKind::kSqrt, e.sub(e.c(1.0, x), e.mul(x, x)));
+  return e.mul(e.c(2.0, x), e.bin(OpKind::kAtan2, x, e.add(e.c(1.0, x), root)));
+}
+int acos(Emitter& e, int x) {
+  const int root = e.un(OpKind::kSqrt, e.sub(e.c(1.0, x), e.mul(x, x)));
+  const int r = e.mul(e.c(2.0, x), e.bin(OpKind::kAtan2, root, e.add(e.c(1.0, x), x)));
+  return e.select(e.cmp(Comparison::kNE, x, e.c(-1.0, x)), r, e.c(M_PI, x));
+}
+int atan(Emitter& e, int x) { return e.bin(OpKind::kAtan2, x, e.c(1.0, x)); }
+
+// The Lanczos approximation (g = 7, 8 terms) XLA uses for lgamma and digamma, with the
+// reflection formula below 1/2.
+constexpr double kLanczosG = 7.0;
+constexpr double kLanczosBase = 0.99999999999980993227684700473478;
+constexpr double kLanczosCoeffs[] = {
+    676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+    771.3234287776530788486528258894,   -176.61502916214059906584551354,
+    12.507343278686904814458936853,     -0.13857109526572011689554707,
+    9.984369578019570859563e-6,         1.50563273514931155834e-7};
+
+// z (x - 1, or -x where x < 1/2 is reflected) and log(t) with t = z + g + 1/2.
+struct Lanczos {
+  int reflect, z, t, log_t;
+};
+Lanczos lanczos(Emitter& e, int x) {
+  Lanczos l;
+  l.reflect = e.cmp(Comparison::kLT, x, e.c(0.5, x));
+  l.z = e.select(l.reflect, e.un(OpKind::kNegate, x), e.sub(x, e.c(1.0, x)));
+  l.t = e.add(l.z, e.c(kLanczosG + 0.5, x));
+  l.log_t = e.add(e.c(std::log(kLanczosG + 0.5), x),
+                  e.un(OpKind::kLog1p, e.div(l.z, e.c(kLanczosG + 0.5, x))));
+  return l;
+}
+
+// lgamma(x) = log(sqrt(2 pi)) + (z + 1/2 - t / log t) log t + log(a(z)); reflected:
+// log(pi) - log|sin(pi x)| - lgamma(1 - x); +inf at the poles and at +-inf.
+int lgamma(Emitter& e, int x) {
+  const Lanczos l = lanczos(e, x);
+  int a = e.c(kLanczosBase, x);
+  for (int i = 0; i < 8; ++i)
+    a = e.add(a, e.div(e.c(kLanczosCoeffs[i], x), e.add(l.z, e.c(i + 1.0, x))));
+  const int log_y =
+      e.add(e.add(e.c(std::log(std::sqrt(2 * M_PI)), x),
+                  e.mul(e.sub(e.add(l.z, e.c(0.5, x)), e.div(l.t, l.log_t)), l.log_t)),
+            e.un(OpKind::kLog, a));
+  const int ax = e.un(OpKind::kAbs, x);
+  const int frac = e.sub(ax, e.un(OpKind::kFloor, ax));
+  const int reduced =
+      e.select(e.cmp(Comparison::kGT, frac, e.c(0.5, x)), e.sub(e.c(1.0, x), frac), frac);
+  const int denom = e.un(OpKind::kLog, e.un(OpKind::kSine, e.mul(e.c(M_PI, x), reduced)));
+  const int reflection =
+      e.select(e.is_finite(denom), e.sub(e.sub(e.c(std::log(M_PI), x), denom), log_y),
+               e.un(OpKind::kNegate, denom));
+  const int r = e.select(l.reflect, reflection, log_y);
+  return e.select(e.cmp(Comparison::kEQ, ax, e.c(INFINITY, x)), e.c(INFINITY, x), r);
+}
+
+// digamma(x) = log t + a'(z) / a(z) - g / t; reflected: digamma(1 - x) - pi cot(pi x); NaN at
+// zero and the negative integers.
+int digamma(Emitter& e, int x) {
+  const Lanczos l = lanczos(e, x);
+  int num = e.c(0.0, x), denom = e.c(kLanczosBase, x);
+  for (int i = 0; i < 8; ++i) {
+    const int d = e.add(l.z, e.c(i + 1.0, x));
+    num = e.sub(num, e.div(e.c(kLanczosCoeffs[i], x), e.mul(d, d)));
+    denom = e.add(denom, e.div(e.c(kLanczosCoeffs[i], x), d));
+  }
+  const int y = e.sub(e.add(l.log_t, e.div(num, denom)), e.div(e.c(kLanczosG, x), l.t));
+  const int reduced = e.add(x, e.un(OpKind::kAbs, e.un(OpKind::kFloor, e.add(x, e.c(0.5, x)))));
+  const int pix = e.mul(e.c(M_PI, x), reduced);
+  const int cot = e.div(e.mul(e.c(M_PI, x), e.un(OpKind::kCosine, pix)), e.un(OpKind::kSine, pix));
+  const int r = e.select(l.reflect, e.sub(y, cot), y);
+  const int pole = e.bin(OpKind::kAnd, e.cmp(Comparison::kLE, x, e.c(0.0, x)),
+                         e.cmp(Comparison::kEQ, x, e.un(OpKind::kFloor, x)));
+  return e.select(pole, e.c(NAN, x), r);
+}
+
 constexpr Unary kUnary[] = {
     {"chlo.square", square, false},      {"chlo.tan", tan, false},
     {"stablehlo.tan", tan, false},       {"chlo.sinh", sinh, false},
     {"chlo.cosh", cosh, false},          {"chlo.asinh", asinh, false},
     {"chlo.acosh", acosh, false},        {"chlo.atanh", atanh, false},
     {"chlo.erf", erf_f32, true},         {"chlo.erfc", erfc_f32, true},
-    {"chlo.erf_inv", erf_inv_f32, true},
+    {"chlo.erf_inv", erf_inv_f32, true}, {"chlo.asin", asin, false},
+    {"chlo.acos", acos, false},          {"chlo.atan", atan, false},
+    {"chlo.lgamma", lgamma, false},      {"chlo.digamma", digamma, false},
 };
 
 const Unary* find_unary(std::string_view name) {
@@ -228,23 +339,69 @@ std::vector<int> top_k(const ChloOp& op, Emitter& e) {
   return out;
 }
 
+// chlo.next_after(x, y): the representable value after x towards y, on the bit patterns as XLA
+// does: x's integer pattern +-1 (towards zero when y is smaller in magnitude or of the other
+// sign), the smallest subnormal of y's sign from zero, y when x == y, NaN when either is NaN.
+std::vector<int> next_after(const ChloOp& op, Emitter& e) {
+  if (op.operands.size() != 2)
+    fail(op, "expected two operands, got " + std::to_string(op.operands.size()));
+  const int x = op.operands[0], y = op.operands[1];
+  const TensorType t = e.block().type(x);
+  if (e.block().type(y) != t)
+    fail(op, "operand 1 has type " + e.block().type(y).str() + ", expected " + t.str());
+  DType it = DType::kI32;
+  if (t.dtype == DType::kF64)
+    it = DType::kI64;
+  else if (t.dtype == DType::kBF16 || t.dtype == DType::kF16)
+    it = DType::kI16;
+  else if (t.dtype != DType::kF32)
+    fail(op, "operand has type " + t.str() + ", expected a real floating type");
+  const int bits = 8 * dtype_size(t.dtype);
+  const std::int64_t sign = std::int64_t{1} << (bits - 1);  // the pattern's sign bit
+  const int xi = e.bitcast(x, it), yi = e.bitcast(y, it);
+  const int sign_mask = e.bits(sign, xi), abs_mask = e.bits(~sign, xi), zero = e.bits(0, xi);
+  const int ax = e.bin(OpKind::kAnd, xi, abs_mask), ay = e.bin(OpKind::kAnd, yi, abs_mask);
+  const int x_sign = e.bin(OpKind::kAnd, xi, sign_mask),
+            y_sign = e.bin(OpKind::kAnd, yi, sign_mask);
+  const int smaller =
+      e.bin(OpKind::kOr, e.icmp(Comparison::kGT, ax, ay), e.icmp(Comparison::kNE, x_sign, y_sign));
+  int r = e.add(xi, e.select(smaller, e.bits(-1, xi), e.bits(1, xi)));
+  const int from_zero =
+      e.select(e.icmp(Comparison::kEQ, ay, zero), yi, e.bin(OpKind::kOr, y_sign, e.bits(1, xi)));
+  r = e.select(e.icmp(Comparison::kEQ, ax, zero), from_zero, r);
+  r = e.select(e.cmp(Comparison::kEQ, x, y), yi, r);
+  const int nan = e.bin(OpKind::kOr, e.cmp(Comparison::kNE, x, x), e.cmp(Comparison::kNE, y, y));
+  return {e.select(nan, e.c(NAN, x), e.bitcast(r, t.dtype))};
+}
+
 }  // namespace
 
+// Shardy's placement hints: the identity on one device.
+bool is_sdy_hint(std::string_view name) {
+  return name == "sdy.sharding_constraint" || name == "sdy.reshard";
+}
+
 bool is_decomposable(std::string_view name) {
-  return name == "chlo.top_k" || find_unary(name) != nullptr;
+  return name == "chlo.top_k" || name == "chlo.next_after" || is_sdy_hint(name) ||
+         find_unary(name) != nullptr;
 }
 
 std::string decomposable_names() {
   std::string s;
   for (const Unary& u : kUnary) s += std::string(u.name) + ", ";
-  return s + "chlo.top_k";
+  return s + "chlo.next_after, chlo.top_k, sdy.sharding_constraint, sdy.reshard";
 }
 
 std::vector<int> decompose_chlo(const ChloOp& op, Block& block) {
   Emitter e(block);
   for (int v : op.operands)
     if (v < 0 || v >= static_cast<int>(block.types.size())) fail(op, "undefined operand");
+  if (is_sdy_hint(op.name)) {
+    if (op.operands.size() != 1) fail(op, "expected one operand");
+    return {op.operands[0]};
+  }
   if (op.name == "chlo.top_k") return top_k(op, e);
+  if (op.name == "chlo.next_after") return next_after(op, e);
   const Unary* u = find_unary(op.name);
   if (!u)
     throw Error("op '" + op.name + "' is not supported by vtrn (the CHLO ops it decomposes: " +

@@ -1,7 +1,8 @@
 // The CHLO ops that JAX and torch-mlir emit, decomposed into StableHLO ops as they are parsed,
 // the way XLA's chlo-legalize-to-stablehlo pass does: `chlo.erf` becomes Eigen's rational
 // approximation, `chlo.top_k` a descending sort and a slice, and so on. `stablehlo.tan` (a
-// newer StableHLO op) is decomposed here too.
+// newer StableHLO op) is decomposed here too, and Shardy's placement hints
+// (`sdy.sharding_constraint`, `sdy.reshard`) become their operand: one device needs no sharding.
 #pragma once
 
 #include <cstdint>

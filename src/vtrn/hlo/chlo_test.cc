@@ -26,7 +26,8 @@ std::string unary_module(const std::string& op, const std::string& t) {
 
 TEST(ChloTest, UnaryOpsBecomeStableHloOfTheSameType) {
   for (const char* op : {"chlo.square", "chlo.erf", "chlo.erfc", "chlo.erf_inv", "chlo.tan",
-                         "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh", "chlo.atanh"}) {
+                         "chlo.sinh", "chlo.cosh", "chlo.asinh", "chlo.acosh", "chlo.atanh",
+                         "chlo.asin", "chlo.acos", "chlo.atan", "chlo.lgamma", "chlo.digamma"}) {
     for (const char* t : {"tensor<5x6xf32>", "tensor<3xbf16>"}) {
       const Module m = parse_module(unary_module(op, t));
       const std::string printed = print_module(m);
@@ -99,10 +100,29 @@ TEST(ChloTest, ShardingAnnotationsAreTheValueItself) {
   EXPECT_EQ(other.main.ops[0].kind, OpKind::kCustomCall);
 }
 
+TEST(ChloTest, ShardyMeshesAndHintsAreAcceptedAndIgnored) {
+  // jax.jit with in_shardings and with_sharding_constraint on a one-device mesh (Shardy).
+  const Module m = parse_module(
+      "module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n"
+      "  sdy.mesh @mesh = <[\"x\"=1]> {stablehlo.mesh = {axes = [{name = \"x\", size = 1 : "
+      "i64}]}}\n"
+      "  func.func public @main(%arg0: tensor<4x3xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+      "[{\"x\"}, {}]>}) -> (tensor<4x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {\n"
+      "    %0 = sdy.sharding_constraint %arg0 <@mesh, [{\"x\"}, {}]> : tensor<4x3xf32>\n"
+      "    %1 = \"sdy.sharding_constraint\"(%0) <{sharding = #sdy.sharding<@mesh, [{}, {}]>}> : "
+      "(tensor<4x3xf32>) -> tensor<4x3xf32>\n"
+      "    %2 = stablehlo.negate %1 : tensor<4x3xf32>\n"
+      "    return %2 : tensor<4x3xf32>\n  }\n}\n");
+  ASSERT_EQ(m.main.ops.size(), 1u);
+  EXPECT_EQ(m.main.ops[0].kind, OpKind::kNegate);
+  EXPECT_EQ(m.main.ops[0].operands[0], m.main.args[0]);
+}
+
 TEST(ChloTest, ErrorsNameTheOpAndWhatItTakes) {
-  EXPECT_NE(parse_error(unary_module("chlo.lgamma", "tensor<4xf32>"))
-                .find("op 'chlo.lgamma' is not supported by vtrn (the CHLO ops it decomposes: "),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(unary_module("chlo.bessel_i1e", "tensor<4xf32>"))
+          .find("op 'chlo.bessel_i1e' is not supported by vtrn (the CHLO ops it decomposes: "),
+      std::string::npos);
   EXPECT_NE(parse_error(unary_module("chlo.erf", "tensor<4xf64>"))
                 .find("chlo.erf: operand has type tensor<4xf64>, expected f32, bf16 or f16"),
             std::string::npos);

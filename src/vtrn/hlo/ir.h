@@ -108,6 +108,7 @@ double load_double(DType dtype, const void* src);
   X(kRemainder, "remainder", B)                     \
   X(kSubtract, "subtract", B)                       \
   X(kXor, "xor", B)                                 \
+  X(kAtan2, "atan2", B)                             \
   X(kCompare, "compare", O)                         \
   X(kSelect, "select", O)                           \
   X(kClamp, "clamp", O)                             \
@@ -130,6 +131,7 @@ double load_double(DType dtype, const void* src);
   X(kSort, "sort", O)                               \
   X(kRngBitGenerator, "rng_bit_generator", O)       \
   X(kCustomCall, "custom_call", O)                  \
+  X(kBitcastConvert, "bitcast_convert", O)          \
   X(kReturn, "return", O)
 
 enum class OpKind : std::uint8_t {

@@ -390,6 +390,7 @@ class ParsedOpBuilder {
 }  // namespace
 
 std::vector<int> build_parsed_op(const ParsedOp& op, Block& block, const AttributeParser& text) {
+  if (op.name == "stablehlo.reduce_window") return decompose_reduce_window(op, block, text);
   // GSPMD's sharding annotations (jax.lax.with_sharding_constraint without Shardy) change
   // where a value lives, not what it is: on one device they are the value itself.
   if (op.kind == OpKind::kCustomCall && op.operands.size() == 1 && op.out_types.size() == 1 &&

@@ -45,4 +45,11 @@ struct ParsedOp {
 /// attributes, types that disagree, verifier errors) are raised through |text|, at op.pos.
 std::vector<int> build_parsed_op(const ParsedOp& op, Block& block, const AttributeParser& text);
 
+/// stablehlo.reduce_window (generic form), decomposed as it is parsed (reduce_window.cc): the
+/// operands padded with their init values (and base dilation), a gather of every window's
+/// elements into [outputs..., window...], and a stablehlo.reduce over the window dims with the
+/// op's own region, so any reducer and operand count runs.
+std::vector<int> decompose_reduce_window(const ParsedOp& op, Block& block,
+                                         const AttributeParser& text);
+
 }  // namespace vtrn::hlo

@@ -387,10 +387,11 @@ class Parser : public AttributeParser {
         if (short_name == "dot") {
           r.is_dot = true;
           r.kind = OpKind::kDotGeneral;
-        } else if (!op_from_name(short_name, &r.kind) || r.kind == OpKind::kReturn) {
+        } else if (short_name != "reduce_window" &&  // decomposed by build_parsed_op
+                   (!op_from_name(short_name, &r.kind) || r.kind == OpKind::kReturn)) {
           error("op '" + name + "' is not supported by vtrn", op_pos);
         }
-        if (generic)
+        if (generic || short_name == "reduce_window")
           generic_op(r, scope);
         else
           pretty_op(r, scope);
@@ -469,8 +470,9 @@ class Parser : public AttributeParser {
     return out;
   }
 
-  // A CHLO op (or stablehlo.tan), decomposed into StableHLO ops (chlo.h). Pretty forms:
-  // `chlo.erf %x : T -> T`, `chlo.top_k(%x, k = 3) : T -> (T, T)`; or the generic form.
+  // A CHLO op (or stablehlo.tan, or a Shardy hint), decomposed into StableHLO ops (chlo.h).
+  // Pretty forms: `chlo.erf %x : T -> T`, `chlo.top_k(%x, k = 3) : T -> (T, T)`,
+  // `sdy.sharding_constraint %x <@mesh, [...]> : T`; or the generic form.
   std::vector<int> chlo_op(Scope& scope, bool generic, const std::string& name, std::size_t pos) {
     ChloOp op;
     op.name = name;
@@ -495,6 +497,7 @@ class Parser : public AttributeParser {
       } while (accept(","));
       if (parens) expect(")", "')' to close the operands");
     }
+    if (!generic && peek("<")) skip_balanced_from_here('<');  // a Shardy sharding
     if (generic && accept("<")) {
       take_k(parse_dict());
       expect(">", "'>' after the properties");

@@ -282,6 +282,8 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
     if ((k == OpKind::kAnd || k == OpKind::kOr || k == OpKind::kXor) && !is_integer(d) &&
         !is_pred(d))
       fail(op, "operands have type " + in[0].str() + ", expected integer or i1 elements");
+    if (k == OpKind::kAtan2 && !is_float(d))
+      fail(op, "operands have type " + in[0].str() + ", expected floating-point elements");
     if ((k == OpKind::kDivide || k == OpKind::kRemainder || k == OpKind::kPower ||
          k == OpKind::kSubtract) &&
         is_pred(d))
@@ -506,6 +508,16 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
       if (!is_integer((*declared)[1].dtype) && !is_float((*declared)[1].dtype))
         fail(op, "result 1 (output) has type " + (*declared)[1].str() +
                      ", expected integer or float elements");
+      return *declared;
+    }
+    case OpKind::kBitcastConvert: {
+      expect_count(op, in, 1);
+      if (!declared || declared->size() != 1) fail(op, "the result type must be given");
+      const TensorType& r = (*declared)[0];
+      if (r.dims != in[0].dims || dtype_size(r.dtype) != dtype_size(in[0].dtype) ||
+          is_complex(r.dtype) || is_complex(in[0].dtype))
+        fail(op, "result type " + r.str() + " must have the shape and element width of " +
+                     in[0].str() + " (a change of element width is not supported)");
       return *declared;
     }
     case OpKind::kCustomCall:

@@ -2,6 +2,7 @@
 // prints them, against the C library and against results computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ double erfinv_ref(double y) {  // Newton on erf, from a bisection start
   return (lo + hi) / 2;
 }
 
+// digamma by recurrence up to x >= 10, then the asymptotic series; reflected below 1/2.
+double digamma_ref(double x) {
+  if (x < 0.5) return digamma_ref(1 - x) - M_PI / std::tan(M_PI * x);
+  double r = 0;
+  for (; x < 10; x += 1) r -= 1 / x;
+  const double f = 1 / (x * x);
+  return r + std::log(x) - 0.5 / x -
+         f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
+}
+
 TEST(ChloExecTest, UnaryOpsMatchTheCLibrary) {
   struct Case {
     const char* op;
@@ -45,6 +56,14 @@ TEST(ChloExecTest, UnaryOpsMatchTheCLibrary) {
       {"chlo.asinh", [](double x) { return std::asinh(x); }, -100, 100, 1e-6, 1e-7},
       {"chlo.acosh", [](double x) { return std::acosh(x); }, 1, 100, 1e-6, 1e-6},
       {"chlo.atanh", [](double x) { return std::atanh(x); }, -0.99, 0.99, 1e-5, 1e-7},
+      {"chlo.asin", [](double x) { return std::asin(x); }, -1, 1, 1e-6, 1e-6},
+      {"chlo.acos", [](double x) { return std::acos(x); }, -1, 1, 1e-6, 1e-6},
+      {"chlo.atan", [](double x) { return std::atan(x); }, -50, 50, 1e-6, 1e-7},
+      {"chlo.lgamma", [](double x) { return std::lgamma(x); }, 0.01, 30, 1e-5, 1e-6},
+      // Negative arguments between the poles (the grid misses the integers).
+      {"chlo.lgamma", [](double x) { return std::lgamma(x); }, -4.95, -0.05, 1e-5, 1e-5},
+      {"chlo.digamma", digamma_ref, 0.01, 30, 1e-5, 1e-6},
+      {"chlo.digamma", digamma_ref, -2.95, -0.05, 1e-4, 1e-5},
   };
   const int n = 2001;
   for (const Case& c : cases) {
@@ -67,6 +86,74 @@ TEST(ChloExecTest, UnaryOpsMatchTheCLibrary) {
                     {HostTensor::from_doubles(TensorType(DType::kF32, {2}), {12, -12})});
   EXPECT_EQ(c[0].get(0), 0.0);
   EXPECT_EQ(c[0].get(1), 2.0);
+}
+
+TEST(ChloExecTest, SpecialValuesOfTheNewerOps) {
+  const TensorType t(DType::kF32, {4});
+  auto in = [&](std::vector<double> v) { return HostTensor::from_doubles(t, v); };
+  auto lg = run_text(unary("chlo.lgamma", 4), {in({1, 2, 0, -3})});
+  EXPECT_NEAR(lg[0].get(0), 0.0, 1e-6);  // lgamma(1) = lgamma(2) = 0
+  EXPECT_NEAR(lg[0].get(1), 0.0, 1e-6);
+  EXPECT_EQ(lg[0].get(2), INFINITY);  // poles
+  EXPECT_EQ(lg[0].get(3), INFINITY);
+  auto dg = run_text(unary("chlo.digamma", 4), {in({1, 0, -2, 0.5})});
+  EXPECT_NEAR(dg[0].get(0), -0.5772156649, 1e-6);  // -Euler's constant
+  EXPECT_TRUE(std::isnan(dg[0].get(1)));
+  EXPECT_TRUE(std::isnan(dg[0].get(2)));
+  EXPECT_NEAR(dg[0].get(3), -1.9635100260, 1e-5);  // -gamma - 2 log 2
+  auto ac = run_text(unary("chlo.acos", 4), {in({-1, 1, 0, 2})});
+  EXPECT_NEAR(ac[0].get(0), M_PI, 1e-6);
+  EXPECT_EQ(ac[0].get(1), 0.0);
+  EXPECT_TRUE(std::isnan(ac[0].get(3)));
+}
+
+TEST(ChloExecTest, NextAfterMovesOneUlpTowardsY) {
+  const std::string text =
+      "func.func @main(%x: tensor<6xf32>, %y: tensor<6xf32>) -> tensor<6xf32> {\n"
+      "  %0 = chlo.next_after %x, %y : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>\n"
+      "  return %0 : tensor<6xf32>\n}\n";
+  const TensorType t(DType::kF32, {6});
+  const std::vector<double> x = {1, 1, -1, 0, -0.0, 5}, y = {2, 0, 0, -1, 1, 5};
+  auto out = run_text(text, {HostTensor::from_doubles(t, x), HostTensor::from_doubles(t, y)});
+  for (int i = 0; i < 6; ++i) {
+    const float want = std::nextafter(static_cast<float>(x[i]), static_cast<float>(y[i]));
+    EXPECT_EQ(static_cast<float>(out[0].get(i)), want) << x[i] << " -> " << y[i];
+  }
+}
+
+TEST(ChloExecTest, ReduceWindowPoolsAndScansAsALoopWould) {
+  // max over 2x2 windows with stride 2, and a cumulative sum (window 4, padding 3 before).
+  const std::string text =
+      "func.func @main(%x: tensor<4x4xf32>, %v: tensor<4xf32>) -> (tensor<2x2xf32>, "
+      "tensor<4xf32>) {\n"
+      "  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+      "  %zero = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "  %0 = \"stablehlo.reduce_window\"(%x, %ninf) <{window_dimensions = array<i64: 2, 2>, "
+      "window_strides = array<i64: 2, 2>}> ({\n"
+      "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      "    %m = stablehlo.maximum %a, %b : tensor<f32>\n"
+      "    stablehlo.return %m : tensor<f32>\n"
+      "  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<2x2xf32>\n"
+      "  %1 = \"stablehlo.reduce_window\"(%v, %zero) <{padding = dense<[[3, 0]]> : "
+      "tensor<1x2xi64>, window_dimensions = array<i64: 4>}> ({\n"
+      "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      "    %s = stablehlo.add %a, %b : tensor<f32>\n"
+      "    stablehlo.return %s : tensor<f32>\n"
+      "  }) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>\n"
+      "  return %0, %1 : tensor<2x2xf32>, tensor<4xf32>\n}\n";
+  std::vector<double> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = (i * 7) % 16;
+  auto out = run_text(text, {HostTensor::from_doubles(TensorType(DType::kF32, {4, 4}), x),
+                             HostTensor::from_doubles(TensorType(DType::kF32, {4}), {1, 2, 3, 4})});
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 2; ++c) {
+      double m = -INFINITY;
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) m = std::max(m, x[(2 * r + i) * 4 + 2 * c + j]);
+      EXPECT_EQ(out[0].get(r * 2 + c), m) << r << "," << c;
+    }
+  const double sums[] = {1, 3, 6, 10};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[1].get(i), sums[i]) << i;
 }
 
 TEST(ChloExecTest, TopKTakesTheLargestWithTiesInIndexOrder) {

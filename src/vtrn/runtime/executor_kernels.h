@@ -94,8 +94,9 @@ class FusedProgram {
 std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& dims);
 
 /// One block of Philox-4x32-10 (Salmon et al., SC'11; the generator of Random123): |out| from
-/// the 128-bit counter |ctr| and the 64-bit key |key|. rng_bit_generator uses the state's first
-/// 64 bits as the key and its next 64 bits as ctr[0..1], with the block index in ctr[2..3].
+/// the 128-bit counter |ctr| and the 64-bit key |key|. rng_bit_generator follows XLA's Philox:
+/// the state's first 64 bits are the key, its next 128 (64 of a 2 x u64 state) the counter;
+/// block j uses counter + j, and the new state holds counter + the number of blocks.
 void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t out[4]);
 
 /// Consecutive fused loops over the same rows, such as a softmax's max, exp-and-sum and divide

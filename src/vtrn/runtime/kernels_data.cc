@@ -408,26 +408,32 @@ void rng(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* state, std:
   const TensorType& st = b.type(op.operands[0]);
   const TensorType& ot = b.type(op.results[1]);
   const std::size_t sbytes = static_cast<std::size_t>(st.byte_size());
-  std::vector<std::uint8_t> s(std::max<std::size_t>(sbytes, 16), 0);
+  std::vector<std::uint8_t> s(std::max<std::size_t>(sbytes, 24), 0);
   std::memcpy(s.data(), state, sbytes);
-  std::uint32_t key[2], ctr[4];
+  // XLA's Philox: the key is the state's first 64 bits, the 128-bit counter its next 128 (the
+  // high half 0 for a 2 x u64 state); block j is Philox of counter + j, and the new state's
+  // counter is advanced by the number of blocks.
+  std::uint32_t key[2];
+  std::uint64_t lo = 0, hi = 0;
   std::memcpy(key, s.data(), 8);
-  std::memcpy(ctr, s.data() + 8, 8);
-  ctr[2] = ctr[3] = 0;
+  std::memcpy(&lo, s.data() + 8, 8);
+  std::memcpy(&hi, s.data() + 16, 8);
   const std::size_t bytes = static_cast<std::size_t>(ot.byte_size());
   std::uint64_t blocks = 0;
   for (std::size_t o = 0; o < bytes; o += 16, ++blocks) {
+    const std::uint64_t c_lo = lo + blocks;
+    const std::uint64_t c_hi = hi + (c_lo < lo ? 1 : 0);
     std::uint32_t r[4];
-    std::uint32_t c[4] = {ctr[0], ctr[1], static_cast<std::uint32_t>(blocks),
-                          static_cast<std::uint32_t>(blocks >> 32)};
+    const std::uint32_t c[4] = {
+        static_cast<std::uint32_t>(c_lo), static_cast<std::uint32_t>(c_lo >> 32),
+        static_cast<std::uint32_t>(c_hi), static_cast<std::uint32_t>(c_hi >> 32)};
     philox4x32_10(c, key, r);
     std::memcpy(out + o, r, std::min<std::size_t>(16, bytes - o));
   }
-  // New state: the 64-bit counter advanced by one.
-  std::uint64_t counter;
-  std::memcpy(&counter, s.data() + 8, 8);
-  ++counter;
-  std::memcpy(s.data() + 8, &counter, 8);
+  const std::uint64_t n_lo = lo + blocks;
+  const std::uint64_t n_hi = hi + (n_lo < lo ? 1 : 0);
+  std::memcpy(s.data() + 8, &n_lo, 8);
+  std::memcpy(s.data() + 16, &n_hi, 8);
   std::memcpy(new_state, s.data(), sbytes);
 }
 
@@ -574,6 +580,9 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       return;
     case OpKind::kRngBitGenerator:
       rng(b, op, in[0], out[0], out[1]);
+      return;
+    case OpKind::kBitcastConvert:
+      std::memcpy(out[0], in[0], static_cast<std::size_t>(ot.byte_size()));
       return;
     case OpKind::kDotGeneral:
       dot_general(b, op, in[0], in[1], out[0]);

@@ -274,6 +274,9 @@ void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __r
     case OpKind::kRemainder:
       for (std::int64_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);
       return;
+    case OpKind::kAtan2:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::atan2(a[i], b[i]);
+      return;
     default:
       throw ExecError("stablehlo." + std::string(hlo::op_name(k)) +
                       " is not supported for floating-point operands");

@@ -100,6 +100,14 @@ PYBIND11_MODULE(_C, m) {
     const std::string bytes = state;
     adapter::set_rng_state(static_cast<c10::DeviceIndex>(index), bytes);
   });
+  // (seed, offset) of |count| elements from the default generator of device |index|, as
+  // int64 bit patterns: what a random kernel reserves when it is issued (compiled graphs pass
+  // them to vtrn::philox_* ops).
+  m.def("_reserve_philox", [](int index, std::uint64_t count) {
+    const adapter::PhiloxRange r =
+        adapter::reserve_philox(std::nullopt, static_cast<c10::DeviceIndex>(index), count);
+    return py::make_tuple(static_cast<std::int64_t>(r.seed), static_cast<std::int64_t>(r.offset));
+  });
   m.def("initial_seed",
         [](int index) { return adapter::initial_seed(static_cast<c10::DeviceIndex>(index)); });
   // Test hooks, like torch.cuda._sleep: queued work that takes time, or that fails.

@@ -374,5 +374,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_dropout", native_dropout);
 }
 
+// Random numbers drawn inside a module (lowering/lowerings_random.cc), for compiled graphs:
+// the caller reserves (seed, offset) with vtrn._C._reserve_philox and passes them as Scalars
+// (int64 bit patterns); the results equal this file's kernels for the same range.
+TORCH_LIBRARY_FRAGMENT(vtrn, m) {
+  m.def("philox_dropout(Tensor self, float p, Scalar seed, Scalar offset) -> (Tensor, Tensor)");
+  m.def("philox_uniform(Tensor like, float low, float high, Scalar seed, Scalar offset) -> Tensor");
+  m.def("philox_normal(Tensor like, float mean, float std, Scalar seed, Scalar offset) -> Tensor");
+  m.def("philox_bernoulli(Tensor like, float p, Scalar seed, Scalar offset) -> Tensor");
+}
+
 }  // namespace
 }  // namespace vtrn::torch_adapter

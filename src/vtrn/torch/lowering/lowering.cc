@@ -439,6 +439,7 @@ const std::vector<OpLowering>& registry() {
     add_index_lowerings(r);
     add_complex_lowerings(r);
     add_mask_lowerings(r);
+    add_random_lowerings(r);
     add_foreach_lowerings(r);
     add_nki_lowerings(r);
     add_collective_lowerings(r);

@@ -245,6 +245,8 @@ void add_index_lowerings(std::vector<OpLowering>& r);
 /// After the elementwise entries: makes add, sub and mul take complex64, and adds polar.
 void add_complex_lowerings(std::vector<OpLowering>& r);
 void add_mask_lowerings(std::vector<OpLowering>& r);
+/// vtrn::philox_* (random numbers drawn inside a module, as the device's random kernels draw).
+void add_random_lowerings(std::vector<OpLowering>& r);
 /// After the others: foreach entries reuse the per-tensor entries.
 void add_foreach_lowerings(std::vector<OpLowering>& r);
 
