@@ -85,7 +85,8 @@ void Stream::start_worker_locked() {
 void Stream::recover_from_fork() {
   const uint64_t generation = current_fork_generation();
   if (worker_generation_ == generation) return;
-  if (!worker_.joinable() && !inline_running_.load(std::memory_order_relaxed)) return;
+  // Also a stream that never started a worker (its work all ran inline): it may have been held
+  // for the fork, or running a task inline on another thread.
   restart_after_fork();
   std::lock_guard<std::mutex> lock(mutex_);
   worker_generation_ = generation;

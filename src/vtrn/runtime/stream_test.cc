@@ -267,6 +267,31 @@ TEST(StreamTest, HoldForForkWaitsForAnInlineTaskAndStopsInlineRuns) {
   runner.join();
 }
 
+// A stream whose work all ran inline has no worker; held for a fork, it works in the child.
+TEST(StreamTest, AStreamThatRanOnlyInlineWorksInAChildForkedWhileHeld) {
+  Stream s("s");
+  std::atomic<int> value{0};
+  auto one = [&] { value = 1; };
+  ASSERT_EQ(s.run_inline_if_idle("inline op", one), 1u);
+  s.hold_for_fork();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);  // a hang fails the test instead of stopping it
+    s.enqueue("child op", [&] { value = 2; });
+    s.synchronize();
+    auto three = [&] { value = 3; };
+    const bool inline_ran = s.run_inline_if_idle("child inline op", three) != 0;
+    _exit(value.load() == 3 && inline_ran ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  s.release_after_fork();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(value.load(), 1);
+}
+
 // An event recorded on an idle stream is reached at once, with its completion time set.
 TEST(EventTest, RecordOnAnIdleStreamIsReachedAtOnce) {
   Stream s("s");
