@@ -4,7 +4,10 @@ fixes it. Each case runs in a fresh process, since the budget is process-wide.""
 
 import json
 import os
+import subprocess
+import sys
 
+import pytest
 from conftest import run_python
 
 SCRIPT = """
@@ -46,3 +49,63 @@ def test_omp_num_threads_sets_the_starting_budget():
 def test_vtrn_num_threads_fixes_the_budget():
     seen = run(VTRN_NUM_THREADS="2", OMP_NUM_THREADS="1")
     assert {tuple(v)[1] for v in seen.values()} == {2}
+
+
+# Threads the process runs, before the first kernel and after kernels of every kind: small and
+# large elementwise ops, float32 (OpenBLAS) and bfloat16 (oneDNN, on OpenMP) matmuls, a fill, a
+# random fill, an event. A budget of one thread runs each on the issuing thread and tells
+# OpenBLAS and OpenMP to use one thread, so no thread is added; raised to two, the next large
+# matmul adds the stream's worker (and the pool's or OpenMP's second thread).
+THREADS_SCRIPT = """
+import json, os, sys, torch, vtrn
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+if sys.argv[1] == "set_num_threads":
+    torch.set_num_threads(1)
+x = torch.randn(384, 384)
+seen = {"budget": torch.get_num_threads(), "before": threads()}
+a = x.to("neuron")
+b = x.to(torch.bfloat16).to("neuron")
+e = torch.neuron.Event()
+for _ in range(3):
+    c = (a @ a).exp() + 1
+    d = b @ b
+    s = a[:4, :4] * 2
+    a.fill_(0.01)
+    r = torch.randn(4096, device="neuron")
+    e.record()
+    torch.neuron.synchronize()
+ok = torch.allclose(c.cpu(), (x.fill_(0.01) @ x).exp() + 1)
+seen["after"] = threads()
+torch.set_num_threads(2)
+(b @ b).float().sum().item()
+seen["after_two"] = threads()
+seen["ok"] = ok
+print(json.dumps(seen))
+"""
+
+
+def thread_counts(how):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VTRN_NUM_THREADS")}
+    if how == "OMP_NUM_THREADS":
+        env["OMP_NUM_THREADS"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT, how],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("how", ["OMP_NUM_THREADS", "set_num_threads"])
+def test_a_budget_of_one_thread_adds_no_thread(how):
+    seen = thread_counts(how)
+    assert seen["budget"] == 1
+    assert seen["ok"]
+    assert seen["after"] == seen["before"], seen
+    assert seen["after_two"] > seen["after"], seen

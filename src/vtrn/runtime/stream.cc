@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <new>
+#include <thread>
 
 namespace vtrn::runtime {
 
@@ -24,11 +26,37 @@ uint64_t current_fork_generation() {
 
 thread_local const Stream* tls_worker_of = nullptr;
 
+// How long a handoff polls before it sleeps on a condition variable: longer than the gap
+// between two small ops a Python loop issues, far shorter than a scheduler time slice.
+constexpr auto kSpin = std::chrono::microseconds(30);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls |ready| for up to kSpin; true once it holds, false when the time ran out.
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::yield();  // a core another runnable thread needs is given up
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
 }  // namespace
 
 const Stream* Stream::running_on() { return tls_worker_of; }
 
-Stream::Stream(std::string label) : label_(std::move(label)) {}
+Stream::Stream(std::string label)
+    : label_(std::move(label)), worker_generation_(current_fork_generation()) {}
 
 Stream::~Stream() {
   {
@@ -55,9 +83,13 @@ void Stream::start_worker_locked() {
 }
 
 void Stream::recover_from_fork() {
-  if (!worker_.joinable() || worker_generation_ == current_fork_generation()) return;
+  const uint64_t generation = current_fork_generation();
+  if (worker_generation_ == generation) return;
+  // Also a stream that never started a worker (its work all ran inline): it may have been held
+  // for the fork, or running a task inline on another thread.
   restart_after_fork();
   std::lock_guard<std::mutex> lock(mutex_);
+  worker_generation_ = generation;
   // Every task not in the queue any more ran in the parent, or was running there (and then
   // cannot finish here): count it done, so that waits in the child return.
   const uint64_t taken = enqueued_.load(std::memory_order_relaxed) - tasks_.size();
@@ -66,12 +98,14 @@ void Stream::recover_from_fork() {
     tasks_.push_front(std::move(current_));  // an event wait: it waits again here
     --done;
   } else if (const char* op = running_.exchange(nullptr); op != nullptr && error_.empty()) {
+    // The worker's task, or one another thread was running inline.
     error_ = "queued op '" + std::string(op) + "' on " + label_ +
              " was running when the process forked: its result is missing in the child. "
              "Synchronize before fork() when a child reads the device.";
   }
   running_.store(nullptr, std::memory_order_relaxed);
   busy_ = held_ = false;
+  inline_running_.store(false, std::memory_order_relaxed);
   completed_.store(done, std::memory_order_release);
   if (!tasks_.empty()) start_worker_locked();  // work the parent queued before the fork
 }
@@ -93,12 +127,63 @@ uint64_t Stream::enqueue_task(Task task) {
   return sequence;
 }
 
+uint64_t Stream::run_inline(const char* op, void (*call)(void*), void* work) {
+  recover_from_fork();
+  if (completed_.load(std::memory_order_acquire) != enqueued_.load(std::memory_order_acquire))
+    return 0;  // busy: no need for the lock to tell
+  uint64_t sequence;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (busy_ || held_ || inline_running_.load(std::memory_order_relaxed) || !tasks_.empty())
+      return 0;
+    inline_running_.store(true, std::memory_order_relaxed);
+    sequence = enqueued_.fetch_add(1, std::memory_order_release) + 1;
+  }
+  running_.store(op, std::memory_order_relaxed);
+  const Stream* outer = tls_worker_of;
+  tls_worker_of = this;
+  std::string error;
+  try {
+    call(work);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
+  }
+  tls_worker_of = outer;
+  running_.store(nullptr, std::memory_order_relaxed);
+  bool queued_meanwhile;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error.empty()) record_error_locked(op, error);
+    inline_running_.store(false, std::memory_order_relaxed);
+    completed_.fetch_add(1, std::memory_order_release);
+    queued_meanwhile = !tasks_.empty();
+  }
+  if (queued_meanwhile) work_ready_.notify_one();
+  work_done_.notify_all();
+  return sequence;
+}
+
+void Stream::record_error_locked(const char* op, const std::string& error) {
+  if (error_.empty())
+    error_ = "queued op '" + std::string(op) + "' on " + label_ + " failed: " + error;
+}
+
 void Stream::run() {
   tls_worker_of = this;
   for (;;) {
+    // The next task often comes within microseconds: poll before sleeping.
+    spin_until([this] {
+      return enqueued_.load(std::memory_order_acquire) !=
+             completed_.load(std::memory_order_acquire);
+    });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_ready_.wait(lock, [this] { return stopping_ || (!tasks_.empty() && !held_); });
+      work_ready_.wait(lock, [this] {
+        return !inline_running_.load(std::memory_order_relaxed) &&
+               (stopping_ || (!tasks_.empty() && !held_));
+      });
       if (tasks_.empty()) return;  // stopping, and everything ran
       current_ = std::move(tasks_.front());
       tasks_.pop_front();
@@ -117,9 +202,7 @@ void Stream::run() {
     current_.work = nullptr;  // release what the task captured before reporting completion
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!error.empty() && error_.empty()) {
-        error_ = "queued op '" + std::string(current_.op) + "' on " + label_ + " failed: " + error;
-      }
+      if (!error.empty()) record_error_locked(current_.op, error);
       busy_ = false;
       completed_.fetch_add(1, std::memory_order_release);
     }
@@ -131,7 +214,9 @@ void Stream::hold_for_fork() {
   recover_from_fork();
   std::unique_lock<std::mutex> lock(mutex_);
   held_ = true;
-  work_done_.wait(lock, [this] { return !busy_ || current_.restartable; });
+  work_done_.wait(lock, [this] {
+    return (!busy_ || current_.restartable) && !inline_running_.load(std::memory_order_relaxed);
+  });
 }
 
 void Stream::release_after_fork() {
@@ -148,7 +233,8 @@ bool Stream::query() const {
 
 void Stream::wait_until_done(uint64_t target) {
   recover_from_fork();
-  if (completed_.load(std::memory_order_acquire) >= target) return;
+  auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
+  if (done() || spin_until(done)) return;
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) >= target; });
 }
@@ -172,12 +258,17 @@ void Event::record(Stream& stream, double modeled_s) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const uint64_t generation = ++state_->generation;
   state_->modeled_s = modeled_s;
-  // Holding the state lock across enqueue keeps (point, generation) consistent; the marker
-  // takes the lock only when it runs, on the worker.
-  const uint64_t sequence = stream.enqueue("event record", [state = state_, generation] {
-    std::lock_guard<std::mutex> marker_lock(state->mutex);
-    if (state->generation == generation) state->completed_at = Clock::now();
-  });
+  // An idle stream reaches the point at once: the marker runs here, under the lock it holds.
+  auto mark_now = [this] { state_->completed_at = Clock::now(); };
+  uint64_t sequence = stream.run_inline_if_idle("event record", mark_now);
+  if (sequence == 0) {
+    // Holding the state lock across enqueue keeps (point, generation) consistent; the marker
+    // takes the lock only when it runs, on the worker.
+    sequence = stream.enqueue("event record", [state = state_, generation] {
+      std::lock_guard<std::mutex> marker_lock(state->mutex);
+      if (state->generation == generation) state->completed_at = Clock::now();
+    });
+  }
   state_->point = Point{&stream, sequence};
 }
 

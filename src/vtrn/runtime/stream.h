@@ -3,6 +3,16 @@
 // Promises:
 //  * enqueue() returns at once; the work runs on the stream's own worker thread, in the order
 //    it was enqueued. Work on two streams is ordered only by events.
+//  * run_inline_if_idle() runs work on the calling thread instead, when the stream is idle
+//    (nothing queued or running, not held for a fork): to everything else it is a task that was
+//    enqueued and ran at once. It takes the next sequence number, a throw is kept for the next
+//    synchronize() as a queued task's is, running_on() is the stream meanwhile, and work
+//    enqueued meanwhile by another thread runs after it. A stream whose work all ran inline
+//    never starts a worker. Work that waits for anything (an event, a gate) must be enqueued.
+//  * Handoffs spin briefly before they sleep: a worker that finished its task polls for the
+//    next for a few microseconds, and so does a thread waiting for a task to complete, so that
+//    back-to-back handoffs cost no futex sleep and wake-up. The spin yields the core every few
+//    polls, so a machine with more runnable threads than cores loses little to it.
 //  * A task that throws does not stop the stream. Its error, naming the op, is kept and thrown
 //    by the next synchronize() of that stream (or of its device), then forgotten: the stream
 //    stays usable.
@@ -70,6 +80,15 @@ class Stream {
 
   const std::string& label() const { return label_; }
 
+  /// Runs |work| (callable with no arguments) at once on the calling thread when the stream is
+  /// idle, as the promises above say. Returns its sequence number, or 0 when the stream was
+  /// not idle and nothing ran (enqueue the work then).
+  template <typename F>
+  uint64_t run_inline_if_idle(const char* op, F& work) {
+    return run_inline(
+        op, [](void* f) { (*static_cast<F*>(f))(); }, &work);
+  }
+
   /// The stream whose worker is the calling thread, or nullptr on any other thread.
   static const Stream* running_on();
 
@@ -88,6 +107,8 @@ class Stream {
 
   friend class Event;  // queues its waits as restartable tasks
   uint64_t enqueue_task(Task task);
+  uint64_t run_inline(const char* op, void (*call)(void*), void* work);
+  void record_error_locked(const char* op, const std::string& error);
   void run();
   void restart_after_fork();
   void recover_from_fork();
@@ -106,9 +127,12 @@ class Stream {
   Task current_;       ///< the task the worker took; touched by the worker alone while busy_
   bool busy_ = false;  ///< the worker took a task and has not yet reported it done
   bool held_ = false;  ///< hold_for_fork(): the worker starts no task
+  /// A run_inline_if_idle() task is running: the worker starts nothing meanwhile.
+  std::atomic<bool> inline_running_{false};
   bool stopping_ = false;
-  std::thread worker_;              ///< started on the first enqueue (and again in a forked child)
-  uint64_t worker_generation_ = 0;  ///< fork generation the worker was started in
+  std::thread worker_;  ///< started on the first enqueue (and again in a forked child)
+  /// Fork generation the worker was started in (or the stream was made or recovered in).
+  uint64_t worker_generation_ = 0;
 };
 
 class Event {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +170,138 @@ TEST(StreamTest, HeldForForkTheChildLosesNoTaskAndEventWaitsRunAgain) {
   waiter.synchronize();
   EXPECT_EQ(after.load(), 1);
   EXPECT_EQ(after_wait.load(), 1);
+}
+
+// An idle stream runs the work on the calling thread, as a task that ran at once: it takes a
+// sequence number, running_on() names the stream, and a throw waits for synchronize().
+TEST(StreamTest, RunsInlineWhenIdleAsATaskThatRanAtOnce) {
+  Stream s("neuron:0 stream 0");
+  std::thread::id ran_on;
+  const Stream* running = nullptr;
+  auto work = [&] {
+    ran_on = std::this_thread::get_id();
+    running = Stream::running_on();
+  };
+  EXPECT_EQ(s.run_inline_if_idle("aten::add", work), 1u);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(running, &s);
+  EXPECT_EQ(Stream::running_on(), nullptr);
+  EXPECT_EQ(s.completed(), 1u);
+  EXPECT_TRUE(s.query());
+  auto bad = [] { throw std::runtime_error("boom"); };
+  EXPECT_EQ(s.run_inline_if_idle("aten::bad", bad), 2u);  // no throw at the call
+  try {
+    s.synchronize();
+    FAIL() << "expected QueuedOpError";
+  } catch (const QueuedOpError& e) {
+    EXPECT_STREQ(e.what(), "queued op 'aten::bad' on neuron:0 stream 0 failed: boom");
+  }
+  EXPECT_NO_THROW(s.synchronize());
+}
+
+// Queued work that has not run keeps the stream busy: the work is not run, and the caller
+// enqueues it behind.
+TEST(StreamTest, BusyStreamDoesNotRunInline) {
+  Stream s("s");
+  std::atomic<bool> release{false};
+  s.enqueue("gate", [&] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  bool ran = false;
+  auto work = [&] { ran = true; };
+  EXPECT_EQ(s.run_inline_if_idle("mark", work), 0u);
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(s.enqueued(), 1u);
+  release = true;
+  s.synchronize();
+  EXPECT_EQ(s.run_inline_if_idle("mark", work), 2u);
+  EXPECT_TRUE(ran);
+}
+
+// Work another thread enqueues while an inline task runs waits for it, and an event recorded
+// meanwhile is reached only after both.
+TEST(StreamTest, WorkEnqueuedDuringAnInlineTaskRunsAfterIt) {
+  Stream s("s");
+  std::vector<std::string> order;
+  std::mutex order_mutex;
+  auto push = [&](const char* what) {
+    std::lock_guard<std::mutex> lock(order_mutex);
+    order.push_back(what);
+  };
+  Event e;
+  auto first = [&] {
+    std::thread other([&] {
+      s.enqueue("second", [&] { push("second"); });
+      e.record(s);
+    });
+    other.join();
+    std::this_thread::sleep_for(20ms);  // time enough for a worker to run "second" too early
+    EXPECT_FALSE(e.query());
+    push("first");
+  };
+  EXPECT_EQ(s.run_inline_if_idle("first", first), 1u);
+  e.synchronize();
+  std::lock_guard<std::mutex> lock(order_mutex);
+  EXPECT_EQ(order, (std::vector<std::string>{"first", "second"}));
+}
+
+// Held for a fork, the stream runs nothing inline; a hold waits for an inline task to end.
+TEST(StreamTest, HoldForForkWaitsForAnInlineTaskAndStopsInlineRuns) {
+  Stream s("s");
+  std::atomic<bool> started{false}, held{false};
+  auto slow = [&] {
+    started = true;
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(held.load());
+  };
+  std::thread runner([&] { EXPECT_EQ(s.run_inline_if_idle("slow", slow), 1u); });
+  while (!started.load()) std::this_thread::yield();
+  s.hold_for_fork();
+  held = true;
+  EXPECT_EQ(s.completed(), 1u);
+  bool ran = false;
+  auto work = [&] { ran = true; };
+  EXPECT_EQ(s.run_inline_if_idle("held", work), 0u);
+  EXPECT_FALSE(ran);
+  s.release_after_fork();
+  runner.join();
+}
+
+// A stream whose work all ran inline has no worker; held for a fork, it works in the child.
+TEST(StreamTest, AStreamThatRanOnlyInlineWorksInAChildForkedWhileHeld) {
+  Stream s("s");
+  std::atomic<int> value{0};
+  auto one = [&] { value = 1; };
+  ASSERT_EQ(s.run_inline_if_idle("inline op", one), 1u);
+  s.hold_for_fork();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);  // a hang fails the test instead of stopping it
+    s.enqueue("child op", [&] { value = 2; });
+    s.synchronize();
+    auto three = [&] { value = 3; };
+    const bool inline_ran = s.run_inline_if_idle("child inline op", three) != 0;
+    _exit(value.load() == 3 && inline_ran ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  s.release_after_fork();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(value.load(), 1);
+}
+
+// An event recorded on an idle stream is reached at once, with its completion time set.
+TEST(EventTest, RecordOnAnIdleStreamIsReachedAtOnce) {
+  Stream s("s");
+  Event start, end;
+  start.record(s);
+  EXPECT_TRUE(start.query());
+  end.record(s);
+  EXPECT_TRUE(end.query());
+  EXPECT_GE(end.elapsed_ms_since(start), 0.0);
+  EXPECT_EQ(s.completed(), 2u);
 }
 
 TEST(EventTest, QueryElapsedAndNeverRecorded) {

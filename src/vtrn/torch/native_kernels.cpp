@@ -217,11 +217,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     // neuron -> neuron: queued on the destination's stream, after the source's producer.
     if (index_of(self) != index_of(dst)) sync_current_stream(index_of(self));
     const double bytes = static_cast<double>(self.nbytes() + dst.nbytes());
-    enqueue(index_of(dst), "aten::_copy_from", modeled_device_copy(bytes),
-            [src = DeviceView(self), out = DeviceView(dst)] {
-              at::Tensor out_cpu = out.cpu();
-              at::native::copy_(out_cpu, src.cpu(), false);
-            });
+    run_kernel(index_of(dst), "aten::_copy_from", modeled_device_copy(bytes), HostCost{bytes},
+               [src = DeviceView(self), out = DeviceView(dst)] {
+                 at::Tensor out_cpu = out.cpu();
+                 at::native::copy_(out_cpu, src.cpu(), false);
+               });
   } else if (!dst.is_cpu()) {
     // cpu -> neuron. A non-blocking copy from pinned memory is queued; otherwise the host
     // buffer may be reused as soon as copy_ returns, so copy now, after queued work on dst.
@@ -275,12 +275,12 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   VTRN_RECORD_OP("fill_.Scalar");
   check_fill_value(self, value);
   if (self.numel() == 0) return self;
-  enqueue(index_of(self), "aten::fill_.Scalar",
-          modeled_memory_kernel(static_cast<double>(self.nbytes())),
-          [out = DeviceView(self), value] {
-            at::Tensor alias = out.cpu();
-            at::native::fill_(alias, value);
-          });
+  const double bytes = static_cast<double>(self.nbytes());
+  run_kernel(index_of(self), "aten::fill_.Scalar", modeled_memory_kernel(bytes), HostCost{bytes},
+             [out = DeviceView(self), value] {
+               at::Tensor alias = out.cpu();
+               at::native::fill_(alias, value);
+             });
   return self;
 }
 
@@ -292,23 +292,24 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   if (self.numel() == 0) return self;
   if (value.is_cpu()) return fill_scalar(self, value.item());
   if (index_of(value) != index_of(self)) sync_current_stream(index_of(value));
-  enqueue(index_of(self), "aten::fill_.Tensor",
-          modeled_memory_kernel(static_cast<double>(self.nbytes())),
-          [out = DeviceView(self), v = DeviceView(value)] {
-            at::Tensor alias = out.cpu();
-            at::native::fill_(alias, v.cpu());
-          });
+  const double bytes = static_cast<double>(self.nbytes());
+  run_kernel(index_of(self), "aten::fill_.Tensor", modeled_memory_kernel(bytes), HostCost{bytes},
+             [out = DeviceView(self), v = DeviceView(value)] {
+               at::Tensor alias = out.cpu();
+               at::native::fill_(alias, v.cpu());
+             });
   return self;
 }
 
 at::Tensor& zero(at::Tensor& self) {
   VTRN_RECORD_OP("zero_");
   if (self.numel() == 0) return self;
-  enqueue(index_of(self), "aten::zero_", modeled_memory_kernel(static_cast<double>(self.nbytes())),
-          [out = DeviceView(self)] {
-            at::Tensor alias = out.cpu();
-            at::native::zero_(alias);
-          });
+  const double bytes = static_cast<double>(self.nbytes());
+  run_kernel(index_of(self), "aten::zero_", modeled_memory_kernel(bytes), HostCost{bytes},
+             [out = DeviceView(self)] {
+               at::Tensor alias = out.cpu();
+               at::native::zero_(alias);
+             });
   return self;
 }
 
@@ -329,12 +330,12 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 void queue_assert(const at::Tensor& self, std::string message) {
   TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
   TORCH_CHECK(self.numel() < 2, "Boolean value of Tensor with more than one value is ambiguous");
-  enqueue(index_of(self), "aten::_assert_async",
-          modeled_memory_kernel(static_cast<double>(self.element_size())),
-          [in = DeviceView(self), message = std::move(message)] {
-            at::Tensor alias = in.cpu();
-            TORCH_CHECK(alias.is_nonzero(), message);
-          });
+  const double bytes = static_cast<double>(self.element_size());
+  run_kernel(index_of(self), "aten::_assert_async", modeled_memory_kernel(bytes), HostCost{bytes},
+             [in = DeviceView(self), message = std::move(message)] {
+               at::Tensor alias = in.cpu();
+               TORCH_CHECK(alias.is_nonzero(), message);
+             });
 }
 
 void assert_async(const at::Tensor& self) {

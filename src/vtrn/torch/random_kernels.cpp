@@ -53,6 +53,10 @@ runtime::ModeledWork modeled_random_kernel(const at::Tensor& t) {
                                   c.time_s);
 }
 
+/// The host cost of |draws| Philox draws, each a few dozen scalar operations: counted as 64
+/// bytes of work apiece, so that only fills of about a thousand draws count as small.
+HostCost draws_cost(uint64_t draws) { return HostCost{64.0 * static_cast<double>(draws)}; }
+
 struct PhiloxDraws {
   uint32_t a, b;
 };
@@ -89,16 +93,17 @@ void queue_random_fill(const at::Tensor& self, const char* op,
   if (self.numel() == 0) return;
   const uint64_t count = static_cast<uint64_t>(self.numel()) * (self.is_complex() ? 2 : 1);
   const PhiloxRange range = reserve_philox(generator, index_of(self), count);
-  enqueue(index_of(self), op, modeled_random_kernel(self), [out = DeviceView(self), range, gen] {
-    at::Tensor alias = out.cpu();
-    if (alias.is_complex()) alias = at::view_as_real(alias);
-    const int64_t n = alias.numel();
-    at::Tensor values =
-        at::empty({n}, at::TensorOptions().dtype(c10::CppTypeToScalarType<Compute>::value));
-    Compute* p = values.data_ptr<Compute>();
-    for (int64_t i = 0; i < n; ++i) p[i] = gen(philox(range, static_cast<uint64_t>(i)));
-    at::native::copy_(alias, values.view(alias.sizes()), false);
-  });
+  run_kernel(index_of(self), op, modeled_random_kernel(self), draws_cost(count),
+             [out = DeviceView(self), range, gen] {
+               at::Tensor alias = out.cpu();
+               if (alias.is_complex()) alias = at::view_as_real(alias);
+               const int64_t n = alias.numel();
+               at::Tensor values = at::empty(
+                   {n}, at::TensorOptions().dtype(c10::CppTypeToScalarType<Compute>::value));
+               Compute* p = values.data_ptr<Compute>();
+               for (int64_t i = 0; i < n; ++i) p[i] = gen(philox(range, static_cast<uint64_t>(i)));
+               at::native::copy_(alias, values.view(alias.sizes()), false);
+             });
 }
 
 /// A continuous distribution: gen(draws, is_double) is computed in double for double (and
@@ -316,22 +321,22 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> generator, at::
   }
   if (n == 0) return out;
   const PhiloxRange range = reserve_philox(generator, index_of(out), static_cast<uint64_t>(n));
-  enqueue(index_of(out), "aten::randperm.generator_out", modeled_random_kernel(out),
-          [dst = DeviceView(out), range, n] {
-            std::vector<uint64_t> keys(n);
-            for (int64_t i = 0; i < n; ++i) {
-              const PhiloxDraws d = philox(range, static_cast<uint64_t>(i));
-              keys[i] = static_cast<uint64_t>(d.b) << 32 | d.a;
-            }
-            std::vector<int64_t> order(n);
-            std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(),
-                             [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
-            at::Tensor alias = dst.cpu();
-            at::native::copy_(
-                alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)),
-                false);
-          });
+  run_kernel(index_of(out), "aten::randperm.generator_out", modeled_random_kernel(out),
+             draws_cost(static_cast<uint64_t>(n)), [dst = DeviceView(out), range, n] {
+               std::vector<uint64_t> keys(n);
+               for (int64_t i = 0; i < n; ++i) {
+                 const PhiloxDraws d = philox(range, static_cast<uint64_t>(i));
+                 keys[i] = static_cast<uint64_t>(d.b) << 32 | d.a;
+               }
+               std::vector<int64_t> order(n);
+               std::iota(order.begin(), order.end(), 0);
+               std::stable_sort(order.begin(), order.end(),
+                                [&](int64_t x, int64_t y) { return keys[x] < keys[y]; });
+               at::Tensor alias = dst.cpu();
+               at::native::copy_(
+                   alias, at::from_blob(order.data(), {n}, at::TensorOptions().dtype(at::kLong)),
+                   false);
+             });
   return out;
 }
 
@@ -346,20 +351,22 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const PhiloxRange range =
       drop ? reserve_philox(std::nullopt, index_of(input), static_cast<uint64_t>(input.numel()))
            : PhiloxRange{0, 0};
-  enqueue(index_of(input), "aten::native_dropout", modeled_random_kernel(input),
-          [in = DeviceView(input), out = DeviceView(output), m = DeviceView(mask), range, p, drop] {
-            at::Tensor x = in.cpu();
-            at::Tensor y = out.cpu();
-            at::Tensor keep = m.cpu();
-            const int64_t n = x.numel();
-            at::Tensor keep_values = at::empty({n}, at::TensorOptions().dtype(at::kBool));
-            bool* k = keep_values.data_ptr<bool>();
-            for (int64_t i = 0; i < n; ++i) k[i] = !drop || uniform01(philox(range, i), false) >= p;
-            at::native::copy_(keep, keep_values.view(keep.sizes()), false);
-            const double scale = drop ? (p == 1.0 ? 0.0 : 1.0 / (1.0 - p)) : 1.0;
-            at::Tensor result = x.mul(keep).mul_(scale);
-            at::native::copy_(y, result, false);
-          });
+  run_kernel(
+      index_of(input), "aten::native_dropout", modeled_random_kernel(input),
+      draws_cost(static_cast<uint64_t>(input.numel())),
+      [in = DeviceView(input), out = DeviceView(output), m = DeviceView(mask), range, p, drop] {
+        at::Tensor x = in.cpu();
+        at::Tensor y = out.cpu();
+        at::Tensor keep = m.cpu();
+        const int64_t n = x.numel();
+        at::Tensor keep_values = at::empty({n}, at::TensorOptions().dtype(at::kBool));
+        bool* k = keep_values.data_ptr<bool>();
+        for (int64_t i = 0; i < n; ++i) k[i] = !drop || uniform01(philox(range, i), false) >= p;
+        at::native::copy_(keep, keep_values.view(keep.sizes()), false);
+        const double scale = drop ? (p == 1.0 ? 0.0 : 1.0 / (1.0 - p)) : 1.0;
+        at::Tensor result = x.mul(keep).mul_(scale);
+        at::native::copy_(y, result, false);
+      });
   return {output, mask};
 }
 

@@ -223,6 +223,36 @@ void enqueue(c10::DeviceIndex device, const char* op, const runtime::ModeledWork
   enqueue(device, op, std::move(work));
 }
 
+runtime::Stream* begin_kernel(c10::DeviceIndex device, const char* op,
+                              const runtime::ModeledWork& modeled) {
+  runtime::Stream& stream = runtime_stream(current_stream(device));  // flushes AEE's groups
+  advance_clock(device, op, modeled);
+  if (shapes_only()) return nullptr;  // the clock moved; the bytes are not computed
+  runtime::set_executor_threads(at::get_num_threads());
+  return &stream;
+}
+
+void end_kernel(runtime::Stream& stream) {
+  if (!launch_blocking()) return;
+  const WithoutGil no_gil;
+  try {
+    stream.synchronize();
+  } catch (const runtime::QueuedOpError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+KernelPlacement kernel_placement(const HostCost& cost) {
+  // Small: a few microseconds on one core, about what handing it to the worker costs (a
+  // futex wake, the worker's wake-up and sleep, a cache line or two moving between cores).
+  constexpr double kSmallBytes = 64 * 1024;
+  constexpr double kSmallFlops = 256 * 1024;
+  if (cost.bytes <= kSmallBytes && cost.flops <= kSmallFlops) return KernelPlacement::kHere;
+  // A budget of one thread: the worker would only compete with this thread for its core.
+  if (runtime::executor_threads() == 1) return KernelPlacement::kHereWithoutGil;
+  return KernelPlacement::kQueue;
+}
+
 namespace {
 runtime::ModeledWork modeled_dma(double bytes, runtime::WorkKind kind) {
   cost::Work w;

@@ -11,6 +11,12 @@
 //  * Each device's current stream is per thread, as on CUDA (the default stream until set).
 //  * Work enqueued on a stream runs in order on that stream's worker; host reads wait for it.
 //    Anything that touches a stream first runs the ops Adaptive Eager Execution still holds.
+//  * A kernel (run_kernel) runs at once on the issuing thread instead when its stream is idle
+//    and it is small on the host, or when the thread budget (torch.set_num_threads,
+//    OMP_NUM_THREADS) is one thread: handing a few microseconds of work to the worker and
+//    waking it costs more than the work, and a budget of one thread leaves no core for a
+//    worker. To every other thread, stream and event it is queued work that already ran. So a
+//    program whose kernels all run inline never starts a stream worker.
 //  * An error of queued work is raised (c10::Error) at the next synchronization point, or at
 //    once under NEURON_LAUNCH_BLOCKING=1.
 //  * Every wait releases the GIL while it blocks (see gil.h).
@@ -40,6 +46,7 @@
 #include "vtrn/runtime/device_clock.h"
 #include "vtrn/runtime/device_memory.h"
 #include "vtrn/runtime/stream.h"
+#include "vtrn/torch/gil.h"
 
 namespace vtrn::torch_adapter {
 
@@ -55,6 +62,53 @@ runtime::DeviceClock& device_clock(c10::DeviceIndex device);
 /// timeline.
 void enqueue(c10::DeviceIndex device, const char* op, const runtime::ModeledWork& modeled,
              std::function<void()> work);
+
+/// What a kernel costs the host: the bytes it reads and writes, its FLOPs.
+struct HostCost {
+  double bytes = 0;
+  double flops = 0;
+};
+
+/// How run_kernel() runs a kernel of |cost|.
+enum class KernelPlacement {
+  kQueue,          ///< on the stream's worker
+  kHere,           ///< on the calling thread when the stream is idle, keeping the GIL
+  kHereWithoutGil  ///< the same, releasing the GIL while it runs (a long kernel)
+};
+KernelPlacement kernel_placement(const HostCost& cost);
+
+/// Before a kernel: runs the ops AEE holds, advances the modeled clock and the thread budget.
+/// The current stream of |device|, or nullptr in shape-only execution (nothing to run).
+runtime::Stream* begin_kernel(c10::DeviceIndex device, const char* op,
+                              const runtime::ModeledWork& modeled);
+/// After it: under NEURON_LAUNCH_BLOCKING=1, waits for |stream| and raises its error.
+void end_kernel(runtime::Stream& stream);
+
+/// Runs the kernel |work| on the current stream of |device| with |modeled| on its timeline:
+/// at once on the calling thread when kernel_placement() and the stream allow (see the
+/// promises above), else queued as enqueue() does. |work| must not wait for anything: a gate
+/// or a sleep goes through enqueue(). |op| must be a string literal.
+template <typename F>
+void run_kernel(c10::DeviceIndex device, const char* op, const runtime::ModeledWork& modeled,
+                const HostCost& cost, F work) {
+  runtime::Stream* stream = begin_kernel(device, op, modeled);
+  if (stream == nullptr) return;
+  bool ran = false;
+  switch (kernel_placement(cost)) {
+    case KernelPlacement::kQueue:
+      break;
+    case KernelPlacement::kHere:
+      ran = stream->run_inline_if_idle(op, work) != 0;
+      break;
+    case KernelPlacement::kHereWithoutGil: {
+      const WithoutGil no_gil;
+      ran = stream->run_inline_if_idle(op, work) != 0;
+      break;
+    }
+  }
+  if (!ran) stream->enqueue(op, std::function<void()>(std::move(work)));
+  end_kernel(*stream);
+}
 
 /// Places |modeled| on the current stream's timeline of |device| without queueing anything
 /// (a collective, whose data moved on the host; a copy made at once).
