@@ -248,15 +248,16 @@ TEST(ExecutableTest, FusedChainIsNeverSlowerThanItsOpsRunSeparately) {
 }
 
 TEST(ExecutableTest, OutputsUsedBeforeTheRootStayOutOfTheKernel) {
-  // y = x + 1 is read by a dot that runs before z = y * 2: fusing y into z's kernel would
-  // compute it too late, so it stays a kernel of its own.
+  // y = x + 1 is read by a dot that runs before z = y * d: fusing y into z's kernel would
+  // compute it too late, so it stays a kernel of its own. (d is returned, so the dot is not
+  // z's epilogue head.)
   Builder b("order");
   Value x = b.param(TensorType(DType::kF32, {64, 64}));
   Value one = b.broadcast_in_dim(b.scalar(DType::kF32, 1), {64, 64}, {});
   Value y = b.add(x, one);
   Value d = b.matmul(y, x);
   Value z = b.mul(y, d);
-  const Executable exe = compile(b.finish({z}));
+  const Executable exe = compile(b.finish({z, d}));
   std::vector<std::string> names;
   for (const Kernel& k : exe.kernels)
     if (k.kind != KernelKind::kConstant) names.push_back(k.name);
