@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -126,6 +127,20 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
   for (int v : inputs) w.bytes += static_cast<double>(b.type(v).byte_size());
   const Op& root = b.ops[k.ops.back()];
   for (int r : root.results) w.bytes += static_cast<double>(b.type(r).byte_size());
+  if (k.kind == KernelKind::kFused && k.ops.size() > 1) {
+    // Multi-output fusion: a member's value returned or read outside the kernel is written.
+    std::set<int> needed(b.results.begin(), b.results.end());
+    const std::set<int> members(k.ops.begin(), k.ops.end());
+    for (std::size_t i = 0; i < b.ops.size(); ++i)
+      if (!members.count(static_cast<int>(i)))
+        for (int v : b.ops[i].operands) needed.insert(v);
+    for (std::size_t i = 0; i + 1 < k.ops.size(); ++i) {
+      const Op& op = b.ops[k.ops[i]];
+      if (op.kind == OpKind::kBroadcastInDim) continue;
+      if (needed.count(op.results[0]))
+        w.bytes += static_cast<double>(b.type(op.results[0]).byte_size());
+    }
+  }
   if (root.kind == OpKind::kCustomCall && root.call_target_name == nki::kCustomCallTarget) {
     // An NKI kernel: its own engine schedule's latency, which the call carries.
     const std::optional<nki::CallConfig> c = nki::parse_backend_config(root.backend_config);
@@ -240,6 +255,42 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
     // The iteration domain: the root's result shape, or a reduce's input shape.
     const std::vector<std::int64_t> domain =
         root.kind == OpKind::kReduce ? b.type(root.operands[0]).dims : b.type(root.results[0]).dims;
+    // Can |op|'s results leave a kernel rooted at |root|? Each user is in the group, runs
+    // after the root, or is an elementwise sibling that can join (sibling_ok); a reduce-rooted
+    // kernel has one output.
+    std::function<bool(int, std::size_t, int)> sibling_ok;
+    auto multi_output_ok = [&](int op, std::size_t root, int g) {
+      for (int r : b.ops[op].results) {
+        const bool outside =
+            returned.count(r) > 0 ||
+            std::any_of(users[r].begin(), users[r].end(), [&](int u) { return group[u] != g; });
+        if (!outside) continue;
+        if (b.ops[root].kind == OpKind::kReduce || b.ops[op].kind == OpKind::kBroadcastInDim)
+          return false;
+        for (int u : users[r])
+          if (group[u] != g && u < static_cast<int>(root) && !sibling_ok(u, root, g)) return false;
+      }
+      return true;
+    };
+    // An ungrouped elementwise op before the root whose operands are all computed in the
+    // group or before the group's kernel (outside any later kernel), and whose own results
+    // are used only after the root (or returned).
+    sibling_ok = [&](int u, std::size_t root, int g) {
+      const Op& op = b.ops[u];
+      if (group[u] >= 0 || !fusible(b, op) || op.kind == OpKind::kReduce ||
+          op.kind == OpKind::kBroadcastInDim || b.ops[root].kind == OpKind::kReduce)
+        return false;
+      for (int r : op.results)
+        if (b.type(r).dims != b.type(b.ops[root].results[0]).dims) return false;
+      for (int v : op.operands)
+        if (def[v] >= 0 && group[def[v]] >= 0 && group[def[v]] != g) return false;
+      for (int r : op.results)
+        for (int w : users[r])
+          if ((group[w] != g && w < static_cast<int>(root)) ||
+              (group[w] == g && b.ops[w].kind == OpKind::kDotGeneral))
+            return false;
+      return true;
+    };
     std::vector<int> work{static_cast<int>(ri)};
     while (!work.empty()) {
       const int oi = work.back();
@@ -256,18 +307,35 @@ std::vector<Kernel> form_kernels(const Block& b, bool fusion) {
         const bool head = !group_has_dot[g] && epilogue_head(b, prod);
         if (!head && (!fusible(b, prod) || prod.kind == OpKind::kReduce)) continue;
         if (b.type(v).dims != domain) continue;
-        if (returned.count(v)) continue;
-        bool all_in = true;
         // (An operand of the head is read whole before the loop, so it is never computed in it.)
+        bool feeds_head = false;
         for (int u : users[v])
-          all_in = all_in && group[u] == g && b.ops[u].kind != OpKind::kDotGeneral;
-        if (!all_in) continue;
+          feeds_head = feeds_head || (group[u] == g && b.ops[u].kind == OpKind::kDotGeneral);
+        if (feeds_head) continue;
+        if (head) {
+          if (returned.count(v)) continue;
+          bool all_in = true;
+          for (int u : users[v]) all_in = all_in && group[u] == g;
+          if (!all_in) continue;
+          group[p] = g;
+          groups[g].push_back(p);
+          group_has_dot[g] = true;
+          continue;
+        }
+        // A value needed outside the kernel is one more output of it (multi-output fusion),
+        // written once as the separate op would write it, when every outside user runs after
+        // the kernel. An elementwise sibling that comes before the root and reads only values
+        // the kernel has by then (a convert of |v| the program keeps) joins the kernel instead.
+        if (!multi_output_ok(p, ri, g)) continue;
         group[p] = g;
         groups[g].push_back(p);
-        if (head)
-          group_has_dot[g] = true;
-        else
-          work.push_back(p);
+        work.push_back(p);
+        for (int u : users[v]) {
+          if (group[u] == g || u > static_cast<int>(ri) || !sibling_ok(u, ri, g)) continue;
+          group[u] = g;
+          groups[g].push_back(u);
+          work.push_back(u);
+        }
       }
     }
   }

@@ -24,7 +24,7 @@
 namespace vtrn::compiler {
 
 /// Bumped whenever the compiler's output for a given input may change. Part of the cache key.
-inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.3";
+inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.4";
 inline constexpr std::uint32_t kFormatVersion = 1;
 
 struct CompileOptions {
@@ -36,7 +36,8 @@ struct CompileOptions {
 
 enum class KernelKind : std::uint8_t {
   kFused,     ///< elementwise/broadcast/convert ops, optionally headed by one dot_general
-              ///< (its epilogue) and optionally ending in a reduce
+              ///< (its epilogue) and optionally ending in a reduce; a value of it needed
+              ///< outside is written too (multi-output)
   kOp,        ///< one op that is not fused (dot_general, transpose, gather, ...)
   kBitcast,   ///< reshape: no data moves
   kConstant,  ///< materialized when the executable is loaded

@@ -353,8 +353,11 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
                              alloc(dot.results[0]));
       }
       std::uint8_t* out = alloc(s.fused->output());
-      s.fused->run(values, out, threads);
+      std::vector<std::uint8_t*> extra;
+      for (int v : s.fused->extra_outputs()) extra.push_back(alloc(v));
+      s.fused->run(values, out, threads, extra);
       written.insert(s.fused->output());
+      written.insert(s.fused->extra_outputs().begin(), s.fused->extra_outputs().end());
       continue;
     }
     if (s.kernel->kind == KernelKind::kBitcast) {

@@ -323,5 +323,37 @@ TEST(ExecutorTest, ConvertFloatToIntOutOfRange) {
       EXPECT_EQ(out[k].get(static_cast<std::int64_t>(i)), expect[k][i]) << k << " " << xs[i];
 }
 
+// A fused loop writes every value of it that is needed outside (multi-output fusion): |a| and
+// |m2| are returned beside the root, |b|'s float32 product feeds the root inside the loop.
+TEST(ExecutorTest, FusedLoopWritesEachValueNeededOutside) {
+  Builder b;
+  TensorType t(DType::kBF16, {7, 300});
+  Value x = b.param(t);
+  Value xf = b.convert(x, DType::kF32);
+  Value m = b.mul(xf, xf);
+  Value a = b.convert(m, DType::kBF16);
+  Value m2 = b.add(m, xf);
+  Value root = b.convert(b.mul(m2, xf), DType::kBF16);
+  hlo::Module mod = b.finish({a, root, m2});
+  const auto xs = random_values(2100, -4, 4, 7, DType::kBF16);
+  for (bool fusion : {true, false}) {
+    if (fusion) {
+      const compiler::Executable exe = compiler::compile(mod);
+      int fused = 0;
+      for (const compiler::Kernel& k : exe.kernels) fused += k.kind == compiler::KernelKind::kFused;
+      ASSERT_EQ(fused, 1);
+    }
+    auto out = run(mod, {HostTensor::from_doubles(t, xs)}, fusion);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double x2 = xs[i] * xs[i];                  // exact in float32
+      const double s = static_cast<float>(x2 + xs[i]);  // float32 sum
+      const auto j = static_cast<std::int64_t>(i);
+      expect_close(DType::kBF16, true, out[0].get(j), x2, "a");
+      expect_close(DType::kBF16, true, out[1].get(j), static_cast<float>(s * xs[i]), "root");
+      expect_close(DType::kF32, true, out[2].get(j), s, "m2");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

@@ -26,8 +26,12 @@ class FusedProgram {
   /// Block values read by the loop.
   const std::vector<int>& inputs() const { return input_values_; }
   int output() const { return output_value_; }
-  /// |values| is indexed by block value number.
-  void run(const std::vector<Buf>& values, std::uint8_t* out, int threads) const;
+  /// Values of the loop other than the root's that are needed outside it (returned, or read
+  /// by a later kernel): the loop writes them too.
+  const std::vector<int>& extra_outputs() const { return extra_values_; }
+  /// |values| is indexed by block value number; |extra| holds one buffer per extra output.
+  void run(const std::vector<Buf>& values, std::uint8_t* out, int threads,
+           const std::vector<std::uint8_t*>& extra = {}) const;
 
   // Row blocks (kernels_chain.cc): a loop whose domain is |rows| rows of equal length (a
   // reduce: its outputs, when the reduced dims are trailing) can run rows [r0, r1) alone.
@@ -69,7 +73,7 @@ class FusedProgram {
 
  private:
   void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
-                 std::int64_t hi, Reducer* reducer) const;
+                 std::int64_t hi, Reducer* reducer, const std::vector<std::uint8_t*>& extra) const;
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;
@@ -78,6 +82,8 @@ class FusedProgram {
   std::vector<Instr> instrs_;
   std::vector<int> input_values_;
   int output_value_ = -1;
+  std::vector<int> extra_values_, extra_slots_;
+  std::vector<hlo::DType> extra_dtypes_;
   int root_slot_ = -1;
   hlo::DType out_dtype_ = hlo::DType::kF32;
   // Reduce root.

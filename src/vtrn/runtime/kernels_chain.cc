@@ -56,7 +56,7 @@ void FusedProgram::run_rows(const std::vector<Buf>& values, std::uint8_t* out, s
                             std::int64_t r0, std::int64_t r1, std::int64_t* acc) const {
   const std::int64_t inner = n_ / rows;
   if (!reduce_) {
-    run_range(values, out, r0 * inner, r1 * inner, nullptr);
+    run_range(values, out, r0 * inner, r1 * inner, nullptr, {});
     return;
   }
   const Cls c = slots_[root_slot_].cls;
@@ -88,7 +88,7 @@ void FusedProgram::run_rows(const std::vector<Buf>& values, std::uint8_t* out, s
     r = make_reducer(reduce_layout_, acc);
     first = acc + r0;
   }
-  run_range(values, out, r0 * inner, r1 * inner, r.get());
+  run_range(values, out, r0 * inner, r1 * inner, r.get(), {});
   r->finish();
   store_contiguous(out_dtype_, first, r1 - r0, out, r0);
 }
@@ -103,7 +103,9 @@ std::optional<RowChain> RowChain::make(
   std::vector<std::int64_t> row_size(b.types.size(), -1);
   for (std::size_t j = 0; j < loops.size(); ++j) {
     const FusedProgram* l = loops[j];
-    if (l->row_count(c.rows_) != c.rows_ || !l->reads_rows_locally(row_size, c.rows_))
+    // (A loop with more than one output runs alone.)
+    if (!l->extra_outputs().empty() || l->row_count(c.rows_) != c.rows_ ||
+        !l->reads_rows_locally(row_size, c.rows_))
       return std::nullopt;
     for (int v : l->inputs())
       if (row_size[v] < 0)

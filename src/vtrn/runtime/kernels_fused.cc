@@ -132,6 +132,22 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     out_dtype_ = b.type(output_value_).dtype;
     root_slot_ = slot_of[output_value_];
     out_n_ = n_;
+    // Multi-output fusion: a member's value returned or read by an op outside the loop.
+    std::vector<bool> member(b.ops.size(), false), needed(b.types.size(), false);
+    for (int oi : ops) member[static_cast<std::size_t>(oi)] = true;
+    for (std::size_t i = 0; i < b.ops.size(); ++i)
+      if (!member[i])
+        for (int v : b.ops[i].operands) needed[static_cast<std::size_t>(v)] = true;
+    for (int v : b.results) needed[static_cast<std::size_t>(v)] = true;
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+      const hlo::Op& op = b.ops[ops[i]];
+      if (op.kind == OpKind::kBroadcastInDim) continue;
+      const int v = op.results[0];
+      if (!needed[static_cast<std::size_t>(v)]) continue;
+      extra_values_.push_back(v);
+      extra_slots_.push_back(slot_of[v]);
+      extra_dtypes_.push_back(b.type(v).dtype);
+    }
   }
   // Values loaded more than once (e.g. an input used by two loads) are listed once.
   std::sort(input_values_.begin(), input_values_.end());
@@ -139,7 +155,8 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
 }
 
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
-                             std::int64_t hi, Reducer* reducer) const {
+                             std::int64_t hi, Reducer* reducer,
+                             const std::vector<std::uint8_t*>& extra) const {
   const std::size_t ns = slots_.size();
   std::unique_ptr<std::int64_t[]> scratch(new std::int64_t[ns * kChunk]);
   // A contiguous load that would only copy (same type in memory and in the loop) reads the
@@ -327,6 +344,8 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         wrap_i64(od, io, len);
       }
     }
+    for (std::size_t e = 0; e < extra_values_.size(); ++e)
+      store_contiguous(extra_dtypes_[e], slot_ptr(extra_slots_[e]), len, extra[e], start);
     if (!reduce_) {
       if (in_place[static_cast<std::size_t>(root_slot_)] == nullptr)
         store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
@@ -336,18 +355,22 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   }
 }
 
-void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int threads) const {
+void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int threads,
+                       const std::vector<std::uint8_t*>& extra) const {
+  if (extra.size() != extra_values_.size())
+    throw ExecError("fused loop: " + std::to_string(extra_values_.size()) + " extra outputs, " +
+                    std::to_string(extra.size()) + " buffers given");
   constexpr std::int64_t kParallelMin = 1 << 16;
   if (!reduce_) {
     if (threads <= 1 || n_ < kParallelMin) {
-      run_range(values, out, 0, n_, nullptr);
+      run_range(values, out, 0, n_, nullptr, extra);
       return;
     }
     const std::int64_t per = ((n_ / threads) + kChunk - 1) / kChunk * kChunk;
     parallel_for(threads, [&](int t) {
       const std::int64_t lo = std::min(n_, per * t),
                          hi = t + 1 == threads ? n_ : std::min(n_, per * (t + 1));
-      if (lo < hi) run_range(values, out, lo, hi, nullptr);
+      if (lo < hi) run_range(values, out, lo, hi, nullptr, extra);
     });
     return;
   }
@@ -382,7 +405,7 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
       r = make_reducer(reduce_layout_, reinterpret_cast<double*>(acc.get()));
     else
       r = make_reducer(reduce_layout_, acc.get());
-    run_range(values, out, lo, hi, r.get());
+    run_range(values, out, lo, hi, r.get(), extra);
     r->finish();
   };
   if (threads > 1 && reduce_layout_.trailing && n_ >= kParallelMin && out_n_ >= threads) {

@@ -47,17 +47,26 @@ void add_data_lowerings(std::vector<OpLowering>& r) {
       throw Unsupported("cat: input types can't be cast to the desired output type");
     common = out ? *out : L.out_dtype(0, common);
     L.require_claimed(common);
+    // Inputs of one dtype no wider than the result's are concatenated in it and converted
+    // once: the same values (a conversion is elementwise), but the copy moves the narrower
+    // bytes, not each input converted into a wide temporary first.
     std::vector<Value> parts;
     int rank = -1;
+    std::optional<DType> same;
+    bool one_dtype = true;
     for (Value v : xs) {
       if (L.rank(v) == 1 && L.shape(v)[0] == 0) continue;
       if (rank < 0) rank = L.rank(v);
       if (L.rank(v) != rank || rank == 0) throw Unsupported("cat of tensors of different ranks");
-      parts.push_back(L.convert(v, common));
+      if (!same) same = L.dtype(v);
+      one_dtype = one_dtype && L.dtype(v) == *same;
+      parts.push_back(v);
     }
     if (parts.empty()) return {L.b.broadcast_to(L.constant(0, common), {0})};
+    if (!one_dtype || hlo::dtype_size(*same) > hlo::dtype_size(common))
+      for (Value& v : parts) v = L.convert(v, common);
     const std::int64_t dim = L.wrap_dim(L.integer(1), rank);
-    return {parts.size() == 1 ? parts[0] : L.b.concatenate(parts, dim)};
+    return {L.convert(parts.size() == 1 ? parts[0] : L.b.concatenate(parts, dim), common)};
   });
   cat.zero_size = true;
   add(r, {"cat", "cat.out"}, cat);
