@@ -1,5 +1,6 @@
 #include "vtrn/hlo/parser.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -154,11 +155,13 @@ class Parser : public AttributeParser {
         const std::string v = value_def_name();
         expect(":", "':' and the type of argument %" + v);
         TensorType t = tensor_type();
-        if (peek("{")) parse_dict();
+        int donation = Block::kNotDonated;
+        if (peek("{")) donation = donation_of(parse_dict());
         skip_loc();
         if (block) {
           const int id = block->add_value(t);
           block->args.push_back(id);
+          set_donation(*block, donation);
           if (!scope->names.emplace(v, id).second)
             error("argument %" + v + " is defined twice", vp);
         }
@@ -180,9 +183,28 @@ class Parser : public AttributeParser {
     return name;
   }
 
+  // A function argument's buffer donation: `tf.aliasing_output = N` (to result N) or
+  // `jax.buffer_donor = true` (to any result of its type).
+  static int donation_of(const AttrDict& attrs) {
+    int d = Block::kNotDonated;
+    for (const auto& [k, v] : attrs) {
+      if (k == "tf.aliasing_output" && v.kind == Attr::kInt && v.i >= 0 && v.i < (1 << 30))
+        return static_cast<int>(v.i);
+      if (k == "jax.buffer_donor" && v.kind == Attr::kBool && v.i) d = Block::kAnyResult;
+    }
+    return d;
+  }
+  // Records the donation of the block's last argument (the list stays empty while none is).
+  static void set_donation(Block& block, int donation) {
+    if (donation == Block::kNotDonated && block.donation.empty()) return;
+    block.donation.resize(block.args.size(), Block::kNotDonated);
+    block.donation.back() = donation;
+  }
+
   // "func.func"() <{function_type = (T) -> T, sym_name = "main", ...}> ({ ^bb0(...): ... }) : () ->
   // () Parses up to the region's '{'.
-  std::string generic_function_header(Block*, Scope*, std::vector<TensorType>* results = nullptr) {
+  std::string generic_function_header(Block* block, Scope*,
+                                      std::vector<TensorType>* results = nullptr) {
     expect("\"func.func\"", "\"func.func\"");
     expect("(", "'('");
     expect(")", "')'");
@@ -191,6 +213,18 @@ class Parser : public AttributeParser {
     for (const auto& [k, v] : parse_dict()) {
       if (k == "sym_name") name = v.s;
       if (k == "function_type" && results) *results = v.fn_results;
+      if (k == "arg_attrs" && block && v.kind == Attr::kList) {
+        // [{jax.buffer_donor = true}, {}, ...]: one dictionary per argument.
+        std::vector<int> d;
+        for (const Attr& a : v.items) {
+          AttrDict attrs;
+          for (std::size_t i = 0; i < a.field_names.size(); ++i)
+            attrs.emplace_back(a.field_names[i], a.field_values[i]);
+          d.push_back(donation_of(attrs));
+        }
+        if (std::any_of(d.begin(), d.end(), [](int x) { return x != Block::kNotDonated; }))
+          block->donation = std::move(d);
+      }
     }
     expect(">", "'>'");
     if (name.empty()) error("\"func.func\" without sym_name");
@@ -270,6 +304,10 @@ class Parser : public AttributeParser {
       generic_function_header(block.get(), &scope, &declared);
       expect("{", "'{'");
       region_args(*block, scope);
+      if (!block->donation.empty() && block->donation.size() != block->args.size())
+        error("@" + name + " has " + std::to_string(block->args.size()) + " arguments but " +
+                  std::to_string(block->donation.size()) + " arg_attrs",
+              it->second);
       body(scope, /*region=*/false);
       generic_function_trailer();
     } else {
