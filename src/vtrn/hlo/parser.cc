@@ -1,6 +1,5 @@
 #include "vtrn/hlo/parser.h"
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -156,7 +155,7 @@ class Parser : public AttributeParser {
         expect(":", "':' and the type of argument %" + v);
         TensorType t = tensor_type();
         int donation = Block::kNotDonated;
-        if (peek("{")) donation = donation_of(parse_dict());
+        if (peek("{")) donation = arg_donation(parse_dict());
         skip_loc();
         if (block) {
           const int id = block->add_value(t);
@@ -183,17 +182,6 @@ class Parser : public AttributeParser {
     return name;
   }
 
-  // A function argument's buffer donation: `tf.aliasing_output = N` (to result N) or
-  // `jax.buffer_donor = true` (to any result of its type).
-  static int donation_of(const AttrDict& attrs) {
-    int d = Block::kNotDonated;
-    for (const auto& [k, v] : attrs) {
-      if (k == "tf.aliasing_output" && v.kind == Attr::kInt && v.i >= 0 && v.i < (1 << 30))
-        return static_cast<int>(v.i);
-      if (k == "jax.buffer_donor" && v.kind == Attr::kBool && v.i) d = Block::kAnyResult;
-    }
-    return d;
-  }
   // Records the donation of the block's last argument (the list stays empty while none is).
   static void set_donation(Block& block, int donation) {
     if (donation == Block::kNotDonated && block.donation.empty()) return;
@@ -213,18 +201,7 @@ class Parser : public AttributeParser {
     for (const auto& [k, v] : parse_dict()) {
       if (k == "sym_name") name = v.s;
       if (k == "function_type" && results) *results = v.fn_results;
-      if (k == "arg_attrs" && block && v.kind == Attr::kList) {
-        // [{jax.buffer_donor = true}, {}, ...]: one dictionary per argument.
-        std::vector<int> d;
-        for (const Attr& a : v.items) {
-          AttrDict attrs;
-          for (std::size_t i = 0; i < a.field_names.size(); ++i)
-            attrs.emplace_back(a.field_names[i], a.field_values[i]);
-          d.push_back(donation_of(attrs));
-        }
-        if (std::any_of(d.begin(), d.end(), [](int x) { return x != Block::kNotDonated; }))
-          block->donation = std::move(d);
-      }
+      if (k == "arg_attrs" && block) block->donation = arg_donations(v);
     }
     expect(">", "'>'");
     if (name.empty()) error("\"func.func\" without sym_name");
