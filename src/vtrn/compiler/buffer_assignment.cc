@@ -45,6 +45,16 @@ bool elementwise_loop(const Block& b, const Kernel& k) {
   return hlo::is_elementwise(b.ops[k.ops.back()].kind);
 }
 
+// A fused loop of elementwise ops, broadcasts and reduces only (no matmul head).
+bool plain_loop(const Block& b, const Kernel& k) {
+  for (int i : k.ops) {
+    const OpKind kind = b.ops[i].kind;
+    if (!hlo::is_elementwise(kind) && kind != OpKind::kBroadcastInDim && kind != OpKind::kReduce)
+      return false;
+  }
+  return true;
+}
+
 std::int64_t aligned(std::int64_t bytes) {
   const std::int64_t a = BufferAssignment::kAlignment;
   return (std::max<std::int64_t>(bytes, 1) + a - 1) / a * a;
@@ -69,9 +79,29 @@ BufferAssignment assign_buffers(const Block& b, const std::vector<Kernel>& kerne
   std::vector<bool> loop_result(nv, false);
   const std::set<int> returned(b.results.begin(), b.results.end());
 
+  // The executor may run a reducing loop and the plain loops (and reshapes) after it as one row
+  // chain, interleaving their rows: such a run of kernels counts as one step for the live
+  // ranges, so the loops of a chain never share bytes.
+  std::vector<int> span_lo(kernels.size()), span_hi(kernels.size());
+  for (int k = 0; k < end;) {
+    int j = k + 1;
+    if (kernels[k].kind == KernelKind::kFused && plain_loop(b, kernels[k])) {
+      bool reduces = false;
+      for (int i : kernels[k].ops) reduces = reduces || b.ops[i].kind == OpKind::kReduce;
+      while (reduces && j < end &&
+             (kernels[j].kind == KernelKind::kBitcast || kernels[j].kind == KernelKind::kConstant ||
+              (kernels[j].kind == KernelKind::kFused && plain_loop(b, kernels[j]))))
+        ++j;
+    }
+    for (int i = k; i < j; ++i) {
+      span_lo[i] = k;
+      span_hi[i] = j - 1;
+    }
+    k = j;
+  }
   auto read = [&](int v, int k, bool elementwise) {
     const int buf = buffer_of[v];
-    p.last_kernel[buf] = std::max(p.last_kernel[buf], k);
+    p.last_kernel[buf] = std::max(p.last_kernel[buf], k < end ? span_hi[k] : k);
     const int a = arg_index[buf];
     if (a < 0) return;
     if (p.arg_last_reader[a] < k) {
@@ -105,7 +135,7 @@ BufferAssignment assign_buffers(const Block& b, const std::vector<Kernel>& kerne
     for (int r : root.results) {
       computed_by[r] = k;
       loop_result[r] = loop;
-      p.def_kernel[r] = k;
+      p.def_kernel[r] = span_lo[k];
     }
   }
   for (int r : b.results) read(r, end, false);

@@ -7,6 +7,8 @@
 //    kernel that computes one to the last kernel that reads it) are disjoint. A kernel's inputs
 //    and outputs are live together, so no kernel reads a buffer it (or a fused loop's chunk)
 //    writes.
+//  * A reducing fused loop and the plain fused loops and reshapes right after it count as one
+//    step (the executor may run them as one row chain, interleaving their rows).
 //  * A bitcast (reshape) computes nothing: its result is its operand's buffer, so a read of the
 //    result, or returning it, keeps the operand's buffer live.
 //  * The plan is a function of the module and the kernel table only (deterministic), so a

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "vtrn/compiler/executable.h"
+#include "vtrn/hlo/builder.h"
 #include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/printer.h"
 
@@ -141,6 +143,29 @@ func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
     const int v1 = value_of(e, 1);
     EXPECT_EQ(e.buffers.last_kernel[v1], static_cast<int>(e.kernels.size()) - 1);
   }
+}
+
+TEST(BufferAssignmentTest, TheLoopsOfARowChainNeverShareBytes) {
+  // Softmax: max, exp(x - max), sum, exp / sum, four fused loops the executor may run as one
+  // row chain. The max (read by the second loop) and the sum (computed by the third) have
+  // disjoint kernel ranges, but interleaved by rows they are live together.
+  hlo::Builder b("softmax");
+  const hlo::TensorType t(hlo::DType::kF32, {8, 64});
+  hlo::Value x = b.param(t);
+  hlo::Value m = b.reduce(x, b.scalar(hlo::DType::kF32, -INFINITY), {1}, hlo::ReduceKind::kMax);
+  hlo::Value e = b.exp(b.sub(x, b.broadcast_in_dim(m, {8, 64}, {0})));
+  hlo::Value s = b.reduce(e, b.scalar(hlo::DType::kF32, 0), {1}, hlo::ReduceKind::kAdd);
+  hlo::Value y = b.div(e, b.broadcast_in_dim(s, {8, 64}, {0}));
+  const Executable exe = compile(b.finish({y}));
+  std::vector<int> sums;  // the two reduces' results, in order: the max, then the sum
+  for (const hlo::Op& op : exe.module.main.ops)
+    if (op.kind == hlo::OpKind::kReduce) sums.push_back(op.results[0]);
+  ASSERT_EQ(sums.size(), 2u);
+  const BufferAssignment& p = exe.buffers;
+  EXPECT_EQ(p.def_kernel[sums[0]], p.def_kernel[sums[1]]);
+  EXPECT_GE(p.offset[sums[0]], 0);
+  EXPECT_NE(p.offset[sums[0]], p.offset[sums[1]]);
+  expect_no_live_overlap(exe);
 }
 
 TEST(BufferAssignmentTest, TheLoadedExecutableHasTheSamePlan) {
