@@ -55,6 +55,11 @@ bool plain_loop(const Block& b, const Kernel& k) {
   return true;
 }
 
+// A kernel the executor runs as a fused loop: a plain fused kernel or one such op alone.
+bool loop_kernel(const Block& b, const Kernel& k) {
+  return (k.kind == KernelKind::kFused || k.kind == KernelKind::kOp) && plain_loop(b, k);
+}
+
 std::int64_t aligned(std::int64_t bytes) {
   const std::int64_t a = BufferAssignment::kAlignment;
   return (std::max<std::int64_t>(bytes, 1) + a - 1) / a * a;
@@ -85,12 +90,12 @@ BufferAssignment assign_buffers(const Block& b, const std::vector<Kernel>& kerne
   std::vector<int> span_lo(kernels.size()), span_hi(kernels.size());
   for (int k = 0; k < end;) {
     int j = k + 1;
-    if (kernels[k].kind == KernelKind::kFused && plain_loop(b, kernels[k])) {
+    if (loop_kernel(b, kernels[k])) {
       bool reduces = false;
       for (int i : kernels[k].ops) reduces = reduces || b.ops[i].kind == OpKind::kReduce;
       while (reduces && j < end &&
              (kernels[j].kind == KernelKind::kBitcast || kernels[j].kind == KernelKind::kConstant ||
-              (kernels[j].kind == KernelKind::kFused && plain_loop(b, kernels[j]))))
+              loop_kernel(b, kernels[j])))
         ++j;
     }
     for (int i = k; i < j; ++i) {
