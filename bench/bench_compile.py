@@ -14,7 +14,8 @@ compile the mode does:
 
 Per mode: the first step (compile included), then the median of the timed steps after the
 warm-up, each step ending in a host read of the loss. Ratios are against cpu eager; the target
-is compiled <= 0.7x cpu eager.
+is compiled <= 0.7x cpu eager. For compiled, each graph's planned peak host scratch (its
+intermediates sharing buffers) and the sum of its intermediates (the scratch without reuse).
 
     python bench/bench_compile.py
     python bench/bench_compile.py --modes compiled,cpu --steps 5
@@ -85,10 +86,14 @@ def worker(args):
         result["fallbacks"] = vtrn.get_fallback_ops()
         result["metrics"] = vtrn.metrics()
     if mode == "compiled":
-        from vtrn.compile import get_dynamo_metrics, graph_modules
+        from vtrn.compile import get_dynamo_metrics, graph_modules, records
 
         result["graph_modules"] = graph_modules()
         result["dynamo"] = get_dynamo_metrics()
+        result["scratch"] = [
+            (r.graph_name, r.planned_scratch_bytes, r.intermediate_bytes)
+            for r in records.get_dynamo_metrics()
+        ]
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -143,6 +148,11 @@ def report(results, args):
             print(f"  compiled/cpu {ratio:.2f}x   target <= {TARGET}x  {verdict}")
         print(f"  compiled graph modules: {c['graph_modules']}")
         print(f"  compiled fallback ops: {c['fallbacks'] or 'none'}")
+        for name, planned, total in c["scratch"]:
+            print(
+                f"  {name}: planned peak scratch {planned / 2**20:.1f} MiB, "
+                f"intermediates {total / 2**20:.1f} MiB"
+            )
         d = c["dynamo"]
         print(
             f"  neuron backend: {d['graphs']} graph(s), {d['compiles']} compiled, "

@@ -37,6 +37,8 @@ _COUNTERS = {
     "fallbacks": "vtrn.Fallbacks",
     "skipped_kernels": "vtrn.SkippedKernels",
     "modeled_device_time_us": "vtrn.ModeledDeviceTimeUs",
+    "planned_scratch_bytes": "vtrn.PlannedScratchBytes",
+    "intermediate_bytes": "vtrn.IntermediateBytes",
 }
 
 

@@ -94,7 +94,10 @@ def metrics():
     ``fused_ops``: Adaptive Eager Execution groups and the ops inside them; ``fallbacks``: op
     calls that ran through the CPU fallback; ``skipped_kernels``: executables compile-only mode
     compiled but did not run; ``modeled_device_time_us``: the modeled Trainium time of the
-    executed kernels, in microseconds.
+    executed kernels, in microseconds; ``planned_scratch_bytes``: the executed executables'
+    planned peak host scratch (intermediates sharing buffers when their lifetimes do not
+    overlap), summed; ``intermediate_bytes``: the same executables' intermediates without
+    reuse, summed.
     """
     register()
     from vtrn import _C

@@ -218,3 +218,54 @@ def test_cli_compile_only_keeps_splat_constants_compact(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "miss (compiled)" in first.stdout
     assert second.returncode == 0 and "hit (disk)" in second.stdout, second.stderr
+
+
+DONATED = """
+func.func @main(%p: tensor<64x32xf32> {jax.buffer_donor = true}, %g: tensor<64x32xf32>,
+                %m: tensor<64x32xf32> {tf.aliasing_output = 1 : i32})
+    -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) {
+  %h = stablehlo.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %0 = stablehlo.multiply %h, %g : tensor<64x32xf32>
+  %1 = stablehlo.subtract %p, %0 : tensor<64x32xf32>
+  %2 = stablehlo.add %m, %g : tensor<64x32xf32>
+  %3 = stablehlo.dot_general %m, %g, contracting_dims = [0] x [0] : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<32x32xf32>
+  return %1, %2, %3 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>
+}
+"""
+
+
+def test_a_donated_input_holds_its_result_and_one_read_later_does_not():
+    # %p's update is computed in %p's array; %m is donated too, but the dot reads it after
+    # result 1 is computed, so %m keeps its values and result 1 gets an array of its own.
+    p = np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32)
+    g = np.cos(p)
+    m = np.sin(p)
+    p_in, m_in = p.copy(), m.copy()
+    (out0, out1, out2), info = hlo.run(DONATED, [p_in, g, m_in])
+    assert info["donor_of_output"] == [0, -1, -1]
+    assert np.shares_memory(out0, p_in) and not np.shares_memory(out1, m_in)
+    np.testing.assert_array_equal(out0, p - np.float32(0.5) * g)
+    np.testing.assert_array_equal(out1, m + g)
+    np.testing.assert_array_equal(m_in, m)
+    np.testing.assert_allclose(out2, m.astype(np.float64).T @ g, rtol=1e-5, atol=1e-5)
+    # Each kernel (two fused loops and the dot) writes a result: no intermediates, no scratch.
+    assert info["peak_scratch_bytes"] == info["intermediate_bytes"] == 0
+
+
+def test_cli_reports_the_planned_scratch_and_in_place_outputs(tmp_path):
+    mlir = tmp_path / "step.mlir"
+    mlir.write_text(DONATED)
+    p = np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32)
+    for name, a in (("p", p), ("g", np.cos(p)), ("m", np.sin(p))):
+        np.save(tmp_path / f"{name}.npy", a)
+    inputs = ",".join(str(tmp_path / f"{n}.npy") for n in "pgm")
+    result = cli(str(mlir), "--run", "--inputs", inputs, "--outputs", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "scratch: planned peak" in result.stdout, result.stdout
+    assert "out0.npy float32[64, 32] (computed in place in donated input 0)" in result.stdout
+    assert "out1.npy float32[64, 32]\n" in result.stdout
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "out" / "out0.npy"), p - np.float32(0.5) * np.cos(p)
+    )
+    # The input file is not the array the module wrote over.
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), p)

@@ -4,6 +4,9 @@ Parses, verifies and compiles a StableHLO module through the compile cache
 (``TORCH_NEURONX_NEFF_CACHE_DIR``, default ``/tmp/neff_cache``), then prints its kernels, each
 kernel's modeled NeuronCore time and whether the cache was hit. With ``--run`` it runs the module
 on the given ``.npy`` inputs and writes each output as ``DIR/out0.npy``, ``DIR/out1.npy``, ...
+It also prints the planned peak scratch (intermediates share buffers when their lifetimes do not
+overlap); an output the module lets overwrite a donated input (``jax.buffer_donor``,
+``tf.aliasing_output``) is computed in place in that input's array.
 
 bfloat16 tensors travel as uint16 arrays of bf16 bits (numpy has no bfloat16); a big-endian
 ``.npy`` is read in its own byte order, and a 0-d ``.npy`` is a scalar parameter's input. Exit
@@ -122,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"cache: {_CACHE_TEXT[info['source']]}, key {info['key'][:16]}..., dir {hlo.cache_dirs()[0]}"
     )
+    print(
+        f"scratch: planned peak {_size(info['peak_scratch_bytes'])}, "
+        f"{_size(info['intermediate_bytes'])} of intermediates"
+    )
     name_w = max([len(k["name"]) for k in info["kernels"]] + [6])
     print(f"  {'kernel':<{name_w}}  {'engine':<6}  {'time':>12}  ops")
     for k in info["kernels"]:
@@ -187,7 +194,7 @@ def _run_and_save(args: argparse.Namespace, text: str, fusion: bool, arrays, out
             f"{_size(available)} of memory available; compile without --run, or run a smaller module"
         )
     try:
-        results, _ = hlo.run(text, arrays, opt_level=args.opt_level, fusion=fusion)
+        results, info = hlo.run(text, arrays, opt_level=args.opt_level, fusion=fusion)
     except ValueError as err:
         raise CommandError(str(err)) from None
     except MemoryError:
@@ -202,4 +209,6 @@ def _run_and_save(args: argparse.Namespace, text: str, fusion: bool, arrays, out
             np.save(path, out)
         except OSError as err:
             raise CommandError(f"cannot write {path}: {err.strerror}") from None
-        print(f"wrote {path} {out.dtype}{list(out.shape)}")
+        donor = info["donor_of_output"][i]
+        in_place = f" (computed in place in donated input {donor})" if donor >= 0 else ""
+        print(f"wrote {path} {out.dtype}{list(out.shape)}{in_place}")

@@ -571,6 +571,10 @@ def _graph_compiler(kind, options, gm, example_inputs):
         if state["first"]:
             # The first run lowers, composes and compiles the module (and runs it).
             record.torch_neuronx_compile_us = int((time.perf_counter() - start) * 1e6)
+            record.planned_scratch_bytes = (
+                after["planned_scratch_bytes"] - before["planned_scratch_bytes"]
+            )
+            record.intermediate_bytes = after["intermediate_bytes"] - before["intermediate_bytes"]
             records.record_compilation(record)
         state["first"] = False
         return out

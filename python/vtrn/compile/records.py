@@ -23,7 +23,12 @@ _compilation_metrics: list[NeuronCompilationMetrics] = []
 
 @dataclass
 class NeuronCompilationMetrics:
-    """One compiled graph: its cache key (``graph_id``), names, size and phase times (us)."""
+    """One compiled graph: its cache key (``graph_id``), names, size and phase times (us).
+
+    ``planned_scratch_bytes``: the planned peak host scratch of the executables the graph's
+    first run executed (each executable's intermediates share buffers when their lifetimes do
+    not overlap; summed over the executables, usually one); ``intermediate_bytes``: the same
+    intermediates without reuse (what a run held before buffer assignment)."""
 
     graph_id: str
     graph_name: str = ""
@@ -34,6 +39,8 @@ class NeuronCompilationMetrics:
     torch_neuronx_fx_passes_us: int = 0
     torch_neuronx_lower_us: int = 0
     torch_neuronx_compile_us: int = 0
+    planned_scratch_bytes: int = 0
+    intermediate_bytes: int = 0
 
 
 def record_compilation(metrics: NeuronCompilationMetrics) -> None:

@@ -99,6 +99,9 @@ py::dict info(const runtime::CacheResult& r) {
   d["cache_hit"] = r.source != runtime::CacheSource::kCompiled;
   d["kernels"] = kernels;
   d["modeled_time_s"] = exe.modeled_time_s();
+  d["peak_scratch_bytes"] = exe.peak_scratch_bytes();
+  d["intermediate_bytes"] = exe.buffers.intermediate_bytes;
+  d["donor_of_output"] = exe.buffers.donor_of_result;
   d["inputs"] = shape_list(r.executable->input_types());
   d["outputs"] = shape_list(r.executable->output_types());
   return d;
@@ -183,8 +186,14 @@ void bind_hlo(py::module_& m) {
         }
         std::vector<py::array> outs;
         std::vector<void*> optrs;
+        const std::vector<int>& donor = r.executable->executable().buffers.donor_of_result;
         for (const hlo::TensorType& t : r.executable->output_types()) {
-          py::array a = np.attr("empty")(py::tuple(py::cast(t.dims)), numpy_name(t.dtype));
+          const int i = donor[outs.size()];
+          // A donated input's array becomes the result's: it is computed there in place.
+          py::array a =
+              i >= 0 && held[static_cast<std::size_t>(i)].writeable()
+                  ? held[static_cast<std::size_t>(i)]
+                  : py::array(np.attr("empty")(py::tuple(py::cast(t.dims)), numpy_name(t.dtype)));
           optrs.push_back(a.mutable_data());
           outs.push_back(a);
         }
@@ -198,7 +207,8 @@ void bind_hlo(py::module_& m) {
       },
       py::arg("text"), py::arg("inputs"), py::arg("opt_level") = 2, py::arg("fusion") = true,
       "Compiles (through the cache) and runs the module; returns (outputs, info). bf16 travels as "
-      "uint16 bits.");
+      "uint16 bits. An input the module donates (jax.buffer_donor, tf.aliasing_output) is "
+      "overwritten: the output info['donor_of_output'] gives it is computed in its array.");
 
   m.def("cache_counters", [] {
     const runtime::CacheCounters c = runtime::CompileCache::global().counters();

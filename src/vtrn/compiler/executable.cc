@@ -386,6 +386,7 @@ Executable compile(const hlo::Module& input, const CompileOptions& options,
   hlo::verify_module(exe.module);
   exe.kernels = form_kernels(exe.module.main, options.fusion);
   for (Kernel& k : exe.kernels) k.cost = kernel_cost(exe.module.main, k, model);
+  exe.buffers = assign_buffers(exe.module.main, exe.kernels);
   return exe;
 }
 
@@ -553,6 +554,7 @@ Executable deserialize(std::span<const std::uint8_t> bytes) {
       throw FormatError("kernel " + std::to_string(i) + " (" + got.name +
                         ") is not the kernel its module forms (" + expected[i].name + ")");
   }
+  exe.buffers = assign_buffers(exe.module.main, exe.kernels);
   return exe;
 }
 

@@ -9,7 +9,8 @@
 // optimized) and checks that the kernel table is the one the compiler forms for it (a cheap
 // grouping pass; nothing is recompiled) with known engines and finite, non-negative modeled
 // costs. Every length read from the bytes is checked against the bytes left, so no field can
-// make the loader allocate more than the input's size.
+// make the loader allocate more than the input's size. The buffer assignment is not stored:
+// loading recomputes it from the module and the kernel table (buffer_assignment.h).
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "vtrn/compiler/buffer_assignment.h"
 #include "vtrn/cost/kernel_cost.h"
 #include "vtrn/hlo/ir.h"
 
 namespace vtrn::compiler {
 
 /// Bumped whenever the compiler's output for a given input may change. Part of the cache key.
-inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.4";
+inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.5";
 inline constexpr std::uint32_t kFormatVersion = 1;
 
 struct CompileOptions {
@@ -54,9 +56,13 @@ struct Executable {
   hlo::Module module;
   std::vector<Kernel> kernels;
   CompileOptions options;
+  /// Where the executor keeps each intermediate (recomputed on load, like the kernel table).
+  BufferAssignment buffers;
 
   /// Sum of the kernels' modeled times.
   double modeled_time_s() const;
+  /// The planned peak host scratch of one run: the arena holding every intermediate.
+  std::int64_t peak_scratch_bytes() const { return buffers.arena_bytes; }
 };
 
 /// Raised for a malformed, truncated or corrupted executable.

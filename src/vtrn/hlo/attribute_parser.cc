@@ -574,4 +574,27 @@ bool AttributeParser::skip_sdy_mesh() {
   return true;
 }
 
+int arg_donation(const AttrDict& attrs) {
+  int d = Block::kNotDonated;
+  for (const auto& [k, v] : attrs) {
+    if (k == "tf.aliasing_output" && v.kind == Attr::kInt && v.i >= 0 && v.i < (1 << 30))
+      return static_cast<int>(v.i);
+    if (k == "jax.buffer_donor" && v.kind == Attr::kBool && v.i) d = Block::kAnyResult;
+  }
+  return d;
+}
+
+std::vector<int> arg_donations(const Attr& arg_attrs) {
+  std::vector<int> d;
+  bool any = false;
+  for (const Attr& a : arg_attrs.items) {
+    AttrDict attrs;
+    for (std::size_t i = 0; i < a.field_names.size(); ++i)
+      attrs.emplace_back(a.field_names[i], a.field_values[i]);
+    d.push_back(arg_donation(attrs));
+    any = any || d.back() != Block::kNotDonated;
+  }
+  return any ? d : std::vector<int>{};
+}
+
 }  // namespace vtrn::hlo

@@ -72,6 +72,14 @@ struct Attr {
 
 using AttrDict = std::vector<std::pair<std::string, Attr>>;
 
+/// A function argument's buffer donation from its attributes: result N for
+/// `tf.aliasing_output = N`, Block::kAnyResult for `jax.buffer_donor = true`, else
+/// Block::kNotDonated.
+int arg_donation(const AttrDict& attrs);
+/// Per argument, from a generic function's `arg_attrs = [{...}, ...]`; empty when none is
+/// donated.
+std::vector<int> arg_donations(const Attr& arg_attrs);
+
 class AttributeParser : public TextLexer {
  public:
   using TextLexer::TextLexer;

@@ -244,6 +244,12 @@ struct Block {
   std::vector<int> args;          ///< the values that are arguments (0..n-1)
   std::vector<Op> ops;
   std::vector<int> results;  ///< returned values
+  /// Per argument of the main function (empty when none is donated): kNotDonated; kAnyResult
+  /// (`jax.buffer_donor = true`): its buffer may be reused for a result of its type; or a
+  /// result index (`tf.aliasing_output = N`): its buffer may be reused for result N.
+  std::vector<int> donation;
+  static constexpr int kNotDonated = -1;
+  static constexpr int kAnyResult = -2;
 
   const TensorType& type(int value) const { return types.at(static_cast<std::size_t>(value)); }
   int add_value(TensorType t) {

@@ -154,11 +154,13 @@ class Parser : public AttributeParser {
         const std::string v = value_def_name();
         expect(":", "':' and the type of argument %" + v);
         TensorType t = tensor_type();
-        if (peek("{")) parse_dict();
+        int donation = Block::kNotDonated;
+        if (peek("{")) donation = arg_donation(parse_dict());
         skip_loc();
         if (block) {
           const int id = block->add_value(t);
           block->args.push_back(id);
+          set_donation(*block, donation);
           if (!scope->names.emplace(v, id).second)
             error("argument %" + v + " is defined twice", vp);
         }
@@ -180,9 +182,17 @@ class Parser : public AttributeParser {
     return name;
   }
 
+  // Records the donation of the block's last argument (the list stays empty while none is).
+  static void set_donation(Block& block, int donation) {
+    if (donation == Block::kNotDonated && block.donation.empty()) return;
+    block.donation.resize(block.args.size(), Block::kNotDonated);
+    block.donation.back() = donation;
+  }
+
   // "func.func"() <{function_type = (T) -> T, sym_name = "main", ...}> ({ ^bb0(...): ... }) : () ->
   // () Parses up to the region's '{'.
-  std::string generic_function_header(Block*, Scope*, std::vector<TensorType>* results = nullptr) {
+  std::string generic_function_header(Block* block, Scope*,
+                                      std::vector<TensorType>* results = nullptr) {
     expect("\"func.func\"", "\"func.func\"");
     expect("(", "'('");
     expect(")", "')'");
@@ -191,6 +201,7 @@ class Parser : public AttributeParser {
     for (const auto& [k, v] : parse_dict()) {
       if (k == "sym_name") name = v.s;
       if (k == "function_type" && results) *results = v.fn_results;
+      if (k == "arg_attrs" && block) block->donation = arg_donations(v);
     }
     expect(">", "'>'");
     if (name.empty()) error("\"func.func\" without sym_name");
@@ -270,6 +281,10 @@ class Parser : public AttributeParser {
       generic_function_header(block.get(), &scope, &declared);
       expect("{", "'{'");
       region_args(*block, scope);
+      if (!block->donation.empty() && block->donation.size() != block->args.size())
+        error("@" + name + " has " + std::to_string(block->args.size()) + " arguments but " +
+                  std::to_string(block->donation.size()) + " arg_attrs",
+              it->second);
       body(scope, /*region=*/false);
       generic_function_trailer();
     } else {

@@ -137,6 +137,9 @@ class Printer {
       const std::string n = "%arg" + std::to_string(next_arg_++);
       names[b.args[i]] = n;
       out_ += n + ": " + b.type(b.args[i]).str();
+      const int d = i < b.donation.size() ? b.donation[i] : Block::kNotDonated;
+      if (d == Block::kAnyResult) out_ += " {jax.buffer_donor = true}";
+      if (d >= 0) out_ += " {tf.aliasing_output = " + std::to_string(d) + " : i32}";
     }
     out_ += ") -> (";
     for (std::size_t i = 0; i < b.results.size(); ++i) {

@@ -568,6 +568,25 @@ void verify_block(const Block& block) {
       throw Error("return: a returned value is not defined");
 }
 
-void verify_module(const Module& module) { verify_block(module.main); }
+void verify_module(const Module& module) {
+  const Block& b = module.main;
+  verify_block(b);
+  if (!b.donation.empty() && b.donation.size() != b.args.size())
+    throw Error("the main function has " + std::to_string(b.args.size()) +
+                " arguments but donation attributes for " + std::to_string(b.donation.size()));
+  for (std::size_t i = 0; i < b.donation.size(); ++i) {
+    const int d = b.donation[i];
+    if (d == Block::kNotDonated || d == Block::kAnyResult) continue;
+    if (d < 0 || static_cast<std::size_t>(d) >= b.results.size())
+      throw Error("argument " + std::to_string(i) +
+                  " has tf.aliasing_output = " + std::to_string(d) + ", but the function returns " +
+                  std::to_string(b.results.size()) + " values");
+    if (b.type(b.args[i]) != b.type(b.results[static_cast<std::size_t>(d)]))
+      throw Error("argument " + std::to_string(i) + " (" + b.type(b.args[i]).str() +
+                  ") has tf.aliasing_output = " + std::to_string(d) + ", a result of type " +
+                  b.type(b.results[static_cast<std::size_t>(d)]).str() +
+                  "; an argument can only be donated to a result of its own type");
+  }
+}
 
 }  // namespace vtrn::hlo

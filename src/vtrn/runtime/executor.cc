@@ -125,9 +125,10 @@ void set_executor_threads(int n) {
   openblas_set_num_threads(n);  // one pool for the process
 }
 
-/// Intermediate buffers of one run, recycled through a per-thread free list: a fresh
-/// allocation of a large intermediate maps new pages, and faulting them in cost more than the
-/// kernels that fill them (attention's [batch, heads, q, k] scores, for instance).
+/// Scratch buffers of one run (its arena of intermediates, staged results), recycled through a
+/// per-thread free list: a fresh allocation of a large arena maps new pages, and faulting them
+/// in cost more than the kernels that fill them (attention's [batch, heads, q, k] scores, for
+/// instance).
 class ScratchBuffers {
  public:
   std::uint8_t* take(std::size_t bytes) {
@@ -145,7 +146,8 @@ class ScratchBuffers {
   }
   ~ScratchBuffers() {
     for (auto& [bytes, buf] : held_) {
-      if (cached_bytes() + bytes > kMaxCachedBytes) continue;  // freed
+      // Freed beyond the cap, but a thread keeps one buffer of any size (a run's arena).
+      if (cached_bytes() > 0 && cached_bytes() + bytes > kMaxCachedBytes) continue;
       cached_bytes() += bytes;
       free_list()[bytes].push_back(std::move(buf));
     }
@@ -301,25 +303,42 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
                     std::to_string(outputs.size()) + " buffers given");
   impl_->materialize_constants();
   const int threads = executor_threads();
+  const compiler::BufferAssignment& plan = impl_->exe.buffers;
   std::vector<kernels::Buf> values(b.types.size());
   ScratchBuffers owned;
+  // One arena holds every intermediate, at the offsets the buffer assignment planned.
+  std::uint8_t* arena =
+      plan.arena_bytes > 0 ? owned.take(static_cast<std::size_t>(plan.arena_bytes)) : nullptr;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
   for (std::size_t v = 0; v < impl_->constants.size(); ++v)
     if (!impl_->constants[v].empty()) values[v].ptr = impl_->constants[v].data();
-  // Results computed straight into the caller's buffers.
+  // Results computed straight into the caller's buffers. One that overlaps an input is written
+  // there only when it is that input and the plan allows writing over it (donation, in-place
+  // updates); any other is staged: computed in scratch and copied when everything has run.
   std::map<int, std::uint8_t*> direct;
+  std::vector<bool> staged(b.results.size(), false);
   std::set<int> args(b.args.begin(), b.args.end());
   for (std::size_t j = 0; j < b.results.size(); ++j) {
     const int r = b.results[j];
-    if (!args.count(r) && !direct.count(r)) direct[r] = static_cast<std::uint8_t*>(outputs[j]);
+    const auto* o = static_cast<const std::uint8_t*>(outputs[j]);
+    const std::int64_t n = b.type(r).byte_size();
+    for (std::size_t i = 0; i < inputs.size() && n > 0 && !staged[j]; ++i) {
+      const auto* in = static_cast<const std::uint8_t*>(inputs[i]);
+      const std::int64_t m = b.type(b.args[i]).byte_size();
+      if (m > 0 && in < o + n && o < in + m) staged[j] = !(in == o && plan.can_write_over(j, i));
+    }
+    if (!staged[j] && !args.count(r) && !direct.count(r))
+      direct[r] = static_cast<std::uint8_t*>(outputs[j]);
   }
   auto alloc = [&](int v) -> std::uint8_t* {
     auto it = direct.find(v);
     std::uint8_t* p;
     if (it != direct.end()) {
       p = it->second;
-    } else {
+    } else if (plan.offset[v] >= 0) {
+      p = arena + plan.offset[v];
+    } else {  // a staged result
       p = owned.take(static_cast<std::size_t>(std::max<std::int64_t>(b.type(v).byte_size(), 1)));
     }
     values[v].ptr = values[v].mut = p;
@@ -392,12 +411,57 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     }
     kernels::run_op(b, op, in, out, threads);
   }
+  // Staged results first move to buffers of their own (one may be an input another staged
+  // result overwrites), then the others are copied, then the staged ones.
+  std::vector<const std::uint8_t*> source(b.results.size());
   for (std::size_t j = 0; j < b.results.size(); ++j) {
     const int r = b.results[j];
-    auto it = direct.find(r);
-    if (it != direct.end() && it->second == outputs[j] && written.count(r)) continue;
-    std::memcpy(outputs[j], values[r].ptr, static_cast<std::size_t>(b.type(r).byte_size()));
+    source[j] = values[r].ptr;
+    if (!staged[j]) continue;
+    const auto n = static_cast<std::size_t>(b.type(r).byte_size());
+    std::uint8_t* copy = owned.take(std::max<std::size_t>(n, 1));
+    std::memcpy(copy, source[j], n);
+    source[j] = copy;
   }
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t j = 0; j < b.results.size(); ++j) {
+      if (staged[j] != (pass == 1)) continue;
+      const int r = b.results[j];
+      auto it = direct.find(r);
+      if (it != direct.end() && it->second == outputs[j] && written.count(r)) continue;
+      std::memcpy(outputs[j], source[j], static_cast<std::size_t>(b.type(r).byte_size()));
+    }
+}
+
+std::vector<HostTensor> LoadedExecutable::run_donating(std::vector<HostTensor> inputs) const {
+  const std::vector<hlo::TensorType> in_types = input_types();
+  if (inputs.size() != in_types.size())
+    throw ExecError("the executable takes " + std::to_string(in_types.size()) + " inputs, " +
+                    std::to_string(inputs.size()) + " given");
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].type != in_types[i])
+      throw ExecError("input " + std::to_string(i) + " has type " + inputs[i].type.str() +
+                      ", expected " + in_types[i].str());
+  const std::vector<int>& donor = impl_->exe.buffers.donor_of_result;
+  std::vector<const void*> ip;
+  for (const HostTensor& h : inputs) ip.push_back(h.data.data());
+  std::vector<HostTensor> outs;
+  std::vector<void*> op;
+  for (const hlo::TensorType& t : output_types()) {
+    const std::size_t j = outs.size();
+    if (donor[j] >= 0) {
+      // The result takes the donated input's storage (moving a vector keeps its buffer).
+      HostTensor h;
+      h.type = t;
+      h.data = std::move(inputs[static_cast<std::size_t>(donor[j])].data);
+      outs.push_back(std::move(h));
+    } else {
+      outs.emplace_back(t);
+    }
+    op.push_back(outs.back().data.data());
+  }
+  run(ip, op);
+  return outs;
 }
 
 std::vector<HostTensor> LoadedExecutable::run(const std::vector<HostTensor>& inputs) const {

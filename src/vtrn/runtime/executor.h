@@ -73,8 +73,17 @@ class LoadedExecutable {
   std::vector<hlo::TensorType> output_types() const;
 
   /// Runs with one buffer per input and output, each of the declared type. Thread-safe.
+  /// Intermediates live in one arena per run, at the buffer assignment's offsets. An output
+  /// buffer that overlaps an input is written in place only when it is that very input and
+  /// the assignment allows it (BufferAssignment::can_write_over); otherwise the result is
+  /// computed in scratch and copied in after every kernel has run, so the results are the
+  /// same as with separate buffers.
   void run(std::span<const void* const> inputs, std::span<void* const> outputs) const;
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;
+  /// Runs with the module's donations: each result the buffer assignment gives a donated input
+  /// (BufferAssignment::donor_of_result) is computed in place in that input's storage, which
+  /// it takes over; the other results get storage of their own.
+  std::vector<HostTensor> run_donating(std::vector<HostTensor> inputs) const;
 
   struct Impl;
 

@@ -124,14 +124,20 @@ void RowChain::run(const std::vector<Buf>& values, const std::vector<std::uint8_
                    int threads) const {
   // A loop that writes a buffer an earlier one reads (an in-place update of an input) would
   // overwrite rows that the earlier one has not read yet, if it reads across rows.
+  // Nor may two loops' outputs share bytes (the buffer assignment reuses a buffer once its
+  // last reader has run, which inside a chain is not yet done with its later rows).
+  auto sequential = [&] {
+    for (std::size_t j = 0; j < loops_.size(); ++j) loops_[j]->run(values, outs[j], threads);
+  };
   for (const auto& [v, bytes] : reads_) {
     const std::uint8_t* p = values[v].ptr;
     for (std::size_t i = 0; i < outs.size(); ++i)
-      if (p < outs[i] + out_bytes_[i] && outs[i] < p + bytes) {
-        for (std::size_t j = 0; j < loops_.size(); ++j) loops_[j]->run(values, outs[j], threads);
-        return;
-      }
+      if (p < outs[i] + out_bytes_[i] && outs[i] < p + bytes) return sequential();
   }
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    for (std::size_t j = i + 1; j < outs.size(); ++j)
+      if (outs[i] < outs[j] + out_bytes_[j] && outs[j] < outs[i] + out_bytes_[i])
+        return sequential();
   std::vector<std::unique_ptr<std::int64_t[]>> accs(loops_.size());
   std::int64_t widest = 1, total = 0;
   for (std::size_t j = 0; j < loops_.size(); ++j) {

@@ -168,6 +168,8 @@ PYBIND11_MODULE(_C, m) {
     d["fallbacks"] = e.fallbacks;
     d["skipped_kernels"] = e.skipped_kernels;
     d["modeled_device_time_us"] = e.modeled_device_time_us;
+    d["planned_scratch_bytes"] = e.planned_scratch_bytes;
+    d["intermediate_bytes"] = e.intermediate_bytes;
     return d;
   });
   m.def("_reset_metrics", &adapter::reset_eager_metrics);

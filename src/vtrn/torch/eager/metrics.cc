@@ -12,6 +12,7 @@ struct Counters {
   std::atomic<uint64_t> compiles{0}, memory_hits{0}, disk_hits{0}, kernels{0}, groups{0},
       fused_ops{0}, fallbacks{0}, skipped{0};
   std::atomic<uint64_t> modeled_ps{0};  // picoseconds, so sums of small kernels stay exact
+  std::atomic<uint64_t> scratch_bytes{0}, intermediate_bytes{0};
 };
 Counters& counters() {
   static Counters c;
@@ -49,6 +50,16 @@ bool count_kernel(double modeled_seconds, uint64_t fused_ops) {
   return true;
 }
 
+bool count_kernel(double modeled_seconds, uint64_t fused_ops, const compiler::Executable& exe) {
+  if (!count_kernel(modeled_seconds, fused_ops)) return false;
+  Counters& c = counters();
+  c.scratch_bytes.fetch_add(static_cast<uint64_t>(exe.peak_scratch_bytes()),
+                            std::memory_order_relaxed);
+  c.intermediate_bytes.fetch_add(static_cast<uint64_t>(exe.buffers.intermediate_bytes),
+                                 std::memory_order_relaxed);
+  return true;
+}
+
 void count_cache_result(runtime::CacheSource source) {
   Counters& c = counters();
   switch (source) {
@@ -82,13 +93,15 @@ EagerMetrics eager_metrics() {
   m.fallbacks = c.fallbacks.load();
   m.skipped_kernels = c.skipped.load();
   m.modeled_device_time_us = static_cast<double>(c.modeled_ps.load()) * 1e-6;
+  m.planned_scratch_bytes = c.scratch_bytes.load();
+  m.intermediate_bytes = c.intermediate_bytes.load();
   return m;
 }
 
 void reset_eager_metrics() {
   Counters& c = counters();
   for (auto* a : {&c.compiles, &c.memory_hits, &c.disk_hits, &c.kernels, &c.groups, &c.fused_ops,
-                  &c.fallbacks, &c.skipped, &c.modeled_ps})
+                  &c.fallbacks, &c.skipped, &c.modeled_ps, &c.scratch_bytes, &c.intermediate_bytes})
     a->store(0);
 }
 

@@ -24,6 +24,10 @@ struct EagerMetrics {
   uint64_t fallbacks = 0;          ///< calls that ran through the CPU fallback
   uint64_t skipped_kernels = 0;    ///< executables compile-only mode did not run
   double modeled_device_time_us = 0;
+  /// Summed over the executed executables: each one's planned peak host scratch (its arena of
+  /// intermediates, compiler/buffer_assignment.h) and its intermediates' bytes without reuse.
+  uint64_t planned_scratch_bytes = 0;
+  uint64_t intermediate_bytes = 0;
 };
 
 EagerMetrics eager_metrics();
@@ -44,6 +48,9 @@ namespace eager {
 /// compile-only mode it counts a skipped kernel instead (and no modeled time). Returns whether
 /// the executable is to run: the caller queues its launch with that answer.
 bool count_kernel(double modeled_seconds, uint64_t fused_ops);
+/// The same, also counting the executable's planned scratch (Executable::peak_scratch_bytes)
+/// and its intermediates' bytes.
+bool count_kernel(double modeled_seconds, uint64_t fused_ops, const compiler::Executable& exe);
 
 /// Counts where the compile cache found an executable.
 void count_cache_result(runtime::CacheSource source);

@@ -333,7 +333,7 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
     l.inputs = std::move(ops[0].inputs);
     l.outputs = std::move(ops[0].outputs);
     l.plan_outputs(ops[0].op->aliasing);
-    l.run = count_kernel(ops[0].op->modeled_seconds, 0);
+    l.run = count_kernel(ops[0].op->modeled_seconds, 0, l.executable->executable());
     enqueue_launch(device, ops[0].name, std::move(l));
     return;
   }
@@ -509,7 +509,8 @@ void run_group(std::vector<PendingOp>& ops, c10::DeviceIndex device, c10::Stream
   l.inputs = std::move(ext);
   l.outputs = std::move(outputs);
   l.plan_outputs(exe->aliasing);
-  l.run = count_kernel(exe->executable->executable().modeled_time_s(), ops.size());
+  l.run = count_kernel(exe->executable->executable().modeled_time_s(), ops.size(),
+                       exe->executable->executable());
   enqueue_launch(device, "aten::(fused group)", std::move(l));
 }
 
@@ -554,7 +555,7 @@ void submit(const std::shared_ptr<const CompiledOp>& op, Launch launch, c10::Dev
   }
   flush_pending(device);
   launch.plan_outputs(op->aliasing);
-  launch.run = count_kernel(op->modeled_seconds, 0);
+  launch.run = count_kernel(op->modeled_seconds, 0, op->executable->executable());
   enqueue_launch(device, name, std::move(launch));
 }
 
