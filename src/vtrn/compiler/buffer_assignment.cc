@@ -104,6 +104,17 @@ BufferAssignment assign_buffers(const Block& b, const std::vector<Kernel>& kerne
     }
     k = j;
   }
+  // Values an op of another kernel reads.
+  std::vector<int> kernel_of_op(b.ops.size(), -1), kernel_of_value(nv, -1);
+  for (int k = 0; k < end; ++k)
+    for (int i : kernels[k].ops) {
+      kernel_of_op[i] = k;
+      for (int r : b.ops[i].results) kernel_of_value[r] = k;
+    }
+  std::vector<bool> read_outside(nv, false);
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (int v : b.ops[i].operands)
+      if (kernel_of_value[v] != kernel_of_op[i]) read_outside[v] = true;
   auto read = [&](int v, int k, bool elementwise) {
     const int buf = buffer_of[v];
     p.last_kernel[buf] = std::max(p.last_kernel[buf], k < end ? span_hi[k] : k);
@@ -137,7 +148,17 @@ BufferAssignment assign_buffers(const Block& b, const std::vector<Kernel>& kerne
       for (int v : op.operands)
         if (!inside.count(v)) read(v, k, elementwise);
     }
-    for (int r : root.results) {
+    std::vector<int> written(root.results.begin(), root.results.end());
+    if (kernel.kind == KernelKind::kFused && root.kind != OpKind::kReduce)
+      for (std::size_t i = 0; i + 1 < kernel.ops.size(); ++i) {
+        // Multi-output fusion: the loop also stores a member's value that an op outside the
+        // kernel reads or the module returns (the executor's FusedProgram picks the same ones).
+        const Op& op = b.ops[kernel.ops[i]];
+        const int v = op.results[0];
+        if (op.kind != OpKind::kBroadcastInDim && (read_outside[v] || returned.count(v)))
+          written.push_back(v);
+      }
+    for (int r : written) {
       computed_by[r] = k;
       loop_result[r] = loop;
       p.def_kernel[r] = span_lo[k];

@@ -145,6 +145,31 @@ func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   }
 }
 
+TEST(BufferAssignmentTest, AFusedLoopsExtraOutputIsPlannedFromItsKernel) {
+  // exp, log and tanh fuse into one loop; the dot after it reads exp's value too, so the loop
+  // stores that value as a second output (multi-output fusion). It is an intermediate of the
+  // plan: defined by the loop's kernel, live until the dot, never sharing bytes with tanh's.
+  Executable e = compile(hlo::parse_module(R"(
+func.func @main(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = stablehlo.exponential %x : tensor<8x8xf32>
+  %1 = stablehlo.log %0 : tensor<8x8xf32>
+  %2 = stablehlo.tanh %1 : tensor<8x8xf32>
+  %3 = stablehlo.dot_general %2, %0, contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %3 : tensor<8x8xf32>
+})"));
+  ASSERT_EQ(e.kernels.size(), 2u);
+  ASSERT_EQ(e.kernels[0].kind, KernelKind::kFused);
+  ASSERT_EQ(e.kernels[0].ops, (std::vector<int>{0, 1, 2}));
+  const BufferAssignment& p = e.buffers;
+  const int v0 = value_of(e, 0), v2 = value_of(e, 2);
+  EXPECT_GE(p.offset[v0], 0);
+  EXPECT_EQ(p.def_kernel[v0], 0);
+  EXPECT_EQ(p.last_kernel[v0], 1);
+  EXPECT_NE(p.offset[v0], p.offset[v2]);
+  EXPECT_EQ(p.intermediate_bytes, 2 * 256);
+  expect_no_live_overlap(e);
+}
+
 TEST(BufferAssignmentTest, TheLoopsOfARowChainNeverShareBytes) {
   // Softmax: max, exp(x - max), sum, exp / sum, four fused loops the executor may run as one
   // row chain. The max (read by the second loop) and the sum (computed by the third) have

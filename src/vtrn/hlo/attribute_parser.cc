@@ -597,4 +597,10 @@ std::vector<int> arg_donations(const Attr& arg_attrs) {
   return any ? d : std::vector<int>{};
 }
 
+void set_last_arg_donation(Block& block, int donation) {
+  if (donation == Block::kNotDonated && block.donation.empty()) return;
+  block.donation.resize(block.args.size(), Block::kNotDonated);
+  block.donation.back() = donation;
+}
+
 }  // namespace vtrn::hlo

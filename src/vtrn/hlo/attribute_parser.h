@@ -79,6 +79,8 @@ int arg_donation(const AttrDict& attrs);
 /// Per argument, from a generic function's `arg_attrs = [{...}, ...]`; empty when none is
 /// donated.
 std::vector<int> arg_donations(const Attr& arg_attrs);
+/// Records the donation of |block|'s last argument (the list stays empty while none is).
+void set_last_arg_donation(Block& block, int donation);
 
 class AttributeParser : public TextLexer {
  public:

@@ -160,7 +160,7 @@ class Parser : public AttributeParser {
         if (block) {
           const int id = block->add_value(t);
           block->args.push_back(id);
-          set_donation(*block, donation);
+          set_last_arg_donation(*block, donation);
           if (!scope->names.emplace(v, id).second)
             error("argument %" + v + " is defined twice", vp);
         }
@@ -180,13 +180,6 @@ class Parser : public AttributeParser {
     ws();
     if (peek_char() != '{') error("expected '{' to open the body of @" + name);
     return name;
-  }
-
-  // Records the donation of the block's last argument (the list stays empty while none is).
-  static void set_donation(Block& block, int donation) {
-    if (donation == Block::kNotDonated && block.donation.empty()) return;
-    block.donation.resize(block.args.size(), Block::kNotDonated);
-    block.donation.back() = donation;
   }
 
   // "func.func"() <{function_type = (T) -> T, sym_name = "main", ...}> ({ ^bb0(...): ... }) : () ->
