@@ -160,6 +160,7 @@ class Layout:
     mfu: float
     limiting_resource: str
     advice: str
+    memory_peak_at: str = ""  # the moment of the step the memory peaks: loss, backward, ...
     zero1: bool = False  # optimizer state sharded over the data-parallel ranks (ZeRO-1)
     error_band: float = 0.0  # the calibration's relative error band of step_time_s
     step_time_low_s: float = 0.0  # step_time_s x (1 - error_band)

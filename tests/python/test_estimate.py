@@ -288,15 +288,13 @@ def test_llama3_70b_on_four_nodes_agrees_with_the_planner():
     step = rank["steps"][1]
     planned = plan["time_s"]["fsdp_total"] + plan["time_s"]["tp"]
     assert step["collective_s"] == pytest.approx(planned, rel=0.05)
-    # Peak memory and step time differ for reasons docs/estimate.md takes apart part by part
-    # (the peak falls where the root's gradients are reduce-scattered, which the planner's sum
-    # does not model; the eager script's unfused elementwise kernels): bounded here.
-    assert (
-        0.8 * plan["memory_bytes"]["total"]
-        < rank["peak_memory_bytes"]
-        < plan["memory_bytes"]["total"]
-    )
-    assert plan["step_time_s"] < report["step_time_s"] < 1.3 * plan["step_time_s"]
+    # Peak memory and step time agree within 10%; docs/estimate.md takes the differences apart
+    # (the script's own peak moment against the planner's three; the eager script's unfused
+    # elementwise kernels). The runtime's reservation is outside the bank the script allocates
+    # from, so it is taken off the planner's total.
+    planned_peak = plan["memory_bytes"]["total"] - plan["memory_bytes"]["runtime"]
+    assert rank["peak_memory_bytes"] == pytest.approx(planned_peak, rel=0.10)
+    assert report["step_time_s"] == pytest.approx(plan["step_time_s"], rel=0.10)
 
 
 def test_llama3_70b_fsdp64_on_one_node_runs_out_of_memory_as_planned():

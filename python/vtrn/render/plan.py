@@ -22,6 +22,7 @@ _JSON_FIELDS = (
     "fits",
     "routable",
     "memory_bytes",
+    "memory_peak_at",
     "step_time_s",
     "tokens_per_second",
     "mfu",

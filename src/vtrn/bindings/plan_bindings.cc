@@ -92,6 +92,7 @@ py::dict eval_dict(const plan::Planner& p, const plan::Evaluation& e, bool with_
   m["total"] = e.memory.total;
   m["budget"] = e.memory.budget;
   d["memory_bytes"] = m;
+  d["memory_peak_at"] = std::string(e.memory.peak_moment);
   py::dict t;
   t["compute"] = e.time.compute_s;
   t["recompute"] = e.time.recompute_s;

@@ -75,17 +75,88 @@ double hbm_budget_bytes(const topo::Cluster& cluster) {
 }
 
 // ------------------------------------------------------------------------------------------
+// What comes and goes during a step
+
+namespace {
+
+int inflight_micro_batches(const Workload& w, const Layout& l) {
+  const int dp = l.dp();
+  const int local = dp > 0 ? w.global_batch / dp : 0;
+  const int micro = std::max(1, local / std::max(l.micro_batch, 1));
+  if (l.pp <= 1) return 1;
+  return w.schedule == Schedule::kGPipe ? micro : std::min(micro, l.pp);
+}
+
+// The gathered units, saved activations and logits do not all peak at once. Three moments bound
+// them, and the largest is the step's peak:
+//  - the loss: the computing unit and its prefetch gathered, the root unit gathered, every saved
+//    activation, the logits with their fp32 copy and gradient;
+//  - the backward through the blocks: the same units plus one unit's unsharded gradient (bf16 and
+//    the fp32 reduce-scatter copy), the head's unsharded bf16 gradient (the root unit reduces it
+//    only at the end of the backward), the saved activations and, with full checkpointing, the
+//    working set of the block being recomputed; the logits are gone;
+//  - the root unit's reduction at the end of the backward: the root gathered, its unsharded bf16
+//    gradients and their fp32 reduce-scatter copy; the activations are gone.
+// Sets mb's gathered, activations and logits to those of the largest and returns its name.
+const char* peak_transient(const ModelSpec& model, const Workload& w, const Layout& l,
+                           const Stage& st, const StageParams& p, MemoryBreakdown& mb) {
+  const PrecisionBytes by = bytes_per_element(w.precision);
+  const int s = w.seq, b = l.micro_batch, tp = l.tp;
+  const bool sp = w.sequence_parallel && tp > 1;
+  const double tokens = static_cast<double>(s) * b;
+  const bool sharded = l.shard > 1;
+  // bf16 gradient plus, under the mixed policy, the reduce-scatter's fp32 copy
+  const double grad_bytes = 2 + (w.precision == Precision::kBF16 ? 0 : by.reduce);
+  double units = 0;
+  if (sharded)
+    units = p.unit * 2.0 * (1 + w.prefetch);
+  else if (w.precision != Precision::kBF16)
+    units = p.unit * 2;  // autocast's bf16 copy of the block computing
+  const double root = sharded ? p.root * 2 : 0;
+  const double grad_unit = sharded ? p.unit * grad_bytes : 0;
+  double head_grad = 0;
+  if (sharded && st.last)
+    head_grad = (static_cast<double>(model.vocab) * model.hidden / tp +
+                 static_cast<double>(model.final_norm_params())) *
+                2;
+  const double saved =
+      inflight_micro_batches(w, l) * st.layers * activation_bytes_per_layer(model, s, b, tp, sp, l.checkpointing);
+  const double recompute =
+      l.checkpointing == Checkpointing::kFull
+          ? activation_bytes_per_layer(model, s, b, tp, sp, Checkpointing::kSelective)
+          : 0;
+  const double logits = st.last ? tokens * model.vocab / tp * (2 + 4 + 4) : 0;
+
+  struct Moment {
+    const char* name;
+    double gathered, activations, logits;
+  };
+  const Moment moments[] = {
+      {"loss", units + root, saved, logits},
+      {"backward", units + grad_unit + root + head_grad, saved + recompute, 0},
+      {"root gradient reduction", root + (sharded ? p.root * grad_bytes : 0), 0, 0},
+  };
+  const Moment* peak = &moments[0];
+  for (const Moment& m : moments)
+    if (m.gathered + m.activations + m.logits > peak->gathered + peak->activations + peak->logits)
+      peak = &m;
+  mb.gathered = peak->gathered;
+  mb.activations = peak->activations;
+  mb.logits = peak->logits;
+  return peak->name;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
 // Per-rank memory
 
 MemoryBreakdown memory_per_rank(const ModelSpec& model, const topo::Cluster& cluster,
                                 const Workload& workload, const Layout& l) {
   const PrecisionBytes by = bytes_per_element(workload.precision);
-  const int s = workload.seq, b = l.micro_batch, tp = l.tp;
+  const int tp = l.tp;
   const bool sp = workload.sequence_parallel && tp > 1;
-  const double T = static_cast<double>(s) * b;
-  const int dp = l.dp();
-  const int local = dp > 0 ? workload.global_batch / dp : 0;
-  const int micro = std::max(1, local / std::max(b, 1));
+  const double T = static_cast<double>(workload.seq) * l.micro_batch;
   MemoryBreakdown best;
   best.total = -1;
   for (const Stage& st : stages_of(model, l.pp)) {
@@ -96,24 +167,7 @@ MemoryBreakdown memory_per_rank(const ModelSpec& model, const topo::Cluster& clu
     mb.gradients = persistent_elems * by.grad;
     // ZeRO-1: each data-parallel rank keeps the optimizer state of its 1/replicate share.
     mb.optimizer = persistent_elems * by.opt / (l.zero1 ? l.replicate : 1);
-    if (l.shard > 1) {
-      // current + prefetched units in bf16, one unit's unsharded gradient (bf16, plus the
-      // reduce-scatter's fp32 copy under the mixed policy), and the root unit (embedding / head),
-      // which FSDP2 keeps gathered from forward to backward.
-      const double grad_unit = 2 + (workload.precision == Precision::kBF16 ? 0 : by.reduce);
-      mb.gathered = p.unit * (2.0 * (1 + workload.prefetch) + grad_unit) + p.root * 2;
-    } else if (workload.precision != Precision::kBF16) {
-      mb.gathered = p.unit * 2;  // autocast's bf16 copy of the block computing
-    }
-    int inflight = 1;
-    if (l.pp > 1) inflight = workload.schedule == Schedule::kGPipe ? micro : std::min(micro, l.pp);
-    mb.activations =
-        inflight * st.layers * activation_bytes_per_layer(model, s, b, tp, sp, l.checkpointing);
-    if (l.checkpointing ==
-        Checkpointing::kFull)  // the block being recomputed (flash-style attention)
-      mb.activations += activation_bytes_per_layer(model, s, b, tp, sp, Checkpointing::kSelective);
-    if (st.last)
-      mb.logits = T * model.vocab / tp * (2 + 4 + 4);  // bf16 logits, fp32 loss copy, fp32 gradient
+    mb.peak_moment = peak_transient(model, workload, l, st, p, mb);
     mb.runtime =
         static_cast<double>(hw::kRuntimeReservedPerPhysicalCore) * std::max(cluster.lnc(), 1);
     if (tp > 1)

@@ -54,11 +54,14 @@ struct MemoryBreakdown {
   double parameters = 0;  ///< persistent parameter shard (fp32 master or bf16)
   double gradients = 0;   ///< persistent gradient shard
   double optimizer = 0;   ///< AdamW m and v shards
+  // The three transient parts are those of the moment of the step where their sum peaks
+  // (peak_moment: "loss", "backward" or "root gradient reduction"; see docs/planner.md).
   double gathered =
       0;  ///< gathered execution units (current + prefetched) and their unsharded gradients
   double activations = 0;  ///< saved activations of the micro-batches in flight, plus one block's
                            ///< recompute working set
   double logits = 0;       ///< logits, their fp32 loss copy and gradient
+  const char* peak_moment = "";
   double runtime = 0;      ///< the runtime's reservation (96 MiB per physical core)
   double collectives = 0;  ///< collective and point-to-point staging buffers
   double total = 0;

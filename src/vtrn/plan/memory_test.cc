@@ -80,14 +80,18 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
   EXPECT_DOUBLE_EQ(m.parameters, 105'287'744.0 * 4);
   EXPECT_DOUBLE_EQ(m.gradients, 105'287'744.0 * 4);
   EXPECT_DOUBLE_EQ(m.optimizer, 105'287'744.0 * 8);
-  // One block = 202,383,360 parameters: current + prefetched in bf16 (2 x 2 B), its unsharded
+  // The peak is in the backward through the blocks (docs/planner.md, "Memory per rank"). One
+  // block = 202,383,360 parameters: current + prefetched in bf16 (2 x 2 B), its unsharded
   // gradient (bf16 2 B + fp32 reduce copy 4 B) = 10 B per element; the root unit (embedding,
-  // head, final norm = 262,148,096) kept gathered in bf16.
-  EXPECT_DOUBLE_EQ(m.gathered, 202'383'360.0 * 10 + 262'148'096.0 * 2);
+  // head, final norm = 262,148,096) kept gathered in bf16; the head's and final norm's bf16
+  // gradients (32000 x 4096 + 4096), which wait for the root unit's reduction.
+  EXPECT_STREQ(m.peak_moment, "backward");
+  EXPECT_DOUBLE_EQ(m.gathered,
+                   202'383'360.0 * 10 + 262'148'096.0 * 2 + (32000.0 * 4096 + 4096) * 2);
   // 32 layers x 2048 x 153,600 bytes (see Activations.LlamaWithoutDropoutAndWithSwiGLU)
   EXPECT_DOUBLE_EQ(m.activations, 32 * 2048.0 * 153'600);
-  // logits: 2048 tokens x 32000 x (2 + 4 + 4) bytes
-  EXPECT_DOUBLE_EQ(m.logits, 2048.0 * 32000 * 10);
+  // the logits and their gradient are gone by then
+  EXPECT_DOUBLE_EQ(m.logits, 0);
   // the runtime keeps 96 MiB on each of the logical core's two physical cores
   EXPECT_DOUBLE_EQ(m.runtime, 2.0 * 96 * 1048576);
   EXPECT_DOUBLE_EQ(m.collectives, 0);
@@ -97,6 +101,43 @@ TEST(Memory, Llama2_7bFsdp64ByPart) {
                                 m.logits + m.runtime);
   // The planner reports the same figures.
   EXPECT_DOUBLE_EQ(Planner(find_preset("llama2-7b"), cluster, w).memory(l).total, m.total);
+}
+
+// Without sharding (DDP) the gathered part is autocast's bf16 block copy at every moment, so the
+// loss, where the logits (2048 tokens x 32000 x (2 + 4 + 4) bytes) join the saved activations,
+// is the peak.
+TEST(Memory, WithoutShardingThePeakIsAtTheLoss) {
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  Workload w;
+  w.seq = 2048;
+  w.global_batch = 64;
+  Layout l;
+  l.replicate = 64;
+  l.checkpointing = Checkpointing::kSelective;
+  const MemoryBreakdown m = memory_per_rank(find_preset("llama2-7b"), cluster, w, l);
+  EXPECT_STREQ(m.peak_moment, "loss");
+  EXPECT_DOUBLE_EQ(m.gathered, 202'383'360.0 * 2);
+  EXPECT_DOUBLE_EQ(m.activations, 32 * 2048.0 * 153'600);
+  EXPECT_DOUBLE_EQ(m.logits, 2048.0 * 32000 * 10);
+}
+
+// A large vocabulary over a small, fully checkpointed model: the root unit's reduction at the end
+// of the backward holds the most. llama3-8b's root unit (embedding and head, 128256 x 4096 each,
+// and the final norm) is gathered in bf16 with its bf16 gradients and their fp32 copy: 8 B per
+// element, and no activation is left.
+TEST(Memory, ALargeVocabularyPeaksAtTheRootGradientReduction) {
+  topo::Cluster cluster("trn2.48xlarge", 2, 1);
+  Workload w;
+  w.seq = 512;
+  w.global_batch = 64;
+  Layout l;
+  l.shard = 64;
+  l.checkpointing = Checkpointing::kFull;
+  const MemoryBreakdown m = memory_per_rank(find_preset("llama3-8b"), cluster, w, l);
+  EXPECT_STREQ(m.peak_moment, "root gradient reduction");
+  EXPECT_DOUBLE_EQ(m.gathered, (2 * 128256.0 * 4096 + 4096) * 8);
+  EXPECT_DOUBLE_EQ(m.activations, 0);
+  EXPECT_DOUBLE_EQ(m.logits, 0);
 }
 
 TEST(Memory, ShardingDividesPersistentStateButNotTheGatheredBlock) {

@@ -113,7 +113,7 @@ std::string Planner::explain(const Evaluation& e) const {
   if (!e.routable) return s + "not routable. " + e.advice + ".";
   s += gib(m.total) + " of " + gib(m.budget) + " per rank (persistent state " +
        gib(m.parameters + m.gradients + m.optimizer) + ", gathered " + gib(m.gathered) +
-       ", activations " + gib(m.activations) + ")";
+       ", activations " + gib(m.activations) + ", at the " + m.peak_moment + ")";
   if (!e.fits)
     return s + " does not fit. Limiting resource: " + e.limiting_resource + ": " + e.advice + ".";
   s += "; step " + fmt("%.3g s", e.time.step_s) + ", " + fmt("%.0f", e.tokens_per_second) +
@@ -220,7 +220,7 @@ std::string Planner::why_nothing_fits(const std::vector<Evaluation>& rejected,
           std::string(checkpointing_name(e.layout.checkpointing)) + " checkpointing), needs " +
           gib(mm.total) + ": persistent " + gib(mm.parameters + mm.gradients + mm.optimizer) +
           ", gathered " + gib(mm.gathered) + ", activations " + gib(mm.activations) + ", logits " +
-          gib(mm.logits) + ". Limiting resource: " + e.limiting_resource + " (" + e.advice + ").";
+          gib(mm.logits) + ", at the " + mm.peak_moment + ". Limiting resource: " + e.limiting_resource + " (" + e.advice + ").";
     // What would fit: more nodes.
     for (int f : {2, 4, 8, 16}) {
       const int nodes = cluster_.nodes() * f;
