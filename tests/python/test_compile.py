@@ -61,6 +61,30 @@ def test_llama_step_is_one_forward_and_one_backward_module_and_matches_eager(aut
         torch.testing.assert_close(compiled, cpu, rtol=1e-4, atol=1e-4)
 
 
+def test_complex_rotary_trains_compiled_with_no_fallback_as_on_the_cpu():
+    """torchtitan's rotary embedding: view_as_complex(x) * a polar() table. Its backward clones
+    a complex64 gradient, which the module copies as float32 pairs."""
+
+    def rotary(x, table):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(pairs * table).flatten(-2).type_as(x)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 4, 16, requires_grad=True)
+    table = torch.polar(torch.ones(8, 1, 8), torch.randn(8, 1, 8))
+    grad = torch.randn(2, 8, 4, 16)
+    expected = rotary(x, table)
+    expected.backward(grad)
+    vtrn.clear_op_tracking()
+    dev = x.detach().to("neuron").requires_grad_()
+    out = torch.compile(rotary, backend="neuron", fullgraph=True)(dev, table.to("neuron"))
+    out.backward(grad.to("neuron"))
+    assert vtrn.get_fallback_ops() == []
+    assert sorted(graph_modules().values()) == [1, 1], graph_modules()
+    torch.testing.assert_close(out.cpu(), expected)
+    torch.testing.assert_close(dev.grad.cpu(), x.grad)
+
+
 def test_each_batch_size_compiles_once():
     f = torch.compile(lambda x, w: torch.relu(x @ w).sum(1), backend="neuron", dynamic=False)
     w = torch.randn(8, 4)

@@ -43,9 +43,10 @@ def _dataset(tmp_path: Path, copies: int) -> Path:
     return folder
 
 
-def _train(tmp_path: Path, nproc: int, launcher: str = "vtrn run") -> dict:
+def _train(tmp_path: Path, nproc: int, launcher: str = "vtrn run", *extra: str) -> dict:
     """{step: [loss logged by each rank]} of torchtitan's llama3 debug model on |nproc|
-    processes started by |launcher|, each rank reading the 1-process batch."""
+    processes started by |launcher|, each rank reading the 1-process batch; |extra| are more
+    torchtitan options."""
     dataset = _dataset(tmp_path, nproc)
     command = [
         *LAUNCHERS[launcher], "--nproc-per-node", str(nproc),
@@ -59,6 +60,7 @@ def _train(tmp_path: Path, nproc: int, launcher: str = "vtrn run") -> dict:
         "--parallelism.spmd-backend", "partial_dtensor",
         "--metrics.disable-color-printing",
         "--dump-folder", str(tmp_path / f"out{nproc}-{launcher.replace(' ', '-')}"),
+        *extra,
     ]  # fmt: skip
     proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     output = ANSI.sub("", proc.stdout + proc.stderr)
@@ -98,3 +100,13 @@ def test_llama3_debug_model_trains_on_4_processes_with_the_1_process_losses(one_
 def test_plain_torchrun_trains_it_with_the_same_losses(one_process, tmp_path):
     """torchrun, not `vtrn run`: each worker finds the device from LOCAL_RANK, as on CUDA."""
     _assert_same_losses(one_process, _train(tmp_path, 2, launcher="torchrun"))
+
+
+def test_compile_enable_trains_it_compiled_with_the_eager_losses(one_process, tmp_path):
+    """`--compile.enable`: torchtitan compiles each block and the loss with its default backend
+    and its FlexAttention with torch.compile; on neuron tensors both go to the neuron backend
+    (Inductor has no neuron code generator). No op falls back, and the losses are eager's within
+    float32 reordering."""
+    compiled = _train(tmp_path, 1, "vtrn run", "--compile.enable")
+    for step in range(1, STEPS + 1):
+        assert abs(compiled[step][0] - one_process[step][0]) < 2e-3, (step, one_process, compiled)

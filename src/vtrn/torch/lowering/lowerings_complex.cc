@@ -1,5 +1,6 @@
 // complex64 arithmetic on float32 pairs: add, sub, mul and polar (rotary embeddings multiply
-// view_as_complex(x) by a polar() table), and indexing of a complex table (index.Tensor here,
+// view_as_complex(x) by a polar() table), copies (a compiled graph's clone), and indexing of a
+// complex table (index.Tensor here,
 // gather in lowerings_index.cc). A complex64 tensor reaches these lowerings as its
 // view_as_real (OpLowering::complex_pairs), so the executor computes in float32 only.
 //
@@ -109,6 +110,19 @@ void index_complex(OpLowering& e) {
   e.dtypes.push_back(DType::kC64);
 }
 
+/// alias_copy of a complex64 tensor (the compiled-graph path's clone): the same float32 pairs
+/// (the result check refuses a real output for them).
+void copy_complex(OpLowering& e) {
+  LowerFn real = e.lower;
+  e.lower = [real](Lowerer& L) -> std::vector<Value> {
+    if (!L.is_complex(0)) return real(L);
+    Value pairs = L.tensor(0);
+    return {L.as_complex_result(L.b.reshape(pairs, L.shape(pairs)))};
+  };
+  e.complex_pairs = true;
+  e.dtypes.push_back(DType::kC64);
+}
+
 }  // namespace
 
 void add_complex_lowerings(std::vector<OpLowering>& r) {
@@ -122,6 +136,8 @@ void add_complex_lowerings(std::vector<OpLowering>& r) {
       take_complex(e, [](Lowerer& L) { return complex_add(L, true); });
     else if (n == "index.Tensor")
       index_complex(e);
+    else if (n == "alias_copy" || n == "alias_copy.out")
+      copy_complex(e);
   }
   // polar(abs, angle) = abs * (cos(angle) + i sin(angle)), as c10::polar computes it. The CPU
   // kernel takes float32 inputs for a complex64 result; torch.polar calls this overload.
