@@ -79,11 +79,42 @@ const T* canonical(const hlo::TensorType& t, const std::uint8_t* src, const Dims
   return storage.data();
 }
 
+void sgemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+           std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+}
+
+// A weight gradient's GEMM sums over every output position (|k| in the thousands for a small
+// kernel), and one float32 dot product that long drifts several times further from the exact
+// sum than the CPU's blocked convolution does. So a long |k| is summed in chunks of
+// kDepthChunk, whose partial products are then added pairwise: the error grows with
+// kDepthChunk + log2(k / kDepthChunk) instead of k.
+constexpr std::int64_t kDepthChunk = 128;
+constexpr std::int64_t kPartialsBudget = std::int64_t{16} << 20;  // floats
+
 void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
           std::int64_t ldb, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(k), b,
-              static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+  const std::int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
+  if (chunks <= 1 || m * n * chunks > kPartialsBudget) {
+    sgemm(a, b, c, m, n, k, k, ldb, ldc);
+    return;
+  }
+  std::vector<float> partial(static_cast<std::size_t>(m * n * chunks));
+  for (std::int64_t i = 0; i < chunks; ++i) {
+    const std::int64_t k0 = i * kDepthChunk;
+    sgemm(a + k0, b + k0 * ldb, partial.data() + i * m * n, m, n, std::min(kDepthChunk, k - k0), k,
+          ldb, n);
+  }
+  for (std::int64_t width = 1; width < chunks; width *= 2)
+    for (std::int64_t i = 0; i + width < chunks; i += 2 * width) {
+      float* into = partial.data() + i * m * n;
+      const float* from = partial.data() + (i + width) * m * n;
+      for (std::int64_t e = 0; e < m * n; ++e) into[e] += from[e];
+    }
+  for (std::int64_t r = 0; r < m; ++r)
+    std::memcpy(c + r * ldc, partial.data() + r * n, static_cast<std::size_t>(n) * sizeof(float));
 }
 
 void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t n,

@@ -17,6 +17,7 @@ collective, and all three collective kinds ("collective_modules RANK n m").
 
 import os
 import pathlib
+import sys
 import warnings
 
 import torch
@@ -39,6 +40,13 @@ dist.init_process_group("neuron")
 rank, world = dist.get_rank(), dist.get_world_size()
 mesh = init_device_mesh("neuron", (world,), mesh_dim_names=("tp",))
 steps = 3
+
+
+def say(line):
+    """One line of the report in one write: under `vtrn run` the ranks share the pipe, and a
+    print's text and newline are two writes another rank's line can come between."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def make():
@@ -92,7 +100,7 @@ def cpu_losses():
 
 def report_modules(tag):
     counts = " ".join(f"{name}={n}" for name, n in sorted(graph_modules().items()))
-    print(f"modules {tag} {rank} {counts}", flush=True)
+    say(f"modules {tag} {rank} {counts}")
 
 
 reset_dynamo_metrics()
@@ -101,7 +109,7 @@ report_modules("tp")
 eager = tp_losses(False)
 if rank == 0:
     for step, (c, e, ref) in enumerate(zip(compiled, eager, cpu_losses())):
-        print(f"tp {step} {c!r} {e!r} {ref!r}", flush=True)
+        say(f"tp {step} {c!r} {e!r} {ref!r}")
 
 
 def rank_input(r):
@@ -132,10 +140,7 @@ got = compiled_collectives(x).cpu()
 report_modules("funcol")
 want = collectives(x).cpu()
 ref = collectives_by_hand()
-print(
-    f"funcol {rank} {(got - want).abs().max().item()!r} {(got - ref).abs().max().item()!r}",
-    flush=True,
-)
+say(f"funcol {rank} {(got - want).abs().max().item()!r} {(got - ref).abs().max().item()!r}")
 
 # The module queued on a side stream, then an eager all_reduce on the default stream over the
 # same group: the eager one must wait for the module's collectives, or ranks would pair them up
@@ -146,10 +151,7 @@ with torch.neuron.stream(side):
 total = torch.full((3,), float(rank), device=device)
 dist.all_reduce(total, group=mesh["tp"].get_group())
 torch.neuron.synchronize()
-print(
-    f"streams {rank} {(on_side.cpu() - want).abs().max().item()!r} {total.cpu()[0].item()!r}",
-    flush=True,
-)
+say(f"streams {rank} {(on_side.cpu() - want).abs().max().item()!r} {total.cpu()[0].item()!r}")
 
 
 # The modules' StableHLO text (every module compiled in this run lands there): the forward and
@@ -160,5 +162,5 @@ tp_modules = sum('"vtrn.collective"' in t and "dot_general" in t for t in texts)
 funcol_modules = sum(
     all(f"kind={k};" in t for k in ("all_gather", "reduce_scatter", "all_reduce")) for t in texts
 )
-print(f"collective_modules {rank} {tp_modules} {funcol_modules}", flush=True)
+say(f"collective_modules {rank} {tp_modules} {funcol_modules}")
 dist.destroy_process_group()
