@@ -424,19 +424,12 @@ def _compare(dev, cpu, what: str, ref=None, notes=None):
     neuron is at least as close to |ref| as the CPU is (recorded in |notes|)."""
     dev_leaves, dev_spec = pytree.tree_flatten(dev)
     cpu_leaves, cpu_spec = pytree.tree_flatten(cpu)
-    ref_leaves = None
 
-    def reference_leaves():
-        # |ref| may be a function that computes it, called only when a comparison fails.
-        nonlocal ref, ref_leaves
-        if callable(ref):
-            ref = ref()
-        if ref is not None and ref_leaves is None:
-            ref_leaves = pytree.tree_flatten(ref)[0]
-            if len(ref_leaves) != len(cpu_leaves):
-                ref = None
-                ref_leaves = None
-        return ref_leaves
+    def reference_leaves():  # |ref| may be a function: called only when a comparison fails
+        nonlocal ref
+        ref = ref() if callable(ref) else ref
+        leaves = pytree.tree_flatten(ref)[0] if ref is not None else None
+        return leaves if leaves is not None and len(leaves) == len(cpu_leaves) else None
 
     assert dev_spec == cpu_spec, f"{what}: output structure {dev_spec} != CPU's {cpu_spec}"
     for i, (d, c) in enumerate(zip(dev_leaves, cpu_leaves)):

@@ -119,8 +119,8 @@ const char* peak_transient(const ModelSpec& model, const Workload& w, const Layo
     head_grad = (static_cast<double>(model.vocab) * model.hidden / tp +
                  static_cast<double>(model.final_norm_params())) *
                 2;
-  const double saved =
-      inflight_micro_batches(w, l) * st.layers * activation_bytes_per_layer(model, s, b, tp, sp, l.checkpointing);
+  const double saved = inflight_micro_batches(w, l) * st.layers *
+                       activation_bytes_per_layer(model, s, b, tp, sp, l.checkpointing);
   const double recompute =
       l.checkpointing == Checkpointing::kFull
           ? activation_bytes_per_layer(model, s, b, tp, sp, Checkpointing::kSelective)

@@ -220,7 +220,8 @@ std::string Planner::why_nothing_fits(const std::vector<Evaluation>& rejected,
           std::string(checkpointing_name(e.layout.checkpointing)) + " checkpointing), needs " +
           gib(mm.total) + ": persistent " + gib(mm.parameters + mm.gradients + mm.optimizer) +
           ", gathered " + gib(mm.gathered) + ", activations " + gib(mm.activations) + ", logits " +
-          gib(mm.logits) + ", at the " + mm.peak_moment + ". Limiting resource: " + e.limiting_resource + " (" + e.advice + ").";
+          gib(mm.logits) + ", at the " + mm.peak_moment +
+          ". Limiting resource: " + e.limiting_resource + " (" + e.advice + ").";
     // What would fit: more nodes.
     for (int f : {2, 4, 8, 16}) {
       const int nodes = cluster_.nodes() * f;
