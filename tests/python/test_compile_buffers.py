@@ -15,38 +15,17 @@ from vtrn.compile import records
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 sys.path.insert(0, EXAMPLES)
 import llama_step  # noqa: E402
+from test_compile import train_losses  # noqa: E402  (tiny Llama steps, compiled or eager)
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 STEPS = 3
 
 
-def train_losses(compiled):
-    """Losses of STEPS tiny Llama steps (forward and backward compiled, AdamW outside)."""
-    size = llama_step.resolve_size("tiny")
-    model = llama_step.make_model("neuron", torch.float32, size)
-    opt = llama_step.make_optimizer(model)
-
-    def loss_of(tokens, targets):
-        return llama_step.loss_fn(model(tokens), targets)
-
-    if compiled:
-        loss_of = torch.compile(loss_of, backend="neuron", fullgraph=True, dynamic=False)
-    losses = []
-    for i in range(STEPS):
-        tokens, targets = llama_step.batch(i, size)
-        opt.zero_grad(set_to_none=True)
-        loss = loss_of(tokens.to("neuron"), targets.to("neuron"))
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach().cpu())
-    return torch.stack(losses)
-
-
 def test_compiled_llama_step_plans_less_scratch_than_its_intermediates_and_matches_eager():
-    eager = train_losses(compiled=False)
+    eager = train_losses(compiled=False, steps=STEPS)
     records.reset_dynamo_metrics()
-    compiled = train_losses(compiled=True)
+    compiled = train_losses(compiled=True, steps=STEPS)
     assert vtrn.get_fallback_ops() == []
     torch.testing.assert_close(compiled, eager)
     cpu = torch.tensor(llama_step.train("cpu", torch.float32, STEPS, clip=0))
