@@ -7,6 +7,7 @@
 
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
+#include "vtrn/runtime/strided_copy.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -22,37 +23,6 @@ Dims strides_of(const Dims& dims) {
 }
 
 namespace {
-
-// dst[i] = src[base + sum(idx[d] * src_strides[d])] over the row-major index space |out|.
-void strided_copy(std::uint8_t* dst, const std::uint8_t* src, const Dims& out,
-                  const Dims& src_strides, std::int64_t base, int es) {
-  std::int64_t n = 1;
-  for (std::int64_t d : out) n *= d;
-  if (n == 0) return;
-  const int r = static_cast<int>(out.size());
-  if (r == 0) {
-    std::memcpy(dst, src + base * es, static_cast<std::size_t>(es));
-    return;
-  }
-  Dims idx(static_cast<std::size_t>(r), 0);
-  std::int64_t off = base, o = 0;
-  const std::int64_t last = out[r - 1], ls = src_strides[r - 1];
-  while (o < n) {
-    if (ls == 1) {
-      std::memcpy(dst + o * es, src + off * es, static_cast<std::size_t>(last * es));
-    } else {
-      for (std::int64_t j = 0; j < last; ++j)
-        std::memcpy(dst + (o + j) * es, src + (off + j * ls) * es, static_cast<std::size_t>(es));
-    }
-    o += last;
-    for (int d = r - 2; d >= 0; --d) {
-      off += src_strides[d];
-      if (++idx[d] < out[d]) break;
-      off -= src_strides[d] * out[d];
-      idx[d] = 0;
-    }
-  }
-}
 
 std::int64_t read_index(DType d, const std::uint8_t* p, std::int64_t i) {
   const std::uint8_t* q = p + i * hlo::dtype_size(d);
@@ -448,7 +418,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       const Dims src = strides_of(b.type(op.operands[0]).dims);
       Dims s;
       for (std::int64_t p : op.dims) s.push_back(src[p]);
-      strided_copy(out[0], in[0], ot.dims, s, 0, es);
+      strided_copy(out[0], {0, strides_of(ot.dims)}, in[0], {0, s}, ot.dims, es, threads);
       return;
     }
     case OpKind::kBroadcastInDim: {
@@ -457,7 +427,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       Dims s(ot.dims.size(), 0);
       for (std::size_t i = 0; i < op.dims.size(); ++i)
         if (xt.dims[i] != 1) s[op.dims[i]] = src[i];
-      strided_copy(out[0], in[0], ot.dims, s, 0, es);
+      strided_copy(out[0], {0, strides_of(ot.dims)}, in[0], {0, s}, ot.dims, es, threads);
       return;
     }
     case OpKind::kSlice: {
@@ -468,7 +438,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
         s.push_back(src[d] * op.strides[d]);
         base += op.start_indices[d] * src[d];
       }
-      strided_copy(out[0], in[0], ot.dims, s, base, es);
+      strided_copy(out[0], {0, strides_of(ot.dims)}, in[0], {base, s}, ot.dims, es, threads);
       return;
     }
     case OpKind::kReverse: {
@@ -479,7 +449,8 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
         s[d] = -src[d];
         base += (ot.dims[d] - 1) * src[d];
       }
-      if (ot.num_elements() > 0) strided_copy(out[0], in[0], ot.dims, s, base, es);
+      if (ot.num_elements() > 0)
+        strided_copy(out[0], {0, src}, in[0], {base, s}, ot.dims, es, threads);
       return;
     }
     case OpKind::kDynamicSlice: {
@@ -491,7 +462,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
             read_index(b.type(op.operands[1 + d]).dtype, in[1 + d], 0), 0, xt.dims[d] - op.dims[d]);
         base += st * src[d];
       }
-      strided_copy(out[0], in[0], ot.dims, src, base, es);
+      strided_copy(out[0], {0, strides_of(ot.dims)}, in[0], {base, src}, ot.dims, es, threads);
       return;
     }
     case OpKind::kDynamicUpdateSlice: {
@@ -504,20 +475,7 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
             read_index(b.type(op.operands[2 + d]).dtype, in[2 + d], 0), 0, ot.dims[d] - ut.dims[d]);
         base += st * dst[d];
       }
-      // Scatter the update's rows into the destination.
-      const Dims us = strides_of(ut.dims);
-      const std::int64_t n = ut.num_elements();
-      Dims idx(ut.dims.size(), 0);
-      for (std::int64_t u = 0; u < n; ++u) {
-        std::int64_t o = base;
-        for (int d = 0; d < ut.rank(); ++d) o += idx[d] * dst[d];
-        std::memcpy(out[0] + o * es, in[1] + u * es, static_cast<std::size_t>(es));
-        for (int d = ut.rank() - 1; d >= 0; --d) {
-          if (++idx[d] < ut.dims[d]) break;
-          idx[d] = 0;
-        }
-      }
-      (void)us;
+      strided_copy(out[0], {base, dst}, in[1], {0, strides_of(ut.dims)}, ut.dims, es, threads);
       return;
     }
     case OpKind::kConcatenate: {
@@ -530,43 +488,42 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
       const std::int64_t row = ot.dims[dim] * inner;
       for (std::size_t k = 0; k < in.size(); ++k) {
         const std::int64_t chunk = b.type(op.operands[k]).dims[dim] * inner;
-        for (std::int64_t o = 0; o < outer; ++o)
-          std::memcpy(out[0] + (o * row + at) * es, in[k] + o * chunk * es,
-                      static_cast<std::size_t>(chunk * es));
+        strided_copy(out[0], {at, {row, 1}}, in[k], {0, {chunk, 1}}, {outer, chunk}, es, threads);
         at += chunk;
       }
       return;
     }
     case OpKind::kPad: {
+      // The padding value everywhere, then the operand's elements that land inside the
+      // result (negative padding drops some) written at their strided positions.
       const TensorType& xt = b.type(op.operands[0]);
-      const std::int64_t n = ot.num_elements();
-      for (std::int64_t i = 0; i < n; ++i)
-        std::memcpy(out[0] + i * es, in[1], static_cast<std::size_t>(es));
-      const Dims dst = strides_of(ot.dims);
-      const std::int64_t m = xt.num_elements();
-      Dims idx(xt.dims.size(), 0);
-      for (std::int64_t e = 0; e < m; ++e) {
-        bool inside = true;
-        std::int64_t o = 0;
-        for (int d = 0; d < xt.rank(); ++d) {
-          const std::int64_t p = op.edge_padding_low[d] + idx[d] * (op.interior_padding[d] + 1);
-          inside = inside && p >= 0 && p < ot.dims[d];
-          o += p * dst[d];
-        }
-        if (inside) std::memcpy(out[0] + o * es, in[0] + e * es, static_cast<std::size_t>(es));
-        for (int d = xt.rank() - 1; d >= 0; --d) {
-          if (++idx[d] < xt.dims[d]) break;
-          idx[d] = 0;
-        }
+      fill_elements(out[0], in[1], ot.num_elements(), es);
+      const Dims dst = strides_of(ot.dims), src = strides_of(xt.dims);
+      StridedView into{0, {}}, from{0, src};
+      Dims shape;
+      for (int d = 0; d < xt.rank(); ++d) {
+        const std::int64_t step = op.interior_padding[d] + 1, low = op.edge_padding_low[d];
+        // Operand indices i with 0 <= low + i * step < ot.dims[d].
+        const std::int64_t first = low >= 0 ? 0 : (-low + step - 1) / step;
+        const std::int64_t last = std::min(xt.dims[d] - 1, (ot.dims[d] - 1 - low) / step);
+        if (ot.dims[d] - 1 - low < 0 || last < first) return;
+        shape.push_back(last - first + 1);
+        into.strides.push_back(dst[d] * step);
+        into.base += (low + first * step) * dst[d];
+        from.base += first * src[d];
       }
+      strided_copy(out[0], into, in[0], from, shape, es, threads);
       return;
     }
     case OpKind::kIota: {
-      const Dims st = strides_of(ot.dims);
-      const std::int64_t n = ot.num_elements();
-      const std::int64_t len = ot.dims[op.dimension], stride = st[op.dimension];
-      for (std::int64_t i = 0; i < n; ++i)
-        hlo::store_double(ot.dtype, static_cast<double>((i / stride) % len), out[0] + i * es);
+      // The values 0 .. len-1 once in the result's dtype, then broadcast over the other dims.
+      const std::int64_t len = ot.dims[op.dimension];
+      std::vector<std::uint8_t> row(static_cast<std::size_t>(len * es));
+      for (std::int64_t i = 0; i < len; ++i)
+        hlo::store_double(ot.dtype, static_cast<double>(i), row.data() + i * es);
+      Dims from(ot.dims.size(), 0);
+      from[op.dimension] = 1;
+      strided_copy(out[0], {0, strides_of(ot.dims)}, row.data(), {0, from}, ot.dims, es, threads);
       return;
     }
     case OpKind::kGather:
@@ -596,7 +553,6 @@ void run_op(const hlo::Block& b, const hlo::Op& op, const std::vector<const std:
     default:
       break;
   }
-  (void)threads;
   if (hlo::is_complex(ot.dtype) ||
       (!op.operands.empty() && hlo::is_complex(b.type(op.operands[0]).dtype)))
     throw ExecError("stablehlo." + std::string(hlo::op_name(op.kind)) + " on complex64 (" +
