@@ -154,6 +154,52 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   input_values_.erase(std::unique(input_values_.begin(), input_values_.end()), input_values_.end());
 }
 
+namespace {
+
+// dst[at + j] = element off + j * stride of |p| (of dtype |d|), in the loop class |c|, for j <
+// n: a broadcast operand's run along the domain's last dim. Whole runs, not single elements,
+// are dispatched on the dtype: a per-element switch cost more than the arithmetic it fed.
+void load_run(DType d, Cls c, const std::uint8_t* p, std::int64_t off, std::int64_t stride,
+              std::int64_t n, void* dst, std::int64_t at) {
+  if (stride == 1) {
+    const int width = c == Cls::kF32 ? 4 : 8;
+    load_contiguous(d, p, off, n, static_cast<std::uint8_t*>(dst) + at * width);
+    return;
+  }
+  if (c == Cls::kF32) {
+    float* o = static_cast<float*>(dst) + at;
+    if (stride == 0) {
+      std::fill_n(o, n, load_elem<float>(d, p, off));
+    } else if (d == DType::kF32) {
+      const auto* f = reinterpret_cast<const float*>(p) + off;
+      for (std::int64_t j = 0; j < n; ++j) o[j] = f[j * stride];
+    } else if (d == DType::kBF16) {
+      const auto* h = reinterpret_cast<const std::uint16_t*>(p) + off;
+      for (std::int64_t j = 0; j < n; ++j) o[j] = hlo::bf16_to_f32(h[j * stride]);
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<float>(d, p, off + j * stride);
+    }
+  } else if (c == Cls::kF64) {
+    double* o = static_cast<double*>(dst) + at;
+    if (stride == 0)
+      std::fill_n(o, n, load_elem<double>(d, p, off));
+    else
+      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<double>(d, p, off + j * stride);
+  } else {
+    std::int64_t* o = static_cast<std::int64_t*>(dst) + at;
+    if (stride == 0) {
+      std::fill_n(o, n, load_elem<std::int64_t>(d, p, off));
+    } else if (d == DType::kI64) {
+      const auto* v = reinterpret_cast<const std::int64_t*>(p) + off;
+      for (std::int64_t j = 0; j < n; ++j) o[j] = v[j * stride];
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<std::int64_t>(d, p, off + j * stride);
+    }
+  }
+}
+
+}  // namespace
+
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                              std::int64_t hi, Reducer* reducer,
                              const std::vector<std::uint8_t*>& extra) const {
@@ -224,22 +270,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       while (i < len) {
         // Run along the last dimension.
         const std::int64_t run = rank > 0 ? std::min(len - i, last - idx[rank - 1]) : len;
-        if (c == Cls::kF32) {
-          float* o = static_cast<float*>(dst) + i;
-          if (last_stride == 0)
-            std::fill_n(o, run, load_elem<float>(l.dtype, p, off));
-          else
-            for (std::int64_t j = 0; j < run; ++j)
-              o[j] = load_elem<float>(l.dtype, p, off + j * last_stride);
-        } else if (c == Cls::kF64) {
-          double* o = static_cast<double*>(dst) + i;
-          for (std::int64_t j = 0; j < run; ++j)
-            o[j] = load_elem<double>(l.dtype, p, off + j * last_stride);
-        } else {
-          std::int64_t* o = static_cast<std::int64_t*>(dst) + i;
-          for (std::int64_t j = 0; j < run; ++j)
-            o[j] = load_elem<std::int64_t>(l.dtype, p, off + j * last_stride);
-        }
+        load_run(l.dtype, c, p, off, last_stride, run, dst, i);
         i += run;
         if (rank == 0) break;
         // Advance the odometer by |run| along the last dim (wraps exactly to 0).
