@@ -1,5 +1,6 @@
 #include "vtrn/runtime/kernels_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -7,14 +8,22 @@
 
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/runtime/host_matmul.h"
+#include "vtrn/runtime/thread_pool.h"
+#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime::kernels {
 namespace {
 
+// The heads that share one key/value head are adjacent (query head h reads kv head
+// h / groups), so each (batch, kv head) pair is one block: its groups * q_len query rows are
+// contiguous and all read the same keys. A block's products are then single matrix products,
+// and all blocks one batched product.
 struct Dims {
   std::int64_t batch, heads, kv_heads, q_len, kv_len, d;
   bool causal;
   double scale;
+  std::int64_t blocks() const { return batch * kv_heads; }
+  std::int64_t rows() const { return heads / kv_heads * q_len; }  // query rows per block
 };
 
 Dims dims_of(const CustomCallArgs& a, std::size_t query, const char* target) {
@@ -28,135 +37,197 @@ Dims dims_of(const CustomCallArgs& a, std::size_t query, const char* target) {
               k.dims[2], q.dims[3], config->causal, config->scale};
 }
 
-// Elements [offset, offset + n) of |src| (of |type|'s dtype) as float32.
-std::vector<float> widen(const hlo::TensorType& type, const void* src, std::int64_t offset,
-                         std::int64_t n) {
+// The whole tensor as float32: the input itself when it is float32, else a widened copy.
+const float* as_f32(const hlo::TensorType& type, const void* src, std::vector<float>& copy) {
+  if (type.dtype == hlo::DType::kF32) return static_cast<const float*>(src);
+  const std::int64_t n = type.num_elements();
   const int es = hlo::dtype_size(type.dtype);
-  const auto* p = static_cast<const std::uint8_t*>(src) + offset * es;
-  std::vector<float> out(static_cast<std::size_t>(n));
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  copy.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(hlo::load_double(type.dtype, p + i * es));
-  return out;
+    copy[i] = static_cast<float>(hlo::load_double(type.dtype, p + i * es));
+  return copy.data();
 }
 
-void narrow(const hlo::TensorType& type, const float* src, void* dst, std::int64_t offset,
-            std::int64_t n) {
-  const int es = hlo::dtype_size(type.dtype);
-  auto* p = static_cast<std::uint8_t*>(dst) + offset * es;
-  for (std::int64_t i = 0; i < n; ++i) hlo::store_double(type.dtype, src[i], p + i * es);
-}
-
-// The probabilities of one head, [L, S], from its scores and each row's logsumexp: zero where
-// the causal mask hides the key (key j is visible to query i when j <= i).
-void probabilities(const Dims& d, std::vector<float>& s, const float* lse) {
-  for (std::int64_t i = 0; i < d.q_len; ++i) {
-    float* row = s.data() + i * d.kv_len;
-    for (std::int64_t j = 0; j < d.kv_len; ++j) {
-      const bool hidden = (d.causal && j > i) || std::isinf(lse[i]);
-      row[j] = hidden ? 0.0f : std::exp(row[j] * static_cast<float>(d.scale) - lse[i]);
-    }
+// Where a float32 result is computed: the output itself when it is float32, else |scratch|;
+// store() then rounds the scratch into the output.
+class F32Out {
+ public:
+  F32Out(const hlo::TensorType& type, void* dst, bool zeroed = false) : type_(type), dst_(dst) {
+    if (type.dtype != hlo::DType::kF32)
+      scratch_.assign(static_cast<std::size_t>(type.num_elements()), 0.0f);
+    else if (zeroed)
+      std::fill_n(static_cast<float*>(dst), type.num_elements(), 0.0f);
   }
+  float* data() {
+    return type_.dtype == hlo::DType::kF32 ? static_cast<float*>(dst_) : scratch_.data();
+  }
+  void store() const {
+    if (type_.dtype == hlo::DType::kF32) return;
+    const int es = hlo::dtype_size(type_.dtype);
+    auto* p = static_cast<std::uint8_t*>(dst_);
+    for (std::size_t i = 0; i < scratch_.size(); ++i)
+      hlo::store_double(type_.dtype, scratch_[i], p + i * es);
+  }
+
+ private:
+  const hlo::TensorType& type_;
+  void* dst_;
+  std::vector<float> scratch_;
+};
+
+// The scores of one tile: |nb| whole blocks from block |b0|, or rows [r0, r0 + m) of block b0
+// (nb == 1) when a block's scores alone exceed the tile budget.
+struct Tile {
+  std::int64_t b0, nb, r0, m;
+};
+
+// Scores held at once: 16 Mi floats (64 MiB), so a long sequence never needs L x S memory.
+constexpr std::int64_t kTileScores = std::int64_t{1} << 24;
+
+template <typename Fn>
+void for_each_tile(const Dims& d, Fn&& fn) {
+  const std::int64_t rows = d.rows(), per_row = std::max<std::int64_t>(d.kv_len, 1);
+  if (rows == 0 || d.blocks() == 0) return;
+  if (rows * per_row <= kTileScores) {
+    const std::int64_t nb = std::max<std::int64_t>(1, kTileScores / (rows * per_row));
+    for (std::int64_t b = 0; b < d.blocks(); b += nb)
+      fn(Tile{b, std::min(nb, d.blocks() - b), 0, rows});
+    return;
+  }
+  const std::int64_t m = std::max<std::int64_t>(1, kTileScores / per_row);
+  for (std::int64_t b = 0; b < d.blocks(); ++b)
+    for (std::int64_t r = 0; r < rows; r += m) fn(Tile{b, 1, r, std::min(m, rows - r)});
 }
 
-void scores(const Dims& d, const float* q, const float* k, std::vector<float>& s) {
-  MatmulShape m;
-  m.m = d.q_len;
-  m.n = d.kv_len;
-  m.k = d.d;
-  m.rhs_transposed = true;  // k is [S, D]
-  s.resize(static_cast<std::size_t>(d.q_len * d.kv_len));
-  host_matmul(m, q, k, s.data());
+// s[t] = Q[t] K^T for the tile's rows, [nb, m, kv_len].
+void scores(const Dims& d, const Tile& t, const float* q, const float* k, std::vector<float>& s) {
+  MatmulShape sh;
+  sh.batch = t.nb, sh.m = t.m, sh.n = d.kv_len, sh.k = d.d, sh.rhs_transposed = true;
+  s.resize(static_cast<std::size_t>(t.nb * t.m * d.kv_len));
+  host_matmul(sh, q + (t.b0 * d.rows() + t.r0) * d.d, k + t.b0 * d.kv_len * d.d, s.data());
+}
+
+// Keys visible to tile row |r| (causal: key j is visible to query i when j <= i).
+std::int64_t visible(const Dims& d, const Tile& t, std::int64_t r) {
+  const std::int64_t i = (t.r0 + r % t.m) % d.q_len;
+  return d.causal ? std::min(i + 1, d.kv_len) : d.kv_len;
+}
+
+// Runs fn(r) for every row of the tile, split over the thread budget.
+template <typename Fn>
+void for_rows(const Tile& t, Fn&& fn) {
+  const std::int64_t n = t.nb * t.m;
+  const int threads = static_cast<int>(std::min<std::int64_t>(executor_threads(), n / 64 + 1));
+  parallel_for(threads, [&](int i) {
+    for (std::int64_t r = n * i / threads; r < n * (i + 1) / threads; ++r) fn(r);
+  });
+}
+
+// row[j] = exp(row[j] * scale - shift) for the visible keys, 0 for the hidden ones.
+void exp_row(float* row, std::int64_t visible, std::int64_t len, float scale, float shift) {
+  for (std::int64_t j = 0; j < visible; ++j) row[j] = row[j] * scale - shift;
+  vecmath::apply(vecmath::Fn::kExp, row, row, visible);
+  std::fill(row + visible, row + len, 0.0f);
 }
 
 }  // namespace
 
 void flash_attention_forward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 0, "vtrn.flash_attention");
-  const std::int64_t groups = d.heads / d.kv_heads, qn = d.q_len * d.d, kn = d.kv_len * d.d;
-  std::vector<float> s, out(static_cast<std::size_t>(qn)), lse(static_cast<std::size_t>(d.q_len));
-  for (std::int64_t b = 0; b < d.batch; ++b) {
-    for (std::int64_t h = 0; h < d.heads; ++h) {
-      const std::int64_t qh = b * d.heads + h, kh = b * d.kv_heads + h / groups;
-      const std::vector<float> q = widen(a.input_types[0], a.inputs[0], qh * qn, qn);
-      const std::vector<float> k = widen(a.input_types[1], a.inputs[1], kh * kn, kn);
-      const std::vector<float> v = widen(a.input_types[2], a.inputs[2], kh * kn, kn);
-      scores(d, q.data(), k.data(), s);
-      for (std::int64_t i = 0; i < d.q_len; ++i) {
-        const float* row = s.data() + i * d.kv_len;
-        const std::int64_t visible = d.causal ? std::min(i + 1, d.kv_len) : d.kv_len;
-        float m = -std::numeric_limits<float>::infinity();
-        for (std::int64_t j = 0; j < visible; ++j)
-          m = std::max(m, row[j] * static_cast<float>(d.scale));
-        double sum = 0;
-        for (std::int64_t j = 0; j < visible; ++j)
-          sum += std::exp(row[j] * static_cast<float>(d.scale) - m);
-        lse[i] = visible == 0 ? -std::numeric_limits<float>::infinity()
-                              : m + static_cast<float>(std::log(sum));
+  std::vector<float> qc, kc, vc, s;
+  const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
+  const float* k = as_f32(a.input_types[1], a.inputs[1], kc);
+  const float* v = as_f32(a.input_types[2], a.inputs[2], vc);
+  F32Out out(a.output_types[0], a.outputs[0]), lse(a.output_types[1], a.outputs[1]);
+  const auto scale = static_cast<float>(d.scale);
+  for_each_tile(d, [&](const Tile& t) {
+    scores(d, t, q, k, s);
+    float* lse_tile = lse.data() + t.b0 * d.rows() + t.r0;
+    // Softmax rows: probabilities = exp(x - max) / sum, the sum taken in double.
+    for_rows(t, [&](std::int64_t r) {
+      float* row = s.data() + r * d.kv_len;
+      const std::int64_t vis = visible(d, t, r);
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < vis; ++j) m = std::max(m, row[j] * scale);
+      if (vis == 0) {
+        std::fill(row, row + d.kv_len, 0.0f);
+        lse_tile[r] = -std::numeric_limits<float>::infinity();
+        return;
       }
-      probabilities(d, s, lse.data());
-      MatmulShape pv;
-      pv.m = d.q_len;
-      pv.n = d.d;
-      pv.k = d.kv_len;
-      host_matmul(pv, s.data(), v.data(), out.data());
-      narrow(a.output_types[0], out.data(), a.outputs[0], qh * qn, qn);
-      narrow(a.output_types[1], lse.data(), a.outputs[1], qh * d.q_len, d.q_len);
-    }
-  }
+      exp_row(row, vis, d.kv_len, scale, m);
+      double sum = 0;
+      for (std::int64_t j = 0; j < vis; ++j) sum += row[j];
+      lse_tile[r] = m + static_cast<float>(std::log(sum));
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (std::int64_t j = 0; j < vis; ++j) row[j] *= inv;
+    });
+    MatmulShape pv;
+    pv.batch = t.nb, pv.m = t.m, pv.n = d.d, pv.k = d.kv_len;
+    host_matmul(pv, s.data(), v + t.b0 * d.kv_len * d.d,
+                out.data() + (t.b0 * d.rows() + t.r0) * d.d);
+  });
+  out.store();
+  lse.store();
 }
 
 void flash_attention_backward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 1, "vtrn.flash_attention_backward");
-  const std::int64_t groups = d.heads / d.kv_heads, qn = d.q_len * d.d, kn = d.kv_len * d.d;
-  const std::int64_t ss = d.q_len * d.kv_len;
-  std::vector<float> p, dp(static_cast<std::size_t>(ss)), dq(static_cast<std::size_t>(qn));
-  std::vector<float> part(static_cast<std::size_t>(kn));
-  for (std::int64_t b = 0; b < d.batch; ++b) {
-    for (std::int64_t kvh = 0; kvh < d.kv_heads; ++kvh) {
-      const std::int64_t kh = b * d.kv_heads + kvh;
-      const std::vector<float> k = widen(a.input_types[2], a.inputs[2], kh * kn, kn);
-      const std::vector<float> v = widen(a.input_types[3], a.inputs[3], kh * kn, kn);
-      std::vector<float> dk(static_cast<std::size_t>(kn), 0.0f), dv(dk);
-      for (std::int64_t g = 0; g < groups; ++g) {
-        const std::int64_t qh = b * d.heads + kvh * groups + g;
-        const std::vector<float> go = widen(a.input_types[0], a.inputs[0], qh * qn, qn);
-        const std::vector<float> q = widen(a.input_types[1], a.inputs[1], qh * qn, qn);
-        const std::vector<float> o = widen(a.input_types[4], a.inputs[4], qh * qn, qn);
-        const std::vector<float> lse = widen(a.input_types[5], a.inputs[5], qh * d.q_len, d.q_len);
-        scores(d, q.data(), k.data(), p);
-        probabilities(d, p, lse.data());
-        // dV += P^T dO
-        MatmulShape m;
-        m.m = d.kv_len, m.n = d.d, m.k = d.q_len, m.lhs_transposed = true;
-        host_matmul(m, p.data(), go.data(), part.data());
-        for (std::int64_t i = 0; i < kn; ++i) dv[i] += part[i];
-        // dP = dO V^T; dS = P (dP - rowsum(dO O)) scale
-        m = MatmulShape{};
-        m.m = d.q_len, m.n = d.kv_len, m.k = d.d, m.rhs_transposed = true;
-        host_matmul(m, go.data(), v.data(), dp.data());
-        for (std::int64_t i = 0; i < d.q_len; ++i) {
-          float delta = 0;
-          for (std::int64_t c = 0; c < d.d; ++c) delta += go[i * d.d + c] * o[i * d.d + c];
-          for (std::int64_t j = 0; j < d.kv_len; ++j) {
-            float& x = dp[i * d.kv_len + j];
-            x = p[i * d.kv_len + j] * (x - delta) * static_cast<float>(d.scale);
-          }
-        }
-        // dQ = dS K
-        m = MatmulShape{};
-        m.m = d.q_len, m.n = d.d, m.k = d.kv_len;
-        host_matmul(m, dp.data(), k.data(), dq.data());
-        narrow(a.output_types[0], dq.data(), a.outputs[0], qh * qn, qn);
-        // dK += dS^T Q
-        m = MatmulShape{};
-        m.m = d.kv_len, m.n = d.d, m.k = d.q_len, m.lhs_transposed = true;
-        host_matmul(m, dp.data(), q.data(), part.data());
-        for (std::int64_t i = 0; i < kn; ++i) dk[i] += part[i];
+  std::vector<float> goc, qc, kc, vc, oc, lc, p, dp, part;
+  const float* go = as_f32(a.input_types[0], a.inputs[0], goc);
+  const float* q = as_f32(a.input_types[1], a.inputs[1], qc);
+  const float* k = as_f32(a.input_types[2], a.inputs[2], kc);
+  const float* v = as_f32(a.input_types[3], a.inputs[3], vc);
+  const float* o = as_f32(a.input_types[4], a.inputs[4], oc);
+  const float* lse = as_f32(a.input_types[5], a.inputs[5], lc);
+  // dK and dV sum over every query row of a block: zeroed, then each tile adds its part.
+  F32Out dq(a.output_types[0], a.outputs[0]), dk(a.output_types[1], a.outputs[1], true),
+      dv(a.output_types[2], a.outputs[2], true);
+  const auto scale = static_cast<float>(d.scale);
+  const std::int64_t kn = d.kv_len * d.d;
+  for_each_tile(d, [&](const Tile& t) {
+    const std::int64_t first = t.b0 * d.rows() + t.r0;  // the tile's first query row
+    scores(d, t, q, k, p);
+    // dP = dO V^T
+    MatmulShape sh;
+    sh.batch = t.nb, sh.m = t.m, sh.n = d.kv_len, sh.k = d.d, sh.rhs_transposed = true;
+    dp.resize(p.size());
+    host_matmul(sh, go + first * d.d, v + t.b0 * kn, dp.data());
+    // P from the logsumexp, as the forward made it; dS = P (dP - rowsum(dO O)) scale.
+    for_rows(t, [&](std::int64_t r) {
+      float* prow = p.data() + r * d.kv_len;
+      float* dsrow = dp.data() + r * d.kv_len;
+      const float l = lse[first + r];
+      if (std::isinf(l)) {
+        std::fill(prow, prow + d.kv_len, 0.0f);
+        std::fill(dsrow, dsrow + d.kv_len, 0.0f);
+        return;
       }
-      narrow(a.output_types[1], dk.data(), a.outputs[1], kh * kn, kn);
-      narrow(a.output_types[2], dv.data(), a.outputs[2], kh * kn, kn);
-    }
-  }
+      exp_row(prow, visible(d, t, r), d.kv_len, scale, l);
+      const float* gor = go + (first + r) * d.d;
+      const float* orow = o + (first + r) * d.d;
+      float delta = 0;
+      for (std::int64_t c = 0; c < d.d; ++c) delta += gor[c] * orow[c];
+      for (std::int64_t j = 0; j < d.kv_len; ++j) dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
+    });
+    // dQ = dS K
+    sh = MatmulShape{};
+    sh.batch = t.nb, sh.m = t.m, sh.n = d.d, sh.k = d.kv_len;
+    host_matmul(sh, dp.data(), k + t.b0 * kn, dq.data() + first * d.d);
+    // dV += P^T dO and dK += dS^T Q, over the tile's rows.
+    sh = MatmulShape{};
+    sh.batch = t.nb, sh.m = d.kv_len, sh.n = d.d, sh.k = t.m, sh.lhs_transposed = true;
+    part.resize(static_cast<std::size_t>(t.nb * kn));
+    const auto accumulate = [&](const float* lhs, const float* rhs, float* into) {
+      host_matmul(sh, lhs, rhs, part.data());
+      for (std::int64_t i = 0; i < t.nb * kn; ++i) into[i] += part[i];
+    };
+    accumulate(p.data(), go + first * d.d, dv.data() + t.b0 * kn);
+    accumulate(dp.data(), q + first * d.d, dk.data() + t.b0 * kn);
+  });
+  dq.store();
+  dk.store();
+  dv.store();
 }
 
 }  // namespace vtrn::runtime::kernels
