@@ -113,10 +113,13 @@ LowerFn softmax_backward(bool log) {
   };
 }
 
-/// For nll_loss on [N, C] (or [C]) input: the one-hot mask of the targets, [N, C], and the
-/// per-sample weight (0 where the target is ignore_index), [N].
+/// For nll_loss on [N, C] (or [C]) input: where each sample's target is, as gather/scatter
+/// indices [N, 2] (row, class), and the per-sample weight [N], 0 where the target is ignore_index
+/// or outside [0, C) (whose index is clamped into range, so every index is valid). Only N values
+/// are read or written beside the [N, C] input: a one-hot mask of the targets cost as much as
+/// the logits themselves.
 struct NllParts {
-  Value onehot, weight;
+  Value index, weight, valid;
   std::int64_t n, c;
 };
 
@@ -137,22 +140,30 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
     if (L.dtype(weight) != L.dtype(self) || L.rank(weight) != 1 || L.shape(weight)[0] != c)
       throw Unsupported("nll_loss weight");
   }
+  if (c == 0) throw Unsupported("nll_loss over zero classes");
   Value t = L.b.reshape(L.convert(target, DType::kI64), {n});
-  Value classes = L.b.iota(TensorType(DType::kI64, {n, c}), 1);
-  Value tb = L.b.broadcast_in_dim(t, {n, c}, {0});
-  Value onehot = L.b.compare(Comparison::kEQ, classes, tb);
+  auto splat = [&](double v, DType d) { return L.b.broadcast_to(L.constant(v, d), {n}); };
+  Value valid =
+      L.b.compare(Comparison::kNE, t, splat(static_cast<double>(ignore_index), DType::kI64));
+  valid = L.b.binary(OpKind::kAnd, valid, L.b.compare(Comparison::kGE, t, splat(0, DType::kI64)));
+  valid = L.b.binary(OpKind::kAnd, valid,
+                     L.b.compare(Comparison::kLT, t, splat(static_cast<double>(c), DType::kI64)));
+  Value column =
+      L.b.clamp(splat(0, DType::kI64), t, splat(static_cast<double>(c - 1), DType::kI64));
+  Value index = L.b.concatenate(
+      {L.b.iota(TensorType(DType::kI64, {n, 1}), 0), L.b.reshape(column, {n, 1})}, 1);
   Value w;
   if (L.has(weight_arg)) {
-    Value wc = L.b.broadcast_in_dim(L.convert(L.tensor(weight_arg), compute), {n, c}, {1});
-    w = L.reduce(L.b.select(onehot, wc, L.full_like(wc, 0.0)), {1}, ReduceKind::kAdd, false);
+    hlo::GatherDims g;
+    g.collapsed_slice_dims = {0};
+    g.start_index_map = {0};
+    g.index_vector_dim = 1;
+    w = L.b.gather(L.convert(L.tensor(weight_arg), compute), L.b.reshape(column, {n, 1}), g, {1});
   } else {
-    w = L.b.broadcast_to(L.constant(1.0, compute), {n});
+    w = splat(1.0, compute);
   }
-  Value valid = L.b.compare(
-      Comparison::kNE, t,
-      L.b.broadcast_to(L.constant(static_cast<double>(ignore_index), DType::kI64), {n}));
-  w = L.b.select(valid, w, L.full_like(w, 0.0));
-  return {onehot, w, n, c};
+  w = L.b.select(valid, w, splat(0.0, compute));
+  return {index, w, valid, n, c};
 }
 
 /// Attention scores q k^T * scale in float32, [B, H, L, S], with the causal mask (key j is
@@ -345,8 +356,13 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         const std::int64_t reduction = L.integer(3);
         NllParts p = nll_parts(L, self, L.tensor(1), 2, L.integer(4), c);
         Value x = L.b.reshape(L.convert(self, c), {p.n, p.c});
-        Value picked =
-            L.reduce(L.b.select(p.onehot, x, L.full_like(x, 0.0)), {1}, ReduceKind::kAdd, false);
+        hlo::GatherDims g;
+        g.collapsed_slice_dims = {0, 1};
+        g.start_index_map = {0, 1};
+        g.index_vector_dim = 1;
+        // An ignored sample's logit may be infinite: masked before the weight multiplies it.
+        Value picked = L.b.gather(x, p.index, g, {1, 1});
+        picked = L.b.select(p.valid, picked, L.full_like(picked, 0.0));
         Value loss = L.b.neg(L.b.mul(picked, p.weight));
         Value total = L.reduce(p.weight, {0}, ReduceKind::kAdd, false);
         Value out;
@@ -377,9 +393,16 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
           if (reduction == 1) gs = L.b.div(gs, L.b.reshape(L.convert(L.tensor(6), c), {}));
           scale = L.b.broadcast_to(gs, {p.n});
         }
+        // Zeros with each sample's -scale * weight at its target; an ignored sample writes +0,
+        // as the CPU leaves its row untouched.
         Value per_sample = L.b.neg(L.b.mul(scale, p.weight));
-        Value grad = L.b.select(p.onehot, L.b.broadcast_in_dim(per_sample, {p.n, p.c}, {0}),
-                                L.b.broadcast_to(L.constant(0.0, c), {p.n, p.c}));
+        per_sample = L.b.select(p.valid, per_sample, L.full_like(per_sample, 0.0));
+        hlo::ScatterDims sd;
+        sd.inserted_window_dims = {0, 1};
+        sd.scatter_dims_to_operand_dims = {0, 1};
+        sd.index_vector_dim = 1;
+        Value grad = L.b.scatter(L.b.broadcast_to(L.constant(0.0, c), {p.n, p.c}), p.index,
+                                 per_sample, sd, hlo::ScatterKind::kReplace);
         return {L.convert(L.b.reshape(grad, L.shape(self)), L.out_dtype(0, d))};
       }));
 
