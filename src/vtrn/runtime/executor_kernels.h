@@ -72,6 +72,9 @@ class FusedProgram {
   };
 
  private:
+  /// acc[lo, hi) (in the accumulator class: float, double or int64) = the reduce's init value.
+  void fill_init(const std::vector<Buf>& values, std::int64_t* acc, std::int64_t lo,
+                 std::int64_t hi) const;
   void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                  std::int64_t hi, Reducer* reducer, const std::vector<std::uint8_t*>& extra) const;
 

@@ -60,31 +60,16 @@ void FusedProgram::run_rows(const std::vector<Buf>& values, std::uint8_t* out, s
     return;
   }
   const Cls c = slots_[root_slot_].cls;
-  double init_d = init_const_;
-  std::int64_t init_i = init_const_i_;
-  if (!init_is_const_) {
-    const hlo::DType d = slots_[root_slot_].dtype;
-    if (c == Cls::kI64)
-      init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
-    else if (c == Cls::kF64)
-      init_d = load_elem<double>(d, values[init_value_].ptr, 0);
-    else
-      init_d = load_elem<float>(d, values[init_value_].ptr, 0);
-  }
+  fill_init(values, acc, r0, r1);
   std::unique_ptr<Reducer> r;
   const void* first = nullptr;
   if (c == Cls::kF32) {
-    auto* a = reinterpret_cast<float*>(acc);
-    std::fill(a + r0, a + r1, static_cast<float>(init_d));
-    r = make_reducer(reduce_layout_, a);
-    first = a + r0;
+    r = make_reducer(reduce_layout_, reinterpret_cast<float*>(acc));
+    first = reinterpret_cast<float*>(acc) + r0;
   } else if (c == Cls::kF64) {
-    auto* a = reinterpret_cast<double*>(acc);
-    std::fill(a + r0, a + r1, init_d);
-    r = make_reducer(reduce_layout_, a);
-    first = a + r0;
+    r = make_reducer(reduce_layout_, reinterpret_cast<double*>(acc));
+    first = reinterpret_cast<double*>(acc) + r0;
   } else {
-    std::fill(acc + r0, acc + r1, init_i);
     r = make_reducer(reduce_layout_, acc);
     first = acc + r0;
   }

@@ -386,6 +386,29 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   }
 }
 
+void FusedProgram::fill_init(const std::vector<Buf>& values, std::int64_t* acc, std::int64_t lo,
+                             std::int64_t hi) const {
+  const Cls c = slots_[root_slot_].cls;
+  double init_d = init_const_;
+  std::int64_t init_i = init_const_i_;
+  if (!init_is_const_) {
+    const DType d = slots_[root_slot_].dtype;
+    if (c == Cls::kI64)
+      init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
+    else if (c == Cls::kF64)
+      init_d = load_elem<double>(d, values[init_value_].ptr, 0);
+    else
+      init_d = load_elem<float>(d, values[init_value_].ptr, 0);
+  }
+  if (c == Cls::kF32)
+    std::fill(reinterpret_cast<float*>(acc) + lo, reinterpret_cast<float*>(acc) + hi,
+              static_cast<float>(init_d));
+  else if (c == Cls::kF64)
+    std::fill(reinterpret_cast<double*>(acc) + lo, reinterpret_cast<double*>(acc) + hi, init_d);
+  else
+    std::fill(acc + lo, acc + hi, init_i);
+}
+
 void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int threads,
                        const std::vector<std::uint8_t*>& extra) const {
   if (extra.size() != extra_values_.size())
@@ -409,23 +432,7 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
   const Cls c = slots_[root_slot_].cls;
   std::unique_ptr<std::int64_t[]> acc(
       new std::int64_t[static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1))]);
-  double init_d = init_const_;
-  std::int64_t init_i = init_const_i_;
-  if (!init_is_const_) {
-    const hlo::DType d = slots_[root_slot_].dtype;
-    if (c == Cls::kI64)
-      init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
-    else if (c == Cls::kF64)
-      init_d = load_elem<double>(d, values[init_value_].ptr, 0);
-    else
-      init_d = load_elem<float>(d, values[init_value_].ptr, 0);
-  }
-  if (c == Cls::kF32)
-    std::fill_n(reinterpret_cast<float*>(acc.get()), out_n_, static_cast<float>(init_d));
-  else if (c == Cls::kF64)
-    std::fill_n(reinterpret_cast<double*>(acc.get()), out_n_, init_d);
-  else
-    std::fill_n(acc.get(), out_n_, init_i);
+  fill_init(values, acc.get(), 0, out_n_);
   // Trailing reduced dims: each thread folds whole outputs, so results do not depend on the
   // thread count.
   auto reduce_range = [&](std::int64_t lo, std::int64_t hi) {
