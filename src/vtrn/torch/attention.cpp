@@ -12,6 +12,7 @@
 // attention probabilities. Both are lowered in lowerings_nn.cc.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <cmath>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -81,11 +82,23 @@ double softmax_scale(const at::Tensor& q, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
-           at::Tensor, at::Tensor>
-sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                  const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
-                  bool /*return_debug_mask*/, std::optional<double> scale) {
+using SdpaResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
+                              c10::SymInt, at::Tensor, at::Tensor, at::Tensor>;
+
+// The overrideable kernel's nine results from the output and what the backward reads (the
+// logsumexp or the probabilities, in the logsumexp slot). No dropout: the RNG state slots
+// PyTorch's autograd saves are empty.
+SdpaResult sdpa_result(const at::Tensor& q, const at::Tensor& k, at::Tensor out, at::Tensor saved) {
+  const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
+  return {
+      std::move(out),         std::move(saved), at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)),
+      c10::SymInt(k.size(2)), empty_long,       empty_long,   at::Tensor()};
+}
+
+SdpaResult sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const std::optional<at::Tensor>& attn_bias, double dropout_p,
+                             bool is_causal, bool /*return_debug_mask*/,
+                             std::optional<double> scale) {
   TORCH_CHECK(fused_attention_covers(q, k, v, attn_bias, dropout_p,
                                      /*enable_gqa=*/q.size(1) != k.size(1)),
               "neuron's fused attention takes no dropout, a boolean or float attn_mask "
@@ -101,16 +114,7 @@ sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
             .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                       const at::Tensor&, bool, double)>();
     auto [out, logsumexp] = flash.call(q, k, v, is_causal, softmax_scale(q, scale));
-    const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
-    return {out,
-            logsumexp,
-            at::Tensor(),
-            at::Tensor(),
-            c10::SymInt(q.size(2)),
-            c10::SymInt(k.size(2)),
-            empty_long,
-            empty_long,
-            at::Tensor()};
+    return sdpa_result(q, k, out, logsumexp);
   }
   static const auto forward = c10::Dispatcher::singleton()
                                   .findSchemaOrThrow("vtrn::sdpa_forward", "")
@@ -120,17 +124,7 @@ sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   // The second result stands in the logsumexp slot: autograd hands it back to the backward
   // untouched, and vtrn's backward reads the attention probabilities from it.
   auto [out, probabilities] = forward.call(q, k, v, attn_bias, is_causal, softmax_scale(q, scale));
-  // No dropout: the RNG state slots PyTorch's autograd saves are empty.
-  const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
-  return {out,
-          probabilities,
-          at::Tensor(),
-          at::Tensor(),
-          c10::SymInt(q.size(2)),
-          c10::SymInt(k.size(2)),
-          empty_long,
-          empty_long,
-          at::Tensor()};
+  return sdpa_result(q, k, out, probabilities);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
