@@ -9,7 +9,9 @@ import sys
 import pytest
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_llama.py"
-STEPS = 10
+# Six steps: enough for a layout's error to grow past the tolerance, few enough for 8 processes
+# on a 2-core machine.
+STEPS = 6
 # bfloat16 keeps 8 significant bits: FSDP computes in bfloat16, the reference in float32.
 BF16_RTOL = 2**-7
 
@@ -54,11 +56,13 @@ def test_layout_matches_the_cpu_run(layout, cpu_losses):
         assert got[step] == pytest.approx(cpu_losses[step], rel=BF16_RTOL), (layout, step)
 
 
-@pytest.mark.parametrize("layout", ["fsdp8", "tp4-fsdp2"])
-def test_checkpoint_at_step_5_restores_steps_6_to_10(layout, tmp_path):
+# tp4-fsdp2's checkpoint holds both kinds of DTensor shard (FSDP's dim-0 and TP's rows and
+# columns), so it covers what fsdp8's would.
+def test_checkpoint_at_step_3_restores_steps_4_and_5(tmp_path):
     checkpoint = str(tmp_path / "ckpt")
-    uninterrupted = losses("--layout", layout, "--save-at", "5", "--checkpoint", checkpoint)
-    resumed = losses("--layout", layout, "--save-at", "5", "--resume", checkpoint)
-    assert sorted(resumed) == [6, 7, 8, 9]
+    layout = "tp4-fsdp2"
+    uninterrupted = losses("--layout", layout, "--save-at", "3", "--checkpoint", checkpoint)
+    resumed = losses("--layout", layout, "--save-at", "3", "--resume", checkpoint)
+    assert sorted(resumed) == [4, 5]
     for step in resumed:
         assert resumed[step] == uninterrupted[step], (layout, step)
