@@ -38,6 +38,35 @@ struct BufferRef {
   char* address = nullptr;  // base() at release_storage()
   alignas(8) std::array<uint8_t, 8> scalar{};
 
+  /// Whether |t| is its buffer's last two dims transposed, the buffer dense (a contiguous
+  /// tensor's .t() or .mT): a matmul lowering may read it where it lies
+  /// (lowering::ArgSpec::stored_transposed).
+  static bool is_stored_transposed(const at::Tensor& t) {
+    const int64_t r = t.dim();
+    if (r < 2 || t.is_contiguous() || t.numel() == 0) return false;
+    const auto sz = t.sizes(), st = t.strides();
+    if (st[r - 2] != 1 || st[r - 1] != sz[r - 2]) return false;
+    int64_t expect = sz[r - 1] * sz[r - 2];
+    for (int64_t d = r - 3; d >= 0; --d) {
+      if (sz[d] != 1 && st[d] != expect) return false;
+      expect *= sz[d];
+    }
+    return true;
+  }
+  /// The buffer behind a tensor for which is_stored_transposed() holds, as the dense tensor it
+  /// stores (the last two dims swapped back).
+  static BufferRef of_stored_transposed(const at::Tensor& t) {
+    BufferRef b = of(t);
+    const size_t r = b.sizes.size();
+    std::swap(b.sizes[r - 1], b.sizes[r - 2]);
+    int64_t stride = 1;
+    for (size_t d = r; d-- > 0;) {
+      b.strides[d] = stride;
+      stride *= b.sizes[d];
+    }
+    b.contiguous = true;
+    return b;
+  }
   static BufferRef of(const at::Tensor& t) {
     BufferRef b;
     b.storage = t.storage();

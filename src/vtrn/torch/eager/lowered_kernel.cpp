@@ -334,6 +334,8 @@ class LoweredKernel final : public c10::OperatorKernel {
           if (v.isNone() || !v.toTensor().defined()) break;
           a.kind = lowering::ArgKind::kTensor;
           a.types = {tensor_type(v.toTensor())};
+          a.stored_transposed =
+              info_.reads_stored_transposed && BufferRef::is_stored_transposed(v.toTensor());
           if (v.toTensor().is_cpu()) {
             a.cpu_scalar_tensor = true;
             a.ints = {v.toTensor().unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0};
@@ -469,8 +471,12 @@ class LoweredKernel final : public c10::OperatorKernel {
       switch (info_.slots[i]) {
         case Slot::kTensor:
           if (v.isNone() || !v.toTensor().defined()) break;
-          launch.inputs.push_back(v.toTensor().is_cpu() ? cpu_scalar_ref(v.toTensor())
-                                                        : BufferRef::of_pairs(v.toTensor()));
+          if (v.toTensor().is_cpu())
+            launch.inputs.push_back(cpu_scalar_ref(v.toTensor()));
+          else if (info_.reads_stored_transposed && BufferRef::is_stored_transposed(v.toTensor()))
+            launch.inputs.push_back(BufferRef::of_stored_transposed(v.toTensor()));
+          else
+            launch.inputs.push_back(BufferRef::of_pairs(v.toTensor()));
           if (info_.mutable_input[i]) {
             outputs.push_back(v.toTensor());
             resizable.push_back(false);

@@ -15,6 +15,7 @@ SchemaInfo classify(const c10::FunctionSchema& schema, const lowering::OpLowerin
   const auto& args = schema.arguments();
   info.num_args = args.size();
   info.complex_pairs = entry.complex_pairs;
+  info.reads_stored_transposed = entry.reads_stored_transposed;
   auto contains = [](const std::vector<int>& v, int i) {
     return std::find(v.begin(), v.end(), i) != v.end();
   };

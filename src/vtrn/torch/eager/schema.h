@@ -46,9 +46,10 @@ struct SchemaInfo {
   std::vector<bool> mutable_input;  // per argument: a positional argument the op writes
   size_t num_args = 0;
   size_t num_returns = 0;
-  std::vector<int> return_alias;  // per return: the argument it aliases, or -1
-  bool returns_list = false;      // one Tensor[] return (functional foreach ops)
-  bool complex_pairs = false;     // complex64 tensors go to the lowering as float32 pairs
+  std::vector<int> return_alias;         // per return: the argument it aliases, or -1
+  bool returns_list = false;             // one Tensor[] return (functional foreach ops)
+  bool complex_pairs = false;            // complex64 tensors go to the lowering as float32 pairs
+  bool reads_stored_transposed = false;  // OpLowering::reads_stored_transposed
 };
 
 /// The slots of |schema|'s arguments and the aliasing of its returns, for lowering |entry|.

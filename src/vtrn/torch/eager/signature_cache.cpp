@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/DefaultDtype.h>
 
+#include "vtrn/torch/eager/buffer_ref.h"
 #include "vtrn/torch/eager/dtype_mapping.h"
 
 namespace vtrn::torch_adapter::eager {
@@ -23,6 +24,7 @@ enum class SignatureWord : int64_t {
   kDoubleScalar = -2,       // a Scalar (or Scalar[] element) holding a double
   kIntScalar = -3,          // ... an int
   kBoolScalar = -4,         // ... a bool
+  kStoredTransposed = -5,   // after a tensor's sizes: it is read as stored (transposed)
   kDeviceTensor = 1000,     // + dtype; then the rank and the sizes
   kCpuScalarTensor = 2000,  // + 2 * dtype + (1 if a wrapped number): a 0-d CPU tensor
   kOutTensor = 3000,        // + dtype: an out= tensor (resized to the result, so no sizes)
@@ -85,6 +87,9 @@ bool describe_call(const SchemaInfo& info, torch::jit::Stack* stack, size_t firs
     key.push_back(word(SignatureWord::kDeviceTensor) + static_cast<int64_t>(*d));
     key.push_back(t.dim());
     for (int64_t s : t.sizes()) key.push_back(s);
+    // A stored-transposed operand lowers to another module (its parameter has the stored shape).
+    if (info.reads_stored_transposed && BufferRef::is_stored_transposed(t))
+      key.push_back(word(SignatureWord::kStoredTransposed));
     if (t.numel() == 0) empty_input = true;
     return true;
   };

@@ -1,5 +1,7 @@
 #include "vtrn/torch/lowering/lowering.h"
 
+#include <numeric>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -192,6 +194,14 @@ Lowerer::Lowerer(const OpCall& c, const OpLowering& e)
     if (a.kind == ArgKind::kTensor || a.kind == ArgKind::kTensorList ||
         a.kind == ArgKind::kScalar || a.kind == ArgKind::kScalarList) {
       for (const TensorType& t : a.types) {
+        if (a.stored_transposed && t.rank() >= 2 && !hlo::is_complex(t.dtype)) {
+          std::vector<std::int64_t> stored = t.dims, perm(t.dims.size());
+          std::iota(perm.begin(), perm.end(), 0);
+          std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
+          std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+          values_[i].push_back(b.transpose(b.param(TensorType(t.dtype, stored)), perm));
+          continue;
+        }
         if (!hlo::is_complex(t.dtype)) {
           values_[i].push_back(b.param(t));
           continue;

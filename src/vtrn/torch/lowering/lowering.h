@@ -61,6 +61,10 @@ struct ArgSpec {
   DType dtype = DType::kF32;
   /// kTensor: a 0-d tensor on the CPU, passed by value (it promotes like a 0-d tensor).
   bool cpu_scalar_tensor = false;
+  /// kTensor: the tensor is its buffer's last two dims transposed (a contiguous tensor's .t()
+  /// or .mT). The module's parameter has the stored shape and the lowering sees its transpose,
+  /// which a dot folds into its dimension numbers, so the buffer is read where it lies.
+  bool stored_transposed = false;
 };
 
 /// A call as the lowering sees it.
@@ -99,6 +103,10 @@ struct OpLowering {
   /// say complex64. The lowering returns complex results as such pairs, marked with
   /// Lowerer::complex_result. Without it a call with a complex tensor falls back.
   bool complex_pairs = false;
+  /// Tensor arguments stored transposed reach the lowering as ArgSpec::stored_transposed
+  /// (matmuls, whose dots read them in place); for every other entry such a tensor is copied
+  /// to a dense one first.
+  bool reads_stored_transposed = false;
 };
 
 /// All entries, built on first use.

@@ -317,8 +317,14 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
                                std::move(args), std::move(results),
                                compiler::flash_attention_config({L.flag(6), L.real(7)}));
       }));
-  add(r, {"mm", "mm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 0); }));
-  add(r, {"bmm", "bmm.out"}, entry(floats(), [](Lowerer& L) { return mm(L, 1); }));
+  // Matmuls read an operand stored transposed (a weight's .t(), the gradient's .t() in the
+  // weight gradient) in place: the dot takes it as it lies instead of a staged copy.
+  OpLowering mm2 = entry(floats(), [](Lowerer& L) { return mm(L, 0); });
+  mm2.reads_stored_transposed = true;
+  add(r, {"mm", "mm.out"}, mm2);
+  OpLowering bmm = entry(floats(), [](Lowerer& L) { return mm(L, 1); });
+  bmm.reads_stored_transposed = true;
+  add(r, {"bmm", "bmm.out"}, bmm);
   // addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * (mat1 @ mat2). beta is static:
   // beta == 0 ignores self entirely (NaN in self does not propagate), as PyTorch documents.
   OpLowering addmm = entry(floats(), [](Lowerer& L) -> std::vector<Value> {
@@ -337,6 +343,7 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
     return {L.convert(prod, L.out_dtype(0, d))};
   });
   addmm.static_scalars = {3};
+  addmm.reads_stored_transposed = true;
   add(r, {"addmm", "addmm.out"}, addmm);
 
   add(r, {"_softmax", "_softmax.out"}, entry(floats(), softmax(false)));
