@@ -22,8 +22,14 @@ def attention_and_grads(device, q, k, v, grad, **kwargs):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize(
     "shape",
-    [((1, 2, 512, 16), (1, 2, 512, 16), True), ((1, 4, 512, 8), (1, 2, 1024, 8), False)],
-    ids=["causal", "gqa-longer-keys"],
+    [
+        ((1, 2, 512, 16), (1, 2, 512, 16), True),
+        ((1, 4, 512, 8), (1, 2, 1024, 8), False),
+        # One kv head's 4 x 2048 query rows against 2048 keys are more scores than the host
+        # kernel holds at once (64 MiB): its rows are split, and dK and dV summed over the parts.
+        ((1, 8, 2048, 64), (1, 2, 2048, 64), True),
+    ],
+    ids=["causal", "gqa-longer-keys", "gqa-causal-rows-split"],
 )
 def test_flash_attention_matches_cpu_forward_and_backward(dtype, shape):
     q_shape, kv_shape, causal = shape
@@ -39,8 +45,22 @@ def test_flash_attention_matches_cpu_forward_and_backward(dtype, shape):
     assert "vtrn::flash_attention_backward" in executed, executed
     assert "vtrn::sdpa_forward" not in executed
     want = attention_and_grads("cpu", q, k, v, grad, is_causal=causal, enable_gqa=gqa)
-    for g, w, name in zip(got, want, ["out", "grad_q", "grad_k", "grad_v"]):
-        torch.testing.assert_close(g, w, **TOLERANCE[dtype], msg=lambda m: f"{name}: {m}")
+    exact = None
+    for i, (g, w, name) in enumerate(zip(got, want, ["out", "grad_q", "grad_k", "grad_v"])):
+        try:
+            torch.testing.assert_close(g, w, **TOLERANCE[dtype], msg=lambda m: f"{name}: {m}")
+        except AssertionError:
+            if dtype != torch.bfloat16:
+                raise
+            # Over thousands of rows the CPU's own bfloat16 rounding can be off by more than
+            # the tolerance: then neuron must be at least as near the float64 result as it is.
+            if exact is None:
+                exact = attention_and_grads(
+                    "cpu", *(t.double() for t in (q, k, v, grad)), is_causal=causal, enable_gqa=gqa
+                )
+            neuron_err = (g.double() - exact[i]).abs().max().item()
+            cpu_err = (w.double() - exact[i]).abs().max().item()
+            assert neuron_err <= cpu_err, f"{name}: neuron {neuron_err} from float64, cpu {cpu_err}"
 
 
 def test_other_lengths_and_masks_keep_the_module_through_memory():
