@@ -1,11 +1,10 @@
 #include "vtrn/torch/lowering/lowering.h"
 
-#include <numeric>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 
 namespace vtrn::lowering {
