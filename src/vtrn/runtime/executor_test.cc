@@ -80,6 +80,93 @@ TEST(ExecutorTest, TransposedDotOperandsFoldIntoTheDotWithTheSameResults) {
       }
 }
 
+// Attention's p x v with v stored [b, s, h, d]: the dot reads v through strides (batch dims
+// b, h not adjacent in memory). Also a free group of two dims that is one stride apart in lhs,
+// and one that is not (lhs [m1, b, m2, k]: m1 and m2 straddle the batch dim), which is copied.
+// Each equals the dot of the same operands made dense by a transpose that runs (O0), bit for
+// bit, and the double-precision sum of products within float32's rounding.
+TEST(ExecutorTest, DotGeneralReadsPermutedOperandsInPlace) {
+  struct Case {
+    Dims lhs, rhs;
+    hlo::DotDims dims;
+    Dims lhs_perm, rhs_perm;  // transposes that make each operand dense [batch..., free, k]
+  };
+  const std::vector<Case> cases = {
+      // p [b=2, h=3, s=4, t=5] x v [b=2, t=5, h=3, d=6] -> [2, 3, 4, 6]
+      {{2, 3, 4, 5},
+       {2, 5, 3, 6},
+       hlo::DotDims{{0, 1}, {0, 2}, {3}, {1}},
+       {0, 1, 2, 3},
+       {0, 2, 1, 3}},
+      // x [b=2, m1=3, m2=4, k=5] x w [b=2, k=5, n=6]: m1, m2 one group -> [2, 3, 4, 6]
+      {{2, 3, 4, 5}, {2, 5, 6}, hlo::DotDims{{0}, {0}, {3}, {1}}, {0, 1, 2, 3}, {0, 1, 2}},
+      // x [m1=3, b=2, m2=4, k=5] x w [b=2, k=5, n=6] -> [2, 3, 4, 6]: m1, m2 not one stride
+      {{3, 2, 4, 5}, {2, 5, 6}, hlo::DotDims{{1}, {0}, {3}, {1}}, {1, 0, 2, 3}, {0, 1, 2}},
+  };
+  for (DType d : {DType::kF32, DType::kBF16})
+    for (const Case& c : cases) {
+      TensorType lt(d, c.lhs), rt(d, c.rhs);
+      auto build = [&](bool transposed_first) {
+        Builder b;
+        Value l = b.param(lt), r = b.param(rt);
+        if (!transposed_first) return b.finish({b.dot_general(l, r, c.dims)});
+        // The same product with each operand first made [batch..., free, k] / [batch..., k, n].
+        Value lp = b.transpose(l, c.lhs_perm), rp = b.transpose(r, c.rhs_perm);
+        const std::int64_t nb = static_cast<std::int64_t>(c.dims.lhs_batch.size());
+        std::vector<std::int64_t> batch, lk, rk;
+        for (std::int64_t i = 0; i < nb; ++i) batch.push_back(i);
+        lk.push_back(static_cast<std::int64_t>(c.lhs.size()) - 1);
+        rk.push_back(nb);
+        return b.finish({b.dot_general(lp, rp, hlo::DotDims{batch, batch, lk, rk})});
+      };
+      const std::int64_t ln = lt.num_elements(), rn = rt.num_elements();
+      const auto ls = random_values(ln, -1, 1, 41, d), rs = random_values(rn, -1, 1, 42, d);
+      const std::vector<HostTensor> in = {HostTensor::from_doubles(lt, ls),
+                                          HostTensor::from_doubles(rt, rs)};
+      compiler::CompileOptions o0;
+      o0.opt_level = 0;
+      auto strided = LoadedExecutable(compiler::compile(build(false))).run(in);
+      auto dense = LoadedExecutable(compiler::compile(build(true), o0)).run(in);
+      ASSERT_EQ(strided[0].type, dense[0].type);
+      ASSERT_EQ(strided[0].data, dense[0].data) << "case lhs rank " << c.lhs.size();
+      // By hand: out[b, i, j] over the case's layouts, through the dense operands' index maps.
+      const Dims& od = strided[0].type.dims;
+      const std::int64_t k = c.lhs[c.dims.lhs_contracting[0]];
+      const Dims lstr = kernels::strides_of(c.lhs), rstr = kernels::strides_of(c.rhs);
+      const std::int64_t on = strided[0].type.num_elements();
+      for (std::int64_t o = 0; o < on; ++o) {
+        // Result index -> (batch..., free lhs..., free rhs...).
+        Dims idx(od.size());
+        for (std::int64_t rem = o, q = static_cast<std::int64_t>(od.size()) - 1; q >= 0; --q) {
+          idx[q] = rem % od[q];
+          rem /= od[q];
+        }
+        double want = 0;
+        for (std::int64_t kk = 0; kk < k; ++kk) {
+          Dims li(c.lhs.size(), -1), ri(c.rhs.size(), -1);
+          std::size_t at = 0;
+          for (std::size_t q = 0; q < c.dims.lhs_batch.size(); ++q, ++at) {
+            li[c.dims.lhs_batch[q]] = idx[at];
+            ri[c.dims.rhs_batch[q]] = idx[at];
+          }
+          li[c.dims.lhs_contracting[0]] = kk;
+          ri[c.dims.rhs_contracting[0]] = kk;
+          for (std::size_t q = 0; q < li.size(); ++q)
+            if (li[q] < 0) li[q] = idx[at++];
+          for (std::size_t q = 0; q < ri.size(); ++q)
+            if (ri[q] < 0) ri[q] = idx[at++];
+          std::int64_t lo = 0, ro = 0;
+          for (std::size_t q = 0; q < li.size(); ++q) lo += li[q] * lstr[q];
+          for (std::size_t q = 0; q < ri.size(); ++q) ro += ri[q] * rstr[q];
+          want += ls[static_cast<std::size_t>(lo)] * rs[static_cast<std::size_t>(ro)];
+        }
+        const double tol = d == DType::kBF16 ? tolerance(d) * 4 : 1e-5;
+        ASSERT_NEAR(strided[0].get(o), want, tol * std::max(1.0, std::fabs(want)))
+            << "element " << o;
+      }
+    }
+}
+
 TEST(ExecutorTest, Bf16DotIsRoundedFloat32Result) {
   // Small integers: every product and sum is exact in float32, so the bf16 result must be the
   // round-to-nearest-even of the exact sum.

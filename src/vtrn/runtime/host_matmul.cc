@@ -2,9 +2,10 @@
 
 #include <omp.h>
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <tuple>
+#include <vector>
 
 #include "vtrn/runtime/executor.h"
 
@@ -12,7 +13,7 @@ namespace vtrn::runtime {
 
 namespace {
 
-using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, int>;
+using Key = std::vector<std::int64_t>;
 
 // A thread's primitives: oneDNN primitives may run concurrently, but their library-managed
 // scratchpad makes one per thread the simple safe choice. Bounded, since a model with dynamic
@@ -22,6 +23,7 @@ constexpr std::size_t kMaxPrimitivesPerThread = 256;
 struct Primitive {
   dnnl::matmul matmul;
   dnnl::memory::desc lhs, rhs, out;
+  bool reference = false;  ///< oneDNN chose its reference loops
 };
 
 struct ThreadState {
@@ -36,33 +38,74 @@ ThreadState& thread_state() {
   return state;
 }
 
+// The operands' dims and strides as oneDNN reads them: [batch..., m, k], [batch..., k, n].
+struct Layout {
+  dnnl::memory::dims batch, lhs_strides, rhs_strides;
+};
+
+Layout layout_of(const MatmulShape& s) {
+  Layout l;
+  const std::int64_t m = s.m, n = s.n, k = s.k;
+  if (!s.batch_dims.empty()) {
+    l.batch.assign(s.batch_dims.begin(), s.batch_dims.end());
+    l.lhs_strides.assign(s.lhs_strides.begin(), s.lhs_strides.end());
+    l.rhs_strides.assign(s.rhs_strides.begin(), s.rhs_strides.end());
+    return l;
+  }
+  l.batch = {s.batch};
+  l.lhs_strides =
+      s.lhs_transposed ? dnnl::memory::dims{m * k, 1, m} : dnnl::memory::dims{m * k, k, 1};
+  l.rhs_strides =
+      s.rhs_transposed ? dnnl::memory::dims{k * n, 1, k} : dnnl::memory::dims{k * n, n, 1};
+  return l;
+}
+
 const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
-  const Key key{
-      s.batch, s.m, s.n, s.k, s.lhs_transposed, s.rhs_transposed, static_cast<int>(s.input)};
+  const Layout l = layout_of(s);
+  Key key{s.m, s.n, s.k, static_cast<std::int64_t>(s.input)};
+  for (const auto* v : {&l.batch, &l.lhs_strides, &l.rhs_strides}) {
+    key.push_back(static_cast<std::int64_t>(v->size()));
+    key.insert(key.end(), v->begin(), v->end());
+  }
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();
   using dt = dnnl::memory::data_type;
   const dt in = s.input == MatmulInput::kBF16 ? dt::bf16 : dt::f32;
-  const std::int64_t b = s.batch, m = s.m, n = s.n, k = s.k;
-  const dnnl::memory::dims lhs_strides =
-      s.lhs_transposed ? dnnl::memory::dims{m * k, 1, m} : dnnl::memory::dims{m * k, k, 1};
-  const dnnl::memory::dims rhs_strides =
-      s.rhs_transposed ? dnnl::memory::dims{k * n, 1, k} : dnnl::memory::dims{k * n, n, 1};
-  const dnnl::memory::desc lhs({b, m, k}, in, lhs_strides);
-  const dnnl::memory::desc rhs({b, k, n}, in, rhs_strides);
-  const dnnl::memory::desc out({b, m, n}, dt::f32, dnnl::memory::dims{m * n, n, 1});
+  auto dims = [&](std::int64_t r, std::int64_t c) {
+    dnnl::memory::dims d = l.batch;
+    d.push_back(r);
+    d.push_back(c);
+    return d;
+  };
+  dnnl::memory::dims out_strides(l.batch.size() + 2);
+  std::int64_t extent = 1;
+  const dnnl::memory::dims od = dims(s.m, s.n);
+  for (std::size_t i = od.size(); i-- > 0;) {
+    out_strides[i] = extent;
+    extent *= od[i];
+  }
+  const dnnl::memory::desc lhs(dims(s.m, s.k), in, l.lhs_strides);
+  const dnnl::memory::desc rhs(dims(s.k, s.n), in, l.rhs_strides);
+  const dnnl::memory::desc out(od, dt::f32, out_strides);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), st.engine);
   ++st.compiled;
-  return st.primitives.emplace(key, Primitive{dnnl::matmul(pd), lhs, rhs, out}).first->second;
+  const bool reference = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+  return st.primitives.emplace(key, Primitive{dnnl::matmul(pd), lhs, rhs, out, reference})
+      .first->second;
 }
 
 }  // namespace
 
 void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* out) {
-  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  std::int64_t batch = s.batch;
+  if (!s.batch_dims.empty()) {
+    batch = 1;
+    for (std::int64_t d : s.batch_dims) batch *= d;
+  }
+  if (batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    std::fill_n(out, s.batch * s.m * s.n, 0.0f);
+    std::fill_n(out, batch * s.m * s.n, 0.0f);
     return;
   }
   ThreadState& st = thread_state();
@@ -79,6 +122,14 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
   dnnl::memory o(p.out, st.engine, out);
   p.matmul.execute(st.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
   st.stream.wait();
+}
+
+bool host_matmul_strides_fast(const MatmulShape& shape) {
+  try {
+    return !primitive_for(thread_state(), shape).reference;
+  } catch (const dnnl::error&) {  // strides oneDNN does not take at all
+    return false;
+  }
 }
 
 std::int64_t host_matmul_primitives_compiled() { return thread_state().compiled; }

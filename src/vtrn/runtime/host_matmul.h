@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace vtrn::runtime {
 
@@ -23,12 +24,23 @@ struct MatmulShape {
   bool lhs_transposed = false;
   bool rhs_transposed = false;
   MatmulInput input = MatmulInput::kF32;
+  // Operands read in place through strides instead (a dot over a permuted view: attention's
+  // p x v with v stored [b, s, h, d]). When set, |batch_dims| replaces |batch| (their product is
+  // the batch), and each operand has one stride in elements per dim of [batch_dims..., m, k]
+  // (lhs) or [batch_dims..., k, n] (rhs); the flags are ignored.
+  std::vector<std::int64_t> batch_dims;
+  std::vector<std::int64_t> lhs_strides, rhs_strides;
 };
 
 /// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out dense [batch, m, n]. lhs and rhs
 /// are dense in the layouts |shape| names, of |shape.input|'s element type. k == 0 gives zeros.
 /// Thread-safe; each calling thread keeps its own compiled primitives, per shape.
 void host_matmul(const MatmulShape& shape, const void* lhs, const void* rhs, float* out);
+
+/// Whether host_matmul runs |shape|'s strided operands (see MatmulShape) with one of oneDNN's
+/// optimized kernels: some strides only reach its reference loops, slower than copying the
+/// operand dense first. Compiles (and keeps) the primitive.
+bool host_matmul_strides_fast(const MatmulShape& shape);
 
 /// Primitives the calling thread has compiled so far (each distinct shape once).
 std::int64_t host_matmul_primitives_compiled();

@@ -18,6 +18,8 @@ namespace vtrn::runtime::kernels {
 using hlo::DType;
 using Dims = std::vector<std::int64_t>;
 
+constexpr std::size_t kMaxMatmulRank = 12;  // oneDNN's DNNL_MAX_NDIMS
+
 namespace {
 
 // Copies |src| (type |t|) permuted by |perm| into a contiguous array of T.
@@ -65,6 +67,44 @@ void widen(const hlo::TensorType& t, const std::uint8_t* src, float* dst) {
     for (std::int64_t i = 0; i < n; ++i)
       dst[i] = static_cast<float>(hlo::load_double(t.dtype, src + i * es));
   }
+}
+
+// The stride of |t|'s dims |group| read as one dim in that order, or -1 where they are not
+// one arithmetic progression in memory. Size-1 dims are skipped; a group of them gets
+// |empty|.
+std::int64_t merged_stride(const Dims& dims, const Dims& strides, const Dims& group,
+                           std::int64_t empty) {
+  std::int64_t stride = -1, expect = 0;
+  for (std::size_t i = group.size(); i-- > 0;) {
+    const std::int64_t d = group[i];
+    if (dims[d] == 1) continue;
+    if (stride < 0) {
+      stride = strides[d];
+      expect = strides[d] * dims[d];
+    } else if (strides[d] != expect) {
+      return -1;
+    } else {
+      expect *= dims[d];
+    }
+  }
+  return stride < 0 ? empty : stride;
+}
+
+// |t|'s strides over [batch..., first, second] when read in place: one per batch dim, then
+// the merged strides of the |first| and |second| groups; empty where a group is not
+// mergeable.
+Dims in_place_strides(const hlo::TensorType& t, const Dims& batch, const Dims& first,
+                      const Dims& second) {
+  const Dims st = strides_of(t.dims);
+  const std::int64_t whole = std::max<std::int64_t>(t.num_elements(), 1);
+  Dims out;
+  for (std::int64_t d : batch) out.push_back(t.dims[d] == 1 ? whole : st[d]);
+  const std::int64_t a = merged_stride(t.dims, st, first, whole);
+  const std::int64_t b = merged_stride(t.dims, st, second, whole);
+  if (a < 0 || b < 0) return {};
+  out.push_back(a);
+  out.push_back(b);
+  return out;
 }
 
 bool is_identity(const Dims& p) {
@@ -138,6 +178,16 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     otmp.resize(static_cast<std::size_t>(on));
     o = otmp.data();
   }
+  // A result of another type than float32 is rounded from the float32 accumulators.
+  auto store_result = [&] {
+    if (otmp.empty()) return;
+    const int es = hlo::dtype_size(ot.dtype);
+    if (ot.dtype == DType::kBF16)
+      for (std::int64_t i = 0; i < on; ++i)
+        reinterpret_cast<std::uint16_t*>(out)[i] = hlo::f32_to_bf16(o[i]);
+    else
+      for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
+  };
   // An operand stored as [batch, k, m] (lhs) or [batch, n, k] (rhs) is passed transposed
   // rather than copied: attention's q k^T and the backward's p^T dO are such.
   auto stored_transposed = [](const Dims& batch, const Dims& first, const Dims& second) {
@@ -178,17 +228,36 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     }
     return buf.data();
   };
+  // Operands of the input type whose groups of dims are each one stride apart (a permuted
+  // batch, as in attention's p x v with v stored [b, s, h, d]) are read in place through
+  // strides, when oneDNN has a fast kernel for them.
+  const bool permuted =
+      (!is_identity(lp) && !shape.lhs_transposed) || (!is_identity(rp) && !shape.rhs_transposed);
+  if (permuted && on > 0 && K > 0 && lt.dtype == input && rt.dtype == input &&
+      d.lhs_batch.size() + 2 <= kMaxMatmulRank) {
+    MatmulShape strided = shape;
+    for (std::int64_t i : d.lhs_batch) strided.batch_dims.push_back(lt.dims[i]);
+    strided.lhs_strides = in_place_strides(lt, d.lhs_batch, lf, d.lhs_contracting);
+    strided.rhs_strides = in_place_strides(rt, d.rhs_batch, d.rhs_contracting, rf);
+    if (strided.batch_dims.empty()) strided.batch_dims.push_back(1);
+    if (!strided.lhs_strides.empty() && !strided.rhs_strides.empty()) {
+      if (d.lhs_batch.empty()) {
+        strided.lhs_strides.insert(strided.lhs_strides.begin(),
+                                   std::max<std::int64_t>(lt.num_elements(), 1));
+        strided.rhs_strides.insert(strided.rhs_strides.begin(),
+                                   std::max<std::int64_t>(rt.num_elements(), 1));
+      }
+      if (host_matmul_strides_fast(strided)) {
+        host_matmul(strided, lhs, rhs, o);
+        store_result();
+        return;
+      }
+    }
+  }
   const void* pa = prepare(lt, lhs, lp, shape.lhs_transposed, a);
   const void* pc = prepare(rt, rhs, rp, shape.rhs_transposed, c);
   host_matmul(shape, pa, pc, o);
-  if (!otmp.empty()) {
-    const int es = hlo::dtype_size(ot.dtype);
-    if (ot.dtype == DType::kBF16)
-      for (std::int64_t i = 0; i < on; ++i)
-        reinterpret_cast<std::uint16_t*>(out)[i] = hlo::f32_to_bf16(o[i]);
-    else
-      for (std::int64_t i = 0; i < on; ++i) hlo::store_double(ot.dtype, o[i], out + i * es);
-  }
+  store_result();
 }
 
 }  // namespace vtrn::runtime::kernels
