@@ -118,9 +118,8 @@ std::int64_t visible(const Dims& d, const Tile& t, std::int64_t r) {
 template <typename Fn>
 void for_rows(const Tile& t, Fn&& fn) {
   const std::int64_t n = t.nb * t.m;
-  const int threads = static_cast<int>(std::min<std::int64_t>(executor_threads(), n / 64 + 1));
-  parallel_for(threads, [&](int i) {
-    for (std::int64_t r = n * i / threads; r < n * (i + 1) / threads; ++r) fn(r);
+  parallel_ranges(n, 64, executor_threads(), [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t r = lo; r < hi; ++r) fn(r);
   });
 }
 

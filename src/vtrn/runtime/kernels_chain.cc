@@ -141,12 +141,12 @@ void RowChain::run(const std::vector<Buf>& values, const std::vector<std::uint8_
         loops_[j]->run_rows(values, outs[j], rows_, r0, r1, accs[j].get());
     }
   };
-  const int t = static_cast<int>(std::min<std::int64_t>(threads, rows_));
-  if (t <= 1 || total < kParallelMin) {
+  if (threads <= 1 || total < kParallelMin) {
     run_span(0, rows_);
     return;
   }
-  parallel_for(t, [&](int i) { run_span(rows_ * i / t, rows_ * (i + 1) / t); });
+  // Pieces of at least 16K elements of the widest loop.
+  parallel_ranges(rows_, (kBlockElements + widest - 1) / widest, threads, run_span);
 }
 
 }  // namespace vtrn::runtime::kernels

@@ -420,11 +420,10 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
       run_range(values, out, 0, n_, nullptr, extra);
       return;
     }
-    const std::int64_t per = ((n_ / threads) + kChunk - 1) / kChunk * kChunk;
-    parallel_for(threads, [&](int t) {
-      const std::int64_t lo = std::min(n_, per * t),
-                         hi = t + 1 == threads ? n_ : std::min(n_, per * (t + 1));
-      if (lo < hi) run_range(values, out, lo, hi, nullptr, extra);
+    // Pieces of whole chunks, at least 16 of them.
+    const std::int64_t chunks = (n_ + kChunk - 1) / kChunk;
+    parallel_ranges(chunks, 16, threads, [&](std::int64_t lo, std::int64_t hi) {
+      run_range(values, out, lo * kChunk, std::min(n_, hi * kChunk), nullptr, extra);
     });
     return;
   }
@@ -447,10 +446,11 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
     r->finish();
   };
   if (threads > 1 && reduce_layout_.trailing && n_ >= kParallelMin && out_n_ >= threads) {
-    const std::int64_t rows = out_n_ / threads, inner = reduce_layout_.red_n;
-    parallel_for(threads, [&](int t) {
-      reduce_range(rows * t * inner, (t + 1 == threads ? out_n_ : rows * (t + 1)) * inner);
-    });
+    // Pieces of whole rows, at least 16K elements.
+    const std::int64_t inner = reduce_layout_.red_n;
+    parallel_ranges(
+        out_n_, ((kChunk << 4) + inner - 1) / inner, threads,
+        [&](std::int64_t lo, std::int64_t hi) { reduce_range(lo * inner, hi * inner); });
   } else if (n_ > 0) {
     reduce_range(0, n_);
   }

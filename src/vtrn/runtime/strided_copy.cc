@@ -138,9 +138,12 @@ void strided_copy(std::uint8_t* dst, const StridedView& dst_view, const std::uin
   for (std::int64_t s : p.shape) n *= s;
   constexpr std::int64_t kParallelBytes = std::int64_t{1} << 20;
   const std::int64_t outer = p.shape.size() > 1 ? p.shape[0] : 1;
-  const int t = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  if (t <= 1 || n * es < kParallelBytes) return copy_rows(dst, src, p, es, 0, outer);
-  parallel_for(t, [&](int i) { copy_rows(dst, src, p, es, outer * i / t, outer * (i + 1) / t); });
+  if (threads <= 1 || outer <= 1 || n * es < kParallelBytes)
+    return copy_rows(dst, src, p, es, 0, outer);
+  // Pieces of at least 256 KiB.
+  const std::int64_t row_bytes = n / outer * es;
+  parallel_ranges(outer, ((kParallelBytes >> 2) + row_bytes - 1) / row_bytes, threads,
+                  [&](std::int64_t lo, std::int64_t hi) { copy_rows(dst, src, p, es, lo, hi); });
 }
 
 void fill_elements(std::uint8_t* dst, const std::uint8_t* value, std::int64_t n, int es) {

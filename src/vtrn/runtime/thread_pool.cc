@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -14,6 +15,17 @@
 
 namespace vtrn::runtime {
 namespace {
+
+// How long the caller, done with its own tasks, spins on the others' end before it parks.
+// Waking a parked thread costs tens to hundreds of microseconds on a virtual machine (80 us on
+// average here, with 3 ms outliers): longer than the last task of a typical kernel takes.
+constexpr auto kCallerSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 class Pool {
  public:
@@ -34,6 +46,11 @@ class Pool {
     }
     wake_.notify_all();
     work();
+    const auto until = std::chrono::steady_clock::now() + kCallerSpin;
+    for (int i = 1; pending_.load(std::memory_order_acquire) != 0; ++i) {
+      cpu_relax();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+    }
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [&] { return pending_ == 0; });
     fn_ = nullptr;
@@ -100,7 +117,7 @@ class Pool {
   const std::function<void(int)>* fn_ = nullptr;
   int n_ = 0;
   int next_ = 0;
-  int pending_ = 0;
+  std::atomic<int> pending_{0};  // written under mu_, also read without it
   std::uint64_t generation_ = 0;
   std::exception_ptr error_;
   unsigned threads_started_ = 0;
@@ -121,5 +138,19 @@ Pool& the_pool() {
 }  // namespace
 
 void parallel_for(int n, const std::function<void(int)>& fn) { the_pool().run(n, fn); }
+
+void parallel_ranges(std::int64_t n, std::int64_t grain, int threads,
+                     const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  const std::int64_t pieces = std::min<std::int64_t>(
+      static_cast<std::int64_t>(threads) * kPiecesPerThread, n / std::max<std::int64_t>(grain, 1));
+  if (threads <= 1 || pieces <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  parallel_for(static_cast<int>(pieces), [&](int i) {
+    const std::int64_t lo = n * i / pieces, hi = n * (i + 1) / pieces;
+    if (lo < hi) fn(lo, hi);
+  });
+}
 
 }  // namespace vtrn::runtime

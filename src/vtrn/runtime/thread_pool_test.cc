@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace vtrn::runtime {
@@ -17,6 +20,29 @@ TEST(ThreadPoolTest, RunsEveryTaskOnceAcrossManyCalls) {
     parallel_for(5, [&](int i) { hits[static_cast<size_t>(i)].fetch_add(1); });
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "call " << call;
   }
+}
+
+// parallel_ranges covers [0, n) with consecutive pieces, each index once; pieces are at least
+// the grain long (one piece when n is smaller), at most kPiecesPerThread per thread, and the
+// same pieces for the same arguments.
+TEST(ThreadPoolTest, ParallelRangesCoverEachIndexOnceInGrainSizedPieces) {
+  for (std::int64_t n : {0, 1, 7, 100, 1000, 65537})
+    for (std::int64_t grain : {1, 16, 5000})
+      for (int threads : {1, 2, 3}) {
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+        std::mutex mu;
+        std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
+        parallel_ranges(n, grain, threads, [&](std::int64_t lo, std::int64_t hi) {
+          for (std::int64_t i = lo; i < hi; ++i) hits[static_cast<std::size_t>(i)].fetch_add(1);
+          std::lock_guard<std::mutex> lock(mu);
+          pieces.emplace_back(lo, hi);
+        });
+        for (std::int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << n << " " << grain << " " << i;
+        ASSERT_LE(pieces.size(), static_cast<std::size_t>(threads * kPiecesPerThread));
+        for (auto [lo, hi] : pieces)
+          if (pieces.size() > 1) ASSERT_GE(hi - lo, grain) << n << " " << grain << " " << threads;
+      }
 }
 
 TEST(ThreadPoolTest, NestedCallsRunInTheCaller) {
