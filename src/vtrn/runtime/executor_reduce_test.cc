@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "vtrn/runtime/executor_kernels.h"
@@ -107,6 +108,45 @@ TEST(ExecutorTest, ReduceEveryKindAndLayout) {
             ASSERT_NEAR(out[0].get(o), acc[o], 1e-4 * std::max(1.0, std::fabs(acc[o])));
           else
             ASSERT_EQ(out[0].get(o), acc[o]);
+        }
+      }
+    }
+  }
+}
+
+// Max and min along rows long enough to be combined in lanes: the row's max (min) whatever the
+// length's remainder, NaN wherever in the row a NaN is, -inf / +inf rows kept.
+TEST(ExecutorTest, ReduceMaxMinOfLongRows) {
+  for (DType d : {DType::kF32, DType::kF64}) {
+    for (std::int64_t len : {31, 32, 33, 64, 100, 128, 257}) {
+      const std::int64_t rows = 6;
+      TensorType t(d, {rows, len});
+      auto xs = random_values(static_cast<std::size_t>(rows * len), -100, 100, 17, d);
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      const double inf = std::numeric_limits<double>::infinity();
+      xs[static_cast<std::size_t>(1 * len + 0)] = nan;        // first element
+      xs[static_cast<std::size_t>(2 * len + len / 2)] = nan;  // a lane's middle
+      xs[static_cast<std::size_t>(3 * len + len - 1)] = nan;  // the tail
+      for (std::int64_t j = 0; j < len; ++j) xs[static_cast<std::size_t>(4 * len + j)] = -inf;
+      xs[static_cast<std::size_t>(5 * len + len - 1)] = 1000;  // the max last
+      for (hlo::ReduceKind k : {hlo::ReduceKind::kMax, hlo::ReduceKind::kMin}) {
+        const bool is_max = k == hlo::ReduceKind::kMax;
+        Builder b;
+        Value x = b.param(t);
+        hlo::Module m = b.finish({b.reduce(x, b.scalar(d, is_max ? -inf : inf), {1}, k)});
+        auto out = run(m, {HostTensor::from_doubles(t, xs)});
+        for (std::int64_t r = 0; r < rows; ++r) {
+          double want = is_max ? -inf : inf;
+          bool has_nan = false;
+          for (std::int64_t j = 0; j < len; ++j) {
+            const double v = xs[static_cast<std::size_t>(r * len + j)];
+            has_nan = has_nan || std::isnan(v);
+            want = is_max ? std::max(want, v) : std::min(want, v);
+          }
+          if (has_nan)
+            EXPECT_TRUE(std::isnan(out[0].get(r))) << "len " << len << " row " << r;
+          else
+            EXPECT_EQ(out[0].get(r), want) << "len " << len << " row " << r;
         }
       }
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <type_traits>
 
 #include "vtrn/runtime/kernels_elementwise.h"
@@ -247,11 +248,40 @@ void for_each_run(const ReduceLayout& l, const T* v, std::int64_t n, std::int64_
   }
 }
 
+// a's lanes where they win against b's (the greater for max, the lesser for min) or are NaN,
+// else b's: fmax_nan / fmin_nan, lane by lane, without branches.
+template <typename V>
+V max_min_lanes(V a, V b, bool max) {
+  const auto keep = ((max ? a > b : a < b) | (a != a)) != 0;
+  return keep ? a : b;
+}
+
+// The max (or min) of vector |v|'s lanes, |Bytes| bytes of T: its halves combined lane by lane
+// until one lane is left.
+template <typename T, std::size_t Bytes, typename V>
+T fold_lanes(V v, bool max) {
+  if constexpr (Bytes == sizeof(T)) {
+    T t;
+    std::memcpy(&t, &v, sizeof(T));
+    return t;
+  } else {
+    typedef T H __attribute__((vector_size(Bytes / 2)));
+    H lo, hi;
+    std::memcpy(&lo, &v, Bytes / 2);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + Bytes / 2, Bytes / 2);
+    return fold_lanes<T, Bytes / 2>(max_min_lanes(lo, hi, max), max);
+  }
+}
+
 // Products, max, min, and/or, integer sums: each value combined into its output in order.
 template <typename T>
 class InOrderReducer final : public Reducer {
  public:
-  InOrderReducer(const ReduceLayout& l, T* acc) : l_(l), acc_(acc) {}
+  InOrderReducer(const ReduceLayout& l, T* acc)
+      : l_(l),
+        acc_(acc),
+        lanes_(std::is_floating_point_v<T> &&
+               (l.kind == hlo::ReduceKind::kMax || l.kind == hlo::ReduceKind::kMin)) {}
   void add(const void* values, std::int64_t n, std::int64_t start) override {
     const T* v = static_cast<const T*>(values);
     with_combine<T>(l_.kind, [&](auto op) {
@@ -260,6 +290,8 @@ class InOrderReducer final : public Reducer {
                      if (along) {
                        T* __restrict a = acc_ + o;
                        for (std::int64_t j = 0; j < m; ++j) a[j] = op(a[j], x[j]);
+                     } else if (lanes_ && m >= 2 * kLanes) {
+                       acc_[o] = op(acc_[o], lanes_max_min(x, m));
                      } else {
                        T a = acc_[o];
                        for (std::int64_t j = 0; j < m; ++j) a = op(a, x[j]);
@@ -271,8 +303,40 @@ class InOrderReducer final : public Reducer {
   void finish() override {}
 
  private:
+  static constexpr int kLanes = 64 / sizeof(T);  // four SSE vectors
+  // The max (or min) of x[0 .. m), m >= kLanes, NaN if any is: in kLanes lanes, then the lanes
+  // and the tail in order. Max and min are order-free but for which of +0 and -0 wins a tie
+  // (ATen's vectorized kernels differ from each other there too); one chain of dependent
+  // compares would cost a few cycles per element. Written with vector types: GCC leaves the
+  // scalar form's NaN test as branches.
+  T lanes_max_min(const T* x, std::int64_t m) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      // SSE-width vectors, which the baseline x86-64 target selects on without branches (a
+      // wider generic vector is split into scalar code there); four of them for independent
+      // compare chains.
+      typedef T V __attribute__((vector_size(16)));
+      constexpr int kPer = sizeof(V) / sizeof(T);
+      const bool max = l_.kind == hlo::ReduceKind::kMax;
+      V lane[4], v;
+      std::memcpy(lane, x, sizeof(lane));
+      std::int64_t j = kLanes;
+      for (; j + kLanes <= m; j += kLanes)
+        for (int k = 0; k < 4; ++k) {
+          std::memcpy(&v, x + j + k * kPer, sizeof(V));
+          lane[k] = max_min_lanes(lane[k], v, max);
+        }
+      const V pair0 = max_min_lanes(lane[0], lane[1], max),
+              pair1 = max_min_lanes(lane[2], lane[3], max);
+      T a = fold_lanes<T, sizeof(V)>(max_min_lanes(pair0, pair1, max), max);
+      for (; j < m; ++j) a = max ? elementwise::fmax_nan(a, x[j]) : elementwise::fmin_nan(a, x[j]);
+      return a;
+    } else {
+      return x[0];  // not reached: lanes_ is set for floating point only
+    }
+  }
   const ReduceLayout& l_;
   T* acc_;
+  bool lanes_;  ///< combined in lanes: max and min
 };
 
 // Float sums over trailing reduced dims: one PairwiseSum for the output in progress.
