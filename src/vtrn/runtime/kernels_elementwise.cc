@@ -10,6 +10,12 @@
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/vecmath.h"
 
+// The loops are cloned for AVX-512 and AVX2 machines and picked at load time (GCC's
+// target_clones), as ATen builds its CPU kernels per capability: the baseline x86-64 target
+// has 4-lane SSE only. CMakeLists.txt compiles this file with -ffp-contract=off, so a clone
+// never fuses a multiply and an add into one rounding: every clone gives the same bits.
+#define VTRN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
 namespace vtrn::runtime::kernels::elementwise {
 
 using hlo::DType;
@@ -47,6 +53,7 @@ std::int64_t wrap_int(DType d, std::int64_t v) {
 
 }  // namespace
 
+VTRN_CLONES
 void round_f32(DType d, float* x, std::int64_t n) {
   if (d == DType::kBF16)
     for (std::int64_t i = 0; i < n; ++i) x[i] = hlo::bf16_to_f32(hlo::f32_to_bf16(x[i]));
@@ -60,6 +67,7 @@ void wrap_i64(DType d, std::int64_t* x, std::int64_t n) {
 }
 
 // Contiguous load of n elements starting at element |start|.
+VTRN_CLONES
 void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::int64_t n,
                      void* dst) {
   switch (d) {
@@ -92,6 +100,7 @@ void load_contiguous(DType d, const std::uint8_t* p, std::int64_t start, std::in
   }
 }
 
+VTRN_CLONES
 void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
                       std::int64_t start) {
   switch (d) {
@@ -182,7 +191,7 @@ bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
 }  // namespace
 
 template <typename T>
-void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
+VTRN_CLONES void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>)
     if (unary_vecmath(k, a, o, n)) return;
   switch (k) {
@@ -241,8 +250,8 @@ void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t 
 }
 
 template <typename T>
-void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o,
-                  std::int64_t n) {
+VTRN_CLONES void binary_float(OpKind k, const T* __restrict a, const T* __restrict b,
+                              T* __restrict o, std::int64_t n) {
   switch (k) {
     case OpKind::kAdd:
       for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
@@ -393,7 +402,8 @@ void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,
 }
 
 template <typename T>
-void compare(hlo::Comparison c, const T* a, const T* b, std::int64_t* o, std::int64_t n) {
+VTRN_CLONES void compare(hlo::Comparison c, const T* a, const T* b, std::int64_t* o,
+                         std::int64_t n) {
   switch (c) {
     case hlo::Comparison::kEQ:
       for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] == b[i];
@@ -417,12 +427,12 @@ void compare(hlo::Comparison c, const T* a, const T* b, std::int64_t* o, std::in
 }
 
 template <typename T>
-void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n) {
+VTRN_CLONES void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = p[i] ? a[i] : b[i];
 }
 
 template <typename T>
-void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n) {
+VTRN_CLONES void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     T v = x[i] < lo[i] ? lo[i] : x[i];
     o[i] = v > hi[i] ? hi[i] : v;
@@ -463,6 +473,7 @@ std::int64_t float_to_int(F v, DType d) {
 
 }  // namespace
 
+VTRN_CLONES
 void convert(DType from, DType to, const void* a, void* o, std::int64_t n) {
   const Cls cf = cls_of(from), ct = cls_of(to);
   if (cf == Cls::kF32 && ct == Cls::kF32) {
