@@ -305,10 +305,10 @@ class InOrderReducer final : public Reducer {
  private:
   static constexpr int kLanes = 64 / sizeof(T);  // four SSE vectors
   // The max (or min) of x[0 .. m), m >= kLanes, NaN if any is: in kLanes lanes, then the lanes
-  // and the tail in order. Max and min are order-free but for which of +0 and -0 wins a tie
-  // (ATen's vectorized kernels differ from each other there too); one chain of dependent
-  // compares would cost a few cycles per element. Written with vector types: GCC leaves the
-  // scalar form's NaN test as branches.
+  // pairwise, then the tail in order. Max and min are order-free but for which of +0 and -0
+  // wins a tie (ATen's vectorized kernels differ from each other there too); one chain of
+  // dependent compares would cost a few cycles per element. Written with vector types: GCC
+  // leaves the scalar form's NaN test as branches.
   T lanes_max_min(const T* x, std::int64_t m) const {
     if constexpr (std::is_floating_point_v<T>) {
       // SSE-width vectors, which the baseline x86-64 target selects on without branches (a
