@@ -136,10 +136,21 @@ def test_elastic_node_range_with_c10d_rendezvous(show):
 
 def test_max_restarts_restarts_the_workers(tmp_path):
     script = tmp_path / "flaky.py"
+    # torchrun stops the whole group as soon as one worker fails, so each
+    # worker writes its line and waits for the other's marker before the
+    # first attempt fails; otherwise a slow rank is killed before it prints.
     script.write_text(
-        "import os, sys\n"
+        "import os, sys, time, pathlib\n"
         "attempt = int(os.environ['TORCHELASTIC_RESTART_COUNT'])\n"
-        "sys.stdout.write(f\"attempt {attempt} {os.environ['LOCAL_RANK']}\\n\")\n"
+        "rank = os.environ['LOCAL_RANK']\n"
+        "sys.stdout.write(f'attempt {attempt} {rank}\\n')\n"
+        "sys.stdout.flush()\n"
+        f"marks = pathlib.Path({str(tmp_path)!r})\n"
+        "(marks / f'{attempt}-{rank}').touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        "while attempt == 0 and len(list(marks.glob('0-*'))) < 2:\n"
+        "    assert time.monotonic() < deadline, 'the other worker never started'\n"
+        "    time.sleep(0.01)\n"
         "sys.exit(1 if attempt == 0 else 0)\n"
     )
     result = vtrn_run("--nproc-per-node", "2", "--max-restarts", "1", str(script))
