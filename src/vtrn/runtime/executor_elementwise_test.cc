@@ -355,5 +355,60 @@ TEST(ExecutorTest, FusedLoopWritesEachValueNeededOutside) {
   }
 }
 
+// lerp's lowering: a select on a comparison of a runtime scalar. The loop computes the scalar's
+// instructions once and, the predicate being the same everywhere, only the picked operand; a
+// value of the other branch that is returned is still computed. The unfused run computes every
+// op over every element: the results must be the same bytes.
+TEST(ExecutorTest, ScalarOperandsComputeOnceAndASelectOnOnePicksItsOperand) {
+  Builder b;
+  TensorType t(DType::kF32, {3, 1100}), s(DType::kF32, {});
+  Value x = b.param(t), y = b.param(t), w = b.param(s);
+  auto spread = [&](Value v) { return b.broadcast_in_dim(v, t.dims, {}); };
+  Value wb = spread(w), one = spread(b.scalar(DType::kF32, 1));
+  Value diff = b.sub(y, x);
+  Value low = b.add(x, b.mul(wb, diff));
+  Value high = b.sub(y, b.mul(diff, b.sub(one, wb)));
+  Value use_low = b.compare(hlo::Comparison::kLT, b.unary(OpKind::kAbs, wb),
+                            spread(b.scalar(DType::kF32, 0.5)));
+  hlo::Module m = b.finish({b.select(use_low, low, high), high});
+  int fused = 0;
+  for (const compiler::Kernel& k : compiler::compile(m).kernels)
+    fused += k.kind == compiler::KernelKind::kFused;
+  ASSERT_EQ(fused, 1);  // one loop, reading the scalar itself
+  const auto xs = random_values(t.num_elements(), -3, 3, 41, DType::kF32),
+             ys = random_values(t.num_elements(), -3, 3, 42, DType::kF32);
+  for (double wv : {0.25, 0.75, -0.6, -0.4, double(NAN)}) {
+    std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys),
+                                  HostTensor::from_doubles(s, {wv})};
+    auto fused_out = run(m, in, true), unfused_out = run(m, in, false);
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(fused_out[r].data, unfused_out[r].data) << "w " << wv;
+    for (std::int64_t i = 0; i < t.num_elements(); i += 97) {
+      const double d = ys[i] - xs[i];
+      const double want_low = xs[i] + wv * d, want_high = ys[i] - d * (1 - wv);
+      if (std::isnan(wv)) {
+        EXPECT_TRUE(std::isnan(fused_out[0].get(i)));
+        continue;
+      }
+      ASSERT_NEAR(fused_out[0].get(i), std::fabs(wv) < 0.5 ? want_low : want_high, 1e-5)
+          << "w " << wv << " i " << i;
+      ASSERT_NEAR(fused_out[1].get(i), want_high, 1e-5) << "w " << wv << " i " << i;
+    }
+  }
+}
+
+// A loop whose every instruction reads only scalars: computed once, spread over the output.
+TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
+  Builder b;
+  TensorType t(DType::kF32, {5, 700}), s(DType::kF32, {});
+  Value w = b.param(s);
+  Value wb = b.broadcast_in_dim(w, t.dims, {});
+  Value one = b.broadcast_in_dim(b.scalar(DType::kF32, 1), t.dims, {});
+  hlo::Module m = b.finish({b.add(b.mul(wb, wb), one)});
+  for (double wv : {1.5, -3.0}) {
+    auto out = run(m, {HostTensor::from_doubles(s, {wv})});
+    for (std::int64_t i = 0; i < t.num_elements(); ++i) ASSERT_EQ(out[0].get(i), wv * wv + 1) << i;
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

@@ -53,7 +53,8 @@ class FusedProgram {
   enum class Cls : std::uint8_t { kF32, kF64, kI64 };  ///< chunk element type
   struct Slot {
     Cls cls;
-    hlo::DType dtype;  ///< the value's dtype: results are rounded/wrapped to it
+    hlo::DType dtype;      ///< the value's dtype: results are rounded/wrapped to it
+    bool uniform = false;  ///< the same value at every element (a scalar, or computed from them)
   };
   struct Load {
     int slot;
@@ -69,6 +70,11 @@ class FusedProgram {
     int dst, a = -1, b = -1, c = -1;
     hlo::Comparison cmp = hlo::Comparison::kEQ;
     hlo::DType in_dtype;
+    /// Every operand is uniform: computed once per run, on one element.
+    bool uniform = false;
+    /// A select on a uniform predicate: its result is the chosen operand's slot, and what only
+    /// the other operand needs is not computed.
+    bool picks = false;
   };
 
  private:
@@ -88,6 +94,7 @@ class FusedProgram {
   std::vector<int> extra_values_, extra_slots_;
   std::vector<hlo::DType> extra_dtypes_;
   int root_slot_ = -1;
+  bool has_picks_ = false;
   hlo::DType out_dtype_ = hlo::DType::kF32;
   // Reduce root.
   bool reduce_ = false;

@@ -432,6 +432,11 @@ VTRN_CLONES void select(const std::int64_t* p, const T* a, const T* b, T* o, std
 }
 
 template <typename T>
+VTRN_CLONES void fill(T* o, T v, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = v;
+}
+
+template <typename T>
 VTRN_CLONES void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     T v = x[i] < lo[i] ? lo[i] : x[i];
@@ -538,6 +543,9 @@ template void select<double>(const std::int64_t*, const double*, const double*, 
                              std::int64_t);
 template void select<std::int64_t>(const std::int64_t*, const std::int64_t*, const std::int64_t*,
                                    std::int64_t*, std::int64_t);
+template void fill<float>(float*, float, std::int64_t);
+template void fill<double>(double*, double, std::int64_t);
+template void fill<std::int64_t>(std::int64_t*, std::int64_t, std::int64_t);
 template void clamp<float>(const float*, const float*, const float*, float*, std::int64_t);
 template void clamp<double>(const double*, const double*, const double*, double*, std::int64_t);
 template void clamp<std::int64_t>(const std::int64_t*, const std::int64_t*, const std::int64_t*,

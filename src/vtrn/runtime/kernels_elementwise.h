@@ -122,6 +122,10 @@ template <typename T>
 void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n);
 template <typename T>
 void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n);
+/// o[0, n) = v, in the widest vectors the CPU has: a scalar operand's slot is filled per loop.
+/// T is float, double or int64.
+template <typename T>
+void fill(T* o, T v, std::int64_t n);
 /// Converts a chunk of dtype |from| to dtype |to|. Float to int converts as PyTorch's CPU does
 /// (NaN and out-of-range values give the integer minimum; narrow types wrap from int32).
 void convert(DType from, DType to, const void* a, void* o, std::int64_t n);

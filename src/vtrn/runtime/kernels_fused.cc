@@ -22,6 +22,7 @@ using elementwise::clamp;
 using elementwise::cls_of;
 using elementwise::compare;
 using elementwise::convert;
+using elementwise::fill;
 using elementwise::load_contiguous;
 using elementwise::load_elem;
 using elementwise::round_f32;
@@ -33,6 +34,37 @@ using elementwise::wrap_i64;
 
 namespace {
 constexpr std::int64_t kChunk = 1024;
+
+/// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing.
+struct RunState {
+  std::vector<void*> in_place;
+  std::vector<int> alias;
+  std::vector<char> live, need;
+  std::vector<std::int64_t> idx;
+};
+
+RunState& thread_run_state() {
+  thread_local RunState state;
+  return state;
+}
+
+/// Scratch for |n| chunk elements, reused by the calling thread: a fresh allocation per loop
+/// cost more than a small loop's arithmetic (its malloc consolidates the fastbins each time).
+/// Beyond kKeep elements the buffer is the caller's alone and freed with |owned|.
+std::int64_t* thread_scratch(std::size_t n, std::unique_ptr<std::int64_t[]>& owned) {
+  constexpr std::size_t kKeep = std::size_t{1} << 17;  // 1 MiB
+  if (n > kKeep) {
+    owned.reset(new std::int64_t[n]);
+    return owned.get();
+  }
+  thread_local std::unique_ptr<std::int64_t[]> kept;
+  thread_local std::size_t kept_n = 0;
+  if (kept_n < n) {
+    kept.reset(new std::int64_t[n]);
+    kept_n = n;
+  }
+  return kept.get();
+}
 }  // namespace
 
 FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
@@ -44,7 +76,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   for (std::int64_t d : domain_) n_ *= d;
   std::vector<int> slot_of(b.types.size(), -1);
   auto new_slot = [&](DType d) {
-    slots_.push_back({cls_of(d), d});
+    slots_.push_back({cls_of(d), d, false});
     return static_cast<int>(slots_.size()) - 1;
   };
   // A slot reading block value |v| from outside the loop.
@@ -67,6 +99,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     } else {
       throw ExecError("fused loop: operand " + t.str() + " does not match the loop domain");
     }
+    slots_[s].uniform = l.mode == 1 || l.mode == 3;
     loads_.push_back(l);
     slot_of[v] = s;
     return s;
@@ -92,6 +125,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       } else {
         input_values_.push_back(v);
       }
+      slots_[s].uniform = l.mode == 1 || l.mode == 3;
       loads_.push_back(l);
       slot_of[op.results[0]] = s;
       continue;
@@ -124,6 +158,11 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     if (op.operands.size() > 1) in.b = input_slot(op.operands[1]);
     if (op.operands.size() > 2) in.c = input_slot(op.operands[2]);
     in.dst = new_slot(b.type(op.results[0]).dtype);
+    auto uniform = [&](int slot) { return slot < 0 || slots_[slot].uniform; };
+    in.uniform = uniform(in.a) && uniform(in.b) && uniform(in.c);
+    in.picks = !in.uniform && in.kind == OpKind::kSelect && uniform(in.a);
+    has_picks_ = has_picks_ || in.picks;
+    slots_[in.dst].uniform = in.uniform;
     slot_of[op.results[0]] = in.dst;
     instrs_.push_back(in);
   }
@@ -198,22 +237,109 @@ void load_run(DType d, Cls c, const std::uint8_t* p, std::int64_t off, std::int6
   }
 }
 
+// One instruction over |len| elements: operands |pa|, |pb|, |pc| (as many as it has), result
+// |o| of dtype |od|.
+void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void* pc, void* o,
+               std::int64_t len) {
+  const Cls ci = cls_of(in.in_dtype);
+  if (in.kind == OpKind::kConvert) {
+    convert(in.in_dtype, od, pa, o, len);
+    return;
+  }
+  if (in.kind == OpKind::kCompare) {
+    auto* po = static_cast<std::int64_t*>(o);
+    if (ci == Cls::kF32)
+      compare(in.cmp, static_cast<float*>(pa), static_cast<float*>(pb), po, len);
+    else if (ci == Cls::kF64)
+      compare(in.cmp, static_cast<double*>(pa), static_cast<double*>(pb), po, len);
+    else if (in.in_dtype == DType::kU64) {
+      const auto* a = static_cast<const std::uint64_t*>(pa);
+      const auto* b = static_cast<const std::uint64_t*>(pb);
+      compare(in.cmp, a, b, po, len);
+    } else
+      compare(in.cmp, static_cast<std::int64_t*>(pa), static_cast<std::int64_t*>(pb), po, len);
+    return;
+  }
+  if (in.kind == OpKind::kSelect) {
+    const auto* p = static_cast<const std::int64_t*>(pa);
+    if (ci == Cls::kF32)
+      select(p, static_cast<float*>(pb), static_cast<float*>(pc), static_cast<float*>(o), len);
+    else if (ci == Cls::kF64)
+      select(p, static_cast<double*>(pb), static_cast<double*>(pc), static_cast<double*>(o), len);
+    else
+      select(p, static_cast<std::int64_t*>(pb), static_cast<std::int64_t*>(pc),
+             static_cast<std::int64_t*>(o), len);
+    return;
+  }
+  if (in.kind == OpKind::kClamp) {
+    if (ci == Cls::kF32)
+      clamp(static_cast<float*>(pa), static_cast<float*>(pb), static_cast<float*>(pc),
+            static_cast<float*>(o), len);
+    else if (ci == Cls::kF64)
+      clamp(static_cast<double*>(pa), static_cast<double*>(pb), static_cast<double*>(pc),
+            static_cast<double*>(o), len);
+    else
+      clamp(static_cast<std::int64_t*>(pa), static_cast<std::int64_t*>(pb),
+            static_cast<std::int64_t*>(pc), static_cast<std::int64_t*>(o), len);
+    return;
+  }
+  const bool bin = in.b >= 0;
+  if (ci == Cls::kF32) {
+    auto* fo = static_cast<float*>(o);
+    if (bin)
+      binary_float(in.kind, static_cast<float*>(pa), static_cast<float*>(pb), fo, len);
+    else
+      unary_float(in.kind, static_cast<float*>(pa), fo, len);
+    round_f32(od, fo, len);
+  } else if (ci == Cls::kF64) {
+    auto* fo = static_cast<double*>(o);
+    if (bin)
+      binary_float(in.kind, static_cast<double*>(pa), static_cast<double*>(pb), fo, len);
+    else
+      unary_float(in.kind, static_cast<double*>(pa), fo, len);
+  } else {
+    auto* io = static_cast<std::int64_t*>(o);
+    if (bin)
+      binary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(pa),
+                 static_cast<std::int64_t*>(pb), io, len);
+    else
+      unary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(pa), io, len);
+    wrap_i64(od, io, len);
+  }
+}
+
 }  // namespace
 
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                              std::int64_t hi, Reducer* reducer,
                              const std::vector<std::uint8_t*>& extra) const {
+  if (hi <= lo) return;
   const std::size_t ns = slots_.size();
-  std::unique_ptr<std::int64_t[]> scratch(new std::int64_t[ns * kChunk]);
+  // Each slot holds one chunk; a range shorter than a chunk needs no more than its length
+  // (rounded to whole cache lines). One more cache line apart, slots do not start at the same
+  // offset within a 4 KiB page: a loop loading one slot and storing another at a multiple of
+  // 4 KiB stalls on the false store-to-load dependency (4K aliasing), and slots 8 KiB apart all
+  // fall in the same L1 sets.
+  const auto stride = static_cast<std::size_t>(std::min(kChunk, (hi - lo + 15) / 16 * 16) + 8);
+  std::unique_ptr<std::int64_t[]> owned;
+  std::int64_t* scratch = thread_scratch(ns * stride, owned);
+  RunState& st = thread_run_state();
   // A contiguous load that would only copy (same type in memory and in the loop) reads the
   // input in place: slots are never reused, so no instruction writes a load's slot.
-  std::vector<void*> in_place(ns, nullptr);
+  std::vector<void*>& in_place = st.in_place;
+  in_place.assign(ns, nullptr);
+  // A picking select's slot reads as the operand it picked.
+  std::vector<int>& alias = st.alias;
+  alias.resize(ns);
+  for (std::size_t k = 0; k < ns; ++k) alias[k] = static_cast<int>(k);
   auto slot_ptr = [&](int s) -> void* {
+    s = alias[static_cast<std::size_t>(s)];
     void* p = in_place[static_cast<std::size_t>(s)];
-    return p != nullptr ? p : scratch.get() + static_cast<std::size_t>(s) * kChunk;
+    return p != nullptr ? p : scratch + static_cast<std::size_t>(s) * stride;
   };
   const int rank = static_cast<int>(domain_.size());
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(rank));
+  std::vector<std::int64_t>& idx = st.idx;
+  idx.assign(static_cast<std::size_t>(rank), 0);
   // Constant and scalar slots are filled once: no op writes them.
   for (const Load& l : loads_) {
     if (l.mode != 3 && l.mode != 1) continue;
@@ -230,13 +356,58 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       else
         dv = load_elem<float>(l.dtype, p, 0);
     }
+    const auto n = static_cast<std::int64_t>(stride);
     if (c == Cls::kF32)
-      std::fill_n(static_cast<float*>(dst), kChunk, static_cast<float>(dv));
+      fill(static_cast<float*>(dst), static_cast<float>(dv), n);
     else if (c == Cls::kF64)
-      std::fill_n(static_cast<double*>(dst), kChunk, dv);
+      fill(static_cast<double*>(dst), dv, n);
     else
-      std::fill_n(static_cast<std::int64_t*>(dst), kChunk, iv);
+      fill(static_cast<std::int64_t*>(dst), iv, n);
   }
+  // Uniform instructions, once on element 0, then spread over the slot.
+  for (const Instr& in : instrs_) {
+    if (!in.uniform) continue;
+    void* o = slot_ptr(in.dst);
+    run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,
+              in.c >= 0 ? slot_ptr(in.c) : nullptr, o, 1);
+    const auto n = static_cast<std::int64_t>(stride);
+    if (slots_[in.dst].cls == Cls::kF32)
+      fill(static_cast<float*>(o), *static_cast<float*>(o), n);
+    else if (slots_[in.dst].cls == Cls::kF64)
+      fill(static_cast<double*>(o), *static_cast<double*>(o), n);
+    else
+      fill(static_cast<std::int64_t*>(o), *static_cast<std::int64_t*>(o), n);
+  }
+  // The instructions each chunk runs: not the uniform ones, nor the picking selects, nor (with
+  // picks) what only an unpicked operand needs.
+  std::vector<char>& live = st.live;
+  live.assign(instrs_.size(), 0);
+  if (!has_picks_) {
+    for (std::size_t k = 0; k < instrs_.size(); ++k) live[k] = !instrs_[k].uniform;
+  } else {
+    for (const Instr& in : instrs_) {
+      if (!in.picks) continue;
+      const bool p = *static_cast<const std::int64_t*>(slot_ptr(in.a)) != 0;
+      alias[static_cast<std::size_t>(in.dst)] = alias[static_cast<std::size_t>(p ? in.b : in.c)];
+    }
+    std::vector<char>& need = st.need;
+    need.assign(ns, 0);
+    need[static_cast<std::size_t>(root_slot_)] = 1;
+    for (int e : extra_slots_) need[static_cast<std::size_t>(e)] = 1;
+    for (std::size_t k = instrs_.size(); k-- > 0;) {
+      const Instr& in = instrs_[k];
+      if (in.uniform || !need[static_cast<std::size_t>(in.dst)]) continue;
+      if (in.picks) {
+        need[static_cast<std::size_t>(alias[static_cast<std::size_t>(in.dst)])] = 1;
+        continue;
+      }
+      live[k] = 1;
+      for (int o : {in.a, in.b, in.c})
+        if (o >= 0) need[static_cast<std::size_t>(o)] = 1;
+    }
+  }
+  // The root computed straight into the output (below) must be the last instruction run.
+  const bool root_last = !instrs_.empty() && live.back() && instrs_.back().dst == root_slot_;
   for (std::int64_t start = lo; start < hi; start += kChunk) {
     const std::int64_t len = std::min(kChunk, hi - start);
     for (const Load& l : loads_) {
@@ -287,8 +458,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     // A float32 result is computed straight into the output, unless the output overlaps an
     // input read in place in this chunk (the loops take their pointers as __restrict).
     if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root_slot_].dtype == DType::kF32 &&
-        slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() &&
-        instrs_.back().dst == root_slot_) {
+        slots_[root_slot_].cls == Cls::kF32 && root_last) {
       std::uint8_t* dst = out + start * 4;
       bool overlap = false;
       for (std::size_t k = 0; k < ns && !overlap; ++k) {
@@ -298,82 +468,11 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       }
       in_place[static_cast<std::size_t>(root_slot_)] = overlap ? nullptr : dst;
     }
-    for (const Instr& in : instrs_) {
-      void* o = slot_ptr(in.dst);
-      const Cls ci = cls_of(in.in_dtype);
-      const DType od = slots_[in.dst].dtype;
-      if (in.kind == OpKind::kConvert) {
-        convert(in.in_dtype, od, slot_ptr(in.a), o, len);
-        continue;
-      }
-      if (in.kind == OpKind::kCompare) {
-        auto* po = static_cast<std::int64_t*>(o);
-        if (ci == Cls::kF32)
-          compare(in.cmp, static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)),
-                  po, len);
-        else if (ci == Cls::kF64)
-          compare(in.cmp, static_cast<double*>(slot_ptr(in.a)),
-                  static_cast<double*>(slot_ptr(in.b)), po, len);
-        else if (in.in_dtype == DType::kU64) {
-          const auto* a = static_cast<const std::uint64_t*>(slot_ptr(in.a));
-          const auto* b = static_cast<const std::uint64_t*>(slot_ptr(in.b));
-          compare(in.cmp, a, b, po, len);
-        } else
-          compare(in.cmp, static_cast<std::int64_t*>(slot_ptr(in.a)),
-                  static_cast<std::int64_t*>(slot_ptr(in.b)), po, len);
-        continue;
-      }
-      if (in.kind == OpKind::kSelect) {
-        const auto* p = static_cast<const std::int64_t*>(slot_ptr(in.a));
-        if (ci == Cls::kF32)
-          select(p, static_cast<float*>(slot_ptr(in.b)), static_cast<float*>(slot_ptr(in.c)),
-                 static_cast<float*>(o), len);
-        else if (ci == Cls::kF64)
-          select(p, static_cast<double*>(slot_ptr(in.b)), static_cast<double*>(slot_ptr(in.c)),
-                 static_cast<double*>(o), len);
-        else
-          select(p, static_cast<std::int64_t*>(slot_ptr(in.b)),
-                 static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
-        continue;
-      }
-      if (in.kind == OpKind::kClamp) {
-        if (ci == Cls::kF32)
-          clamp(static_cast<float*>(slot_ptr(in.a)), static_cast<float*>(slot_ptr(in.b)),
-                static_cast<float*>(slot_ptr(in.c)), static_cast<float*>(o), len);
-        else if (ci == Cls::kF64)
-          clamp(static_cast<double*>(slot_ptr(in.a)), static_cast<double*>(slot_ptr(in.b)),
-                static_cast<double*>(slot_ptr(in.c)), static_cast<double*>(o), len);
-        else
-          clamp(static_cast<std::int64_t*>(slot_ptr(in.a)),
-                static_cast<std::int64_t*>(slot_ptr(in.b)),
-                static_cast<std::int64_t*>(slot_ptr(in.c)), static_cast<std::int64_t*>(o), len);
-        continue;
-      }
-      const bool bin = in.b >= 0;
-      if (ci == Cls::kF32) {
-        auto* fo = static_cast<float*>(o);
-        if (bin)
-          binary_float(in.kind, static_cast<float*>(slot_ptr(in.a)),
-                       static_cast<float*>(slot_ptr(in.b)), fo, len);
-        else
-          unary_float(in.kind, static_cast<float*>(slot_ptr(in.a)), fo, len);
-        round_f32(od, fo, len);
-      } else if (ci == Cls::kF64) {
-        auto* fo = static_cast<double*>(o);
-        if (bin)
-          binary_float(in.kind, static_cast<double*>(slot_ptr(in.a)),
-                       static_cast<double*>(slot_ptr(in.b)), fo, len);
-        else
-          unary_float(in.kind, static_cast<double*>(slot_ptr(in.a)), fo, len);
-      } else {
-        auto* io = static_cast<std::int64_t*>(o);
-        if (bin)
-          binary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)),
-                     static_cast<std::int64_t*>(slot_ptr(in.b)), io, len);
-        else
-          unary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(slot_ptr(in.a)), io, len);
-        wrap_i64(od, io, len);
-      }
+    for (std::size_t k = 0; k < instrs_.size(); ++k) {
+      if (!live[k]) continue;
+      const Instr& in = instrs_[k];
+      run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,
+                in.c >= 0 ? slot_ptr(in.c) : nullptr, slot_ptr(in.dst), len);
     }
     for (std::size_t e = 0; e < extra_values_.size(); ++e)
       store_contiguous(extra_dtypes_[e], slot_ptr(extra_slots_[e]), len, extra[e], start);
