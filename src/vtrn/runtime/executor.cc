@@ -221,6 +221,8 @@ struct LoadedExecutable::Impl {
   std::once_flag constants_once;
   std::vector<std::vector<std::uint8_t>>
       constants;  ///< by value number (empty if not a needed constant)
+  std::vector<std::int64_t> arg_bytes, result_bytes;
+  std::vector<char> is_arg;  ///< by value number
 
   void materialize_constants() {
     std::call_once(constants_once, [this] {
@@ -270,6 +272,12 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     impl_->steps.push_back(std::move(s));
   }
   find_row_chains(b, impl_->steps);
+  impl_->is_arg.assign(b.types.size(), 0);
+  for (int a : b.args) {
+    impl_->is_arg[a] = 1;
+    impl_->arg_bytes.push_back(b.type(a).byte_size());
+  }
+  for (int r : b.results) impl_->result_bytes.push_back(b.type(r).byte_size());
   for (int v : needed)  // std::set: sorted, as materialize_constants() expects
     if (constant_of[v]) impl_->constant_values.push_back(v);
 }
@@ -316,26 +324,50 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
   // Results computed straight into the caller's buffers. One that overlaps an input is written
   // there only when it is that input and the plan allows writing over it (donation, in-place
   // updates); any other is staged: computed in scratch and copied when everything has run.
-  std::map<int, std::uint8_t*> direct;
+  std::vector<std::uint8_t*> direct(b.types.size(), nullptr);
+  std::vector<char> has_direct(b.types.size(), 0);
   std::vector<bool> staged(b.results.size(), false);
-  std::set<int> args(b.args.begin(), b.args.end());
+  // The inputs by address, each with the furthest end of those before it: a result finds the
+  // inputs it overlaps by binary search (a foreach module has hundreds of each).
+  struct Span {
+    const std::uint8_t* lo;
+    const std::uint8_t* hi;
+    std::size_t input;
+  };
+  std::vector<Span> spans;
+  spans.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto* in = static_cast<const std::uint8_t*>(inputs[i]);
+    const std::int64_t m = impl_->arg_bytes[i];
+    if (m > 0) spans.push_back({in, in + m, i});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
+  std::vector<const std::uint8_t*> reach(spans.size());
+  for (std::size_t k = 0; k < spans.size(); ++k)
+    reach[k] = k == 0 ? spans[k].hi : std::max(reach[k - 1], spans[k].hi);
   for (std::size_t j = 0; j < b.results.size(); ++j) {
     const int r = b.results[j];
     const auto* o = static_cast<const std::uint8_t*>(outputs[j]);
-    const std::int64_t n = b.type(r).byte_size();
-    for (std::size_t i = 0; i < inputs.size() && n > 0 && !staged[j]; ++i) {
-      const auto* in = static_cast<const std::uint8_t*>(inputs[i]);
-      const std::int64_t m = b.type(b.args[i]).byte_size();
-      if (m > 0 && in < o + n && o < in + m) staged[j] = !(in == o && plan.can_write_over(j, i));
+    const std::int64_t n = impl_->result_bytes[j];
+    if (n > 0) {
+      // spans[0, k) start before the result ends; walk back while one may reach into it.
+      std::size_t k = static_cast<std::size_t>(
+          std::partition_point(spans.begin(), spans.end(),
+                               [&](const Span& x) { return x.lo < o + n; }) -
+          spans.begin());
+      while (k-- > 0 && reach[k] > o && !staged[j])
+        if (spans[k].hi > o)
+          staged[j] = !(spans[k].lo == o && plan.can_write_over(j, spans[k].input));
     }
-    if (!staged[j] && !args.count(r) && !direct.count(r))
+    if (!staged[j] && !impl_->is_arg[r] && !has_direct[r]) {
       direct[r] = static_cast<std::uint8_t*>(outputs[j]);
+      has_direct[r] = 1;
+    }
   }
   auto alloc = [&](int v) -> std::uint8_t* {
-    auto it = direct.find(v);
     std::uint8_t* p;
-    if (it != direct.end()) {
-      p = it->second;
+    if (has_direct[v]) {
+      p = direct[v];
     } else if (plan.offset[v] >= 0) {
       p = arena + plan.offset[v];
     } else {  // a staged result
@@ -344,7 +376,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     values[v].ptr = values[v].mut = p;
     return p;
   };
-  std::set<int> written;
+  std::vector<char> written(b.types.size(), 0);
   for (std::size_t si = 0; si < impl_->steps.size(); ++si) {
     const Step& s = impl_->steps[si];
     const hlo::Op& op = b.ops[s.op];
@@ -359,7 +391,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
         }
         const int v = t.fused->output();
         outs.push_back(alloc(v));
-        written.insert(v);
+        written[v] = 1;
       }
       s.chain->run(values, outs, threads);
       si += s.chain_steps - 1;
@@ -375,8 +407,8 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
       std::vector<std::uint8_t*> extra;
       for (int v : s.fused->extra_outputs()) extra.push_back(alloc(v));
       s.fused->run(values, out, threads, extra);
-      written.insert(s.fused->output());
-      written.insert(s.fused->extra_outputs().begin(), s.fused->extra_outputs().end());
+      written[s.fused->output()] = 1;
+      for (int v : s.fused->extra_outputs()) written[v] = 1;
       continue;
     }
     if (s.kernel->kind == KernelKind::kBitcast) {
@@ -388,7 +420,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     std::vector<std::uint8_t*> out;
     for (int r : op.results) {
       out.push_back(alloc(r));
-      written.insert(r);
+      written[r] = 1;
     }
     if (op.kind == OpKind::kCustomCall) {
       CustomCallFn fn;
@@ -427,8 +459,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     for (std::size_t j = 0; j < b.results.size(); ++j) {
       if (staged[j] != (pass == 1)) continue;
       const int r = b.results[j];
-      auto it = direct.find(r);
-      if (it != direct.end() && it->second == outputs[j] && written.count(r)) continue;
+      if (has_direct[r] && direct[r] == outputs[j] && written[r]) continue;
       std::memcpy(outputs[j], source[j], static_cast<std::size_t>(b.type(r).byte_size()));
     }
 }

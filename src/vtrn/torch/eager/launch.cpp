@@ -1,8 +1,11 @@
 #include "vtrn/torch/eager/launch.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
@@ -15,15 +18,38 @@ namespace vtrn::torch_adapter::eager {
 
 void Launch::plan_outputs(const AliasSafety& aliasing) {
   staged.assign(outputs.size(), false);
+  // Views can only overlap on one storage: each output is compared with the inputs and earlier
+  // outputs of its own storage, found by binary search (a foreach launch has hundreds of
+  // buffers, nearly every one on a storage of its own).
+  using Key = std::pair<const void*, size_t>;
+  auto by_storage = [](const std::vector<BufferRef>& refs) {
+    std::vector<Key> keys;
+    keys.reserve(refs.size());
+    for (size_t i = 0; i < refs.size(); ++i)
+      if (!refs[i].is_scalar) keys.emplace_back(refs[i].storage.unsafeGetStorageImpl(), i);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  const std::vector<Key> in_keys = by_storage(inputs), out_keys = by_storage(outputs);
+  auto same_storage = [](const std::vector<Key>& keys, const BufferRef& o) {
+    const void* s = o.storage.unsafeGetStorageImpl();
+    return std::make_pair(std::lower_bound(keys.begin(), keys.end(), Key{s, 0}),
+                          std::lower_bound(keys.begin(), keys.end(), Key{s, SIZE_MAX}));
+  };
   for (size_t j = 0; j < outputs.size(); ++j) {
     const BufferRef& o = outputs[j];
     bool stage = !o.contiguous;
-    for (size_t p = 0; p < inputs.size() && !stage; ++p) {
-      const BufferRef& in = inputs[p];
-      if (!o.overlaps(in)) continue;
-      stage = !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, p));
+    if (!o.is_scalar) {
+      const auto [in_lo, in_hi] = same_storage(in_keys, o);
+      for (auto it = in_lo; it != in_hi && !stage; ++it) {
+        const BufferRef& in = inputs[it->second];
+        if (!o.overlaps(in)) continue;
+        stage = !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, it->second));
+      }
+      const auto [out_lo, out_hi] = same_storage(out_keys, o);
+      for (auto it = out_lo; it != out_hi && it->second < j && !stage; ++it)
+        stage = o.overlaps(outputs[it->second]);
     }
-    for (size_t k = 0; k < j && !stage; ++k) stage = o.overlaps(outputs[k]);
     staged[j] = stage;
   }
 }
