@@ -95,6 +95,9 @@ void switch_device(c10::DeviceIndex index) {
 }
 
 void check_device_index(c10::DeviceIndex index) {
+  // Every enqueue and free checks its device: a valid index returns at once.
+  static const int count = device_count();  // 0 when the configuration is an error
+  if (index >= 0 && index < count) return;
   device_config();  // raises the configuration error first, if any
   // A RuntimeError, as CUDA raises for an ordinal it does not have.
   TORCH_CHECK(index >= 0 && index < device_count(),

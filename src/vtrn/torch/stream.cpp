@@ -53,6 +53,10 @@ int priority_level(int priority) { return std::clamp(-priority, 0, kPriorityLeve
               "torch.neuron.current_stream() rather than building them from an id.");
 }
 
+// The highest device index with a created stream: a free looks for queued work on the devices
+// up to it only, not on every device of the node (a trn2.48xlarge has 64).
+std::atomic<int> highest_device_with_streams{-1};
+
 class DeviceStreams {
  public:
   explicit DeviceStreams(c10::DeviceIndex device) : device_(device) {}
@@ -72,6 +76,10 @@ class DeviceStreams {
       const int n = created_count_.load(std::memory_order_relaxed);
       created_[n].store(stream, std::memory_order_relaxed);
       created_count_.store(n + 1, std::memory_order_release);
+      int highest = highest_device_with_streams.load(std::memory_order_relaxed);
+      while (highest < device_ && !highest_device_with_streams.compare_exchange_weak(
+                                      highest, device_, std::memory_order_release)) {
+      }
     }
     return *stream;
   }
@@ -107,7 +115,7 @@ class DeviceStreams {
   std::atomic<int> created_count_{0};
 };
 
-DeviceStreams& streams_of(c10::DeviceIndex device) {
+std::vector<std::unique_ptr<DeviceStreams>>& every_device_streams() {
   static std::vector<std::unique_ptr<DeviceStreams>>* all = [] {
     register_fork_handlers();
     auto* v = new std::vector<std::unique_ptr<DeviceStreams>>();  // leaked: workers run until exit
@@ -116,8 +124,21 @@ DeviceStreams& streams_of(c10::DeviceIndex device) {
     }
     return v;
   }();
+  return *all;
+}
+
+DeviceStreams& streams_of(c10::DeviceIndex device) {
   check_device_index(device);
-  return *(*all)[device];
+  return *every_device_streams()[device];
+}
+
+/// Calls |f| on every stream created so far, on any device.
+template <typename F>
+void for_each_created_stream(F&& f) {
+  const int highest = highest_device_with_streams.load(std::memory_order_acquire);
+  if (highest < 0) return;
+  const auto& all = every_device_streams();
+  for (int d = 0; d <= highest; ++d) all[d]->for_each_created(f);
 }
 
 // fork(): groups first (a thread ending one enqueues on a stream), then the streams' workers.
@@ -329,21 +350,17 @@ const runtime::Stream* allocation_stream(c10::DeviceIndex device) {
 }
 
 void pending_fences(std::vector<runtime::StreamFence>* fences) {
-  for (int d = 0; d < device_count(); ++d) {
-    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([&](runtime::Stream* s) {
-      const uint64_t enqueued = s->enqueued();
-      if (s->completed() < enqueued) fences->push_back(runtime::StreamFence{s, enqueued});
-    });
-  }
+  for_each_created_stream([&](runtime::Stream* s) {
+    const uint64_t enqueued = s->enqueued();
+    if (s->completed() < enqueued) fences->push_back(runtime::StreamFence{s, enqueued});
+  });
 }
 
 void wait_for_queued_work() {
   const WithoutGil no_gil;
-  for (int d = 0; d < device_count(); ++d) {
-    streams_of(static_cast<c10::DeviceIndex>(d)).for_each_created([](runtime::Stream* s) {
-      if (s != runtime::Stream::running_on()) s->wait_until_done(s->enqueued());
-    });
-  }
+  for_each_created_stream([](runtime::Stream* s) {
+    if (s != runtime::Stream::running_on()) s->wait_until_done(s->enqueued());
+  });
 }
 
 c10::StreamId pool_stream_id(c10::DeviceIndex device, int priority) {
