@@ -2,8 +2,11 @@
 
 #include <omp.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -20,9 +23,13 @@ using Key = std::vector<std::int64_t>;
 // shapes would otherwise grow it for ever; 256 distinct shapes cover a training step.
 constexpr std::size_t kMaxPrimitivesPerThread = 256;
 
+// A compiled matmul with its memory objects, whose data handles each call sets: creating them,
+// the argument map and a library-managed scratchpad per call cost more than a 16 x 64 x 64
+// matmul itself.
 struct Primitive {
   dnnl::matmul matmul;
-  dnnl::memory::desc lhs, rhs, out;
+  dnnl::memory lhs, rhs, out, scratchpad;
+  std::size_t scratchpad_bytes = 0;
   bool reference = false;  ///< oneDNN chose its reference loops
 };
 
@@ -30,7 +37,11 @@ struct ThreadState {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Primitive> primitives;
+  Key key;  ///< the lookup key, reused
   std::int64_t compiled = 0;
+  /// Every primitive's scratchpad, grown to the largest one (64-byte aligned, as oneDNN wants).
+  std::unique_ptr<void, decltype(&std::free)> scratchpad{nullptr, &std::free};
+  std::size_t scratchpad_bytes = 0;
 };
 
 ThreadState& thread_state() {
@@ -60,16 +71,18 @@ Layout layout_of(const MatmulShape& s) {
   return l;
 }
 
-const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
-  const Layout l = layout_of(s);
-  Key key{s.m, s.n, s.k, static_cast<std::int64_t>(s.input)};
-  for (const auto* v : {&l.batch, &l.lhs_strides, &l.rhs_strides}) {
+Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
+  Key& key = st.key;
+  key.assign({s.m, s.n, s.k, static_cast<std::int64_t>(s.input), s.batch, s.lhs_transposed,
+              s.rhs_transposed});
+  for (const auto* v : {&s.batch_dims, &s.lhs_strides, &s.rhs_strides}) {
     key.push_back(static_cast<std::int64_t>(v->size()));
     key.insert(key.end(), v->begin(), v->end());
   }
   auto it = st.primitives.find(key);
   if (it != st.primitives.end()) return it->second;
   if (st.primitives.size() >= kMaxPrimitivesPerThread) st.primitives.clear();
+  const Layout l = layout_of(s);
   using dt = dnnl::memory::data_type;
   const dt in = s.input == MatmulInput::kBF16 ? dt::bf16 : dt::f32;
   auto dims = [&](std::int64_t r, std::int64_t c) {
@@ -88,11 +101,20 @@ const Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
   const dnnl::memory::desc lhs(dims(s.m, s.k), in, l.lhs_strides);
   const dnnl::memory::desc rhs(dims(s.k, s.n), in, l.rhs_strides);
   const dnnl::memory::desc out(od, dt::f32, out_strides);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), st.engine);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), attr, st.engine);
   ++st.compiled;
-  const bool reference = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
-  return st.primitives.emplace(key, Primitive{dnnl::matmul(pd), lhs, rhs, out, reference})
-      .first->second;
+  Primitive p;
+  p.matmul = dnnl::matmul(pd);
+  p.lhs = dnnl::memory(lhs, st.engine, DNNL_MEMORY_NONE);
+  p.rhs = dnnl::memory(rhs, st.engine, DNNL_MEMORY_NONE);
+  p.out = dnnl::memory(out, st.engine, DNNL_MEMORY_NONE);
+  p.scratchpad_bytes = pd.scratchpad_desc().get_size();
+  if (p.scratchpad_bytes > 0)
+    p.scratchpad = dnnl::memory(pd.scratchpad_desc(), st.engine, DNNL_MEMORY_NONE);
+  p.reference = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+  return st.primitives.emplace(key, std::move(p)).first->second;
 }
 
 }  // namespace
@@ -116,11 +138,28 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
     omp_set_num_threads(n);
     omp_threads = n;
   }
-  const Primitive& p = primitive_for(st, s);
-  dnnl::memory a(p.lhs, st.engine, const_cast<void*>(lhs));
-  dnnl::memory w(p.rhs, st.engine, const_cast<void*>(rhs));
-  dnnl::memory o(p.out, st.engine, out);
-  p.matmul.execute(st.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
+  Primitive& p = primitive_for(st, s);
+  p.lhs.set_data_handle(const_cast<void*>(lhs));
+  p.rhs.set_data_handle(const_cast<void*>(rhs));
+  p.out.set_data_handle(out);
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p.lhs.get()},
+                             {DNNL_ARG_WEIGHTS, p.rhs.get()},
+                             {DNNL_ARG_DST, p.out.get()},
+                             {DNNL_ARG_SCRATCHPAD, nullptr}};
+  int nargs = 3;
+  if (p.scratchpad_bytes > 0) {
+    if (st.scratchpad_bytes < p.scratchpad_bytes) {
+      const std::size_t bytes = (p.scratchpad_bytes + 63) / 64 * 64;
+      st.scratchpad.reset(std::aligned_alloc(64, bytes));
+      if (!st.scratchpad) throw std::bad_alloc();
+      st.scratchpad_bytes = bytes;
+    }
+    p.scratchpad.set_data_handle(st.scratchpad.get());
+    args[nargs++].memory = p.scratchpad.get();
+  }
+  // The C API takes the arguments as an array: the C++ one builds an unordered_map per call.
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(p.matmul.get(), st.stream.get(), nargs, args),
+                          "could not execute a matmul");
   st.stream.wait();
 }
 
