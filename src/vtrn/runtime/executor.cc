@@ -167,6 +167,46 @@ class ScratchBuffers {
   std::vector<std::pair<std::size_t, std::unique_ptr<std::uint8_t[]>>> held_;
 };
 
+/// The bookkeeping vectors of one run, reused by the thread's later runs: a small op's run
+/// allocated eight of them. A run nested in another (a custom call running an executable)
+/// takes the next one.
+struct RunVectors {
+  struct Span {
+    const std::uint8_t* lo;
+    const std::uint8_t* hi;
+    std::size_t input;
+  };
+  std::vector<kernels::Buf> values;
+  std::vector<std::uint8_t*> direct;
+  std::vector<char> has_direct, staged, written;
+  std::vector<Span> spans;
+  std::vector<const std::uint8_t*> reach, source, op_in;
+  std::vector<std::uint8_t*> extra, op_out;
+};
+
+class PooledRunVectors {
+ public:
+  PooledRunVectors() {
+    if (pool().size() <= depth()) pool().push_back(std::make_unique<RunVectors>());
+    v_ = pool()[depth()++].get();
+  }
+  ~PooledRunVectors() { --depth(); }
+  PooledRunVectors(const PooledRunVectors&) = delete;
+  PooledRunVectors& operator=(const PooledRunVectors&) = delete;
+  RunVectors& operator*() const { return *v_; }
+
+ private:
+  static std::vector<std::unique_ptr<RunVectors>>& pool() {
+    thread_local std::vector<std::unique_ptr<RunVectors>> p;
+    return p;
+  }
+  static std::size_t& depth() {
+    thread_local std::size_t d = 0;
+    return d;
+  }
+  RunVectors* v_;
+};
+
 struct Step {
   const Kernel* kernel = nullptr;
   int op = -1;    ///< root op index
@@ -312,7 +352,10 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
   impl_->materialize_constants();
   const int threads = executor_threads();
   const compiler::BufferAssignment& plan = impl_->exe.buffers;
-  std::vector<kernels::Buf> values(b.types.size());
+  const PooledRunVectors pooled;
+  RunVectors& rv = *pooled;
+  std::vector<kernels::Buf>& values = rv.values;
+  values.assign(b.types.size(), kernels::Buf{});
   ScratchBuffers owned;
   // One arena holds every intermediate, at the offsets the buffer assignment planned.
   std::uint8_t* arena =
@@ -324,25 +367,25 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
   // Results computed straight into the caller's buffers. One that overlaps an input is written
   // there only when it is that input and the plan allows writing over it (donation, in-place
   // updates); any other is staged: computed in scratch and copied when everything has run.
-  std::vector<std::uint8_t*> direct(b.types.size(), nullptr);
-  std::vector<char> has_direct(b.types.size(), 0);
-  std::vector<bool> staged(b.results.size(), false);
+  std::vector<std::uint8_t*>& direct = rv.direct;
+  direct.assign(b.types.size(), nullptr);
+  std::vector<char>& has_direct = rv.has_direct;
+  has_direct.assign(b.types.size(), 0);
+  std::vector<char>& staged = rv.staged;
+  staged.assign(b.results.size(), 0);
   // The inputs by address, each with the furthest end of those before it: a result finds the
   // inputs it overlaps by binary search (a foreach module has hundreds of each).
-  struct Span {
-    const std::uint8_t* lo;
-    const std::uint8_t* hi;
-    std::size_t input;
-  };
-  std::vector<Span> spans;
-  spans.reserve(inputs.size());
+  using Span = RunVectors::Span;
+  std::vector<Span>& spans = rv.spans;
+  spans.clear();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto* in = static_cast<const std::uint8_t*>(inputs[i]);
     const std::int64_t m = impl_->arg_bytes[i];
     if (m > 0) spans.push_back({in, in + m, i});
   }
   std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
-  std::vector<const std::uint8_t*> reach(spans.size());
+  std::vector<const std::uint8_t*>& reach = rv.reach;
+  reach.resize(spans.size());
   for (std::size_t k = 0; k < spans.size(); ++k)
     reach[k] = k == 0 ? spans[k].hi : std::max(reach[k - 1], spans[k].hi);
   for (std::size_t j = 0; j < b.results.size(); ++j) {
@@ -376,7 +419,8 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
     values[v].ptr = values[v].mut = p;
     return p;
   };
-  std::vector<char> written(b.types.size(), 0);
+  std::vector<char>& written = rv.written;
+  written.assign(b.types.size(), 0);
   for (std::size_t si = 0; si < impl_->steps.size(); ++si) {
     const Step& s = impl_->steps[si];
     const hlo::Op& op = b.ops[s.op];
@@ -404,7 +448,8 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
                              alloc(dot.results[0]));
       }
       std::uint8_t* out = alloc(s.fused->output());
-      std::vector<std::uint8_t*> extra;
+      std::vector<std::uint8_t*>& extra = rv.extra;
+      extra.clear();
       for (int v : s.fused->extra_outputs()) extra.push_back(alloc(v));
       s.fused->run(values, out, threads, extra);
       written[s.fused->output()] = 1;
@@ -415,9 +460,11 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
       values[op.results[0]] = values[op.operands[0]];
       continue;
     }
-    std::vector<const std::uint8_t*> in;
+    std::vector<const std::uint8_t*>& in = rv.op_in;
+    in.clear();
     for (int v : op.operands) in.push_back(values[v].ptr);
-    std::vector<std::uint8_t*> out;
+    std::vector<std::uint8_t*>& out = rv.op_out;
+    out.clear();
     for (int r : op.results) {
       out.push_back(alloc(r));
       written[r] = 1;
@@ -445,7 +492,8 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
   }
   // Staged results first move to buffers of their own (one may be an input another staged
   // result overwrites), then the others are copied, then the staged ones.
-  std::vector<const std::uint8_t*> source(b.results.size());
+  std::vector<const std::uint8_t*>& source = rv.source;
+  source.assign(b.results.size(), nullptr);
   for (std::size_t j = 0; j < b.results.size(); ++j) {
     const int r = b.results[j];
     source[j] = values[r].ptr;

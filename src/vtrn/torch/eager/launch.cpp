@@ -21,6 +21,19 @@ void Launch::plan_outputs(const AliasSafety& aliasing) {
   // Views can only overlap on one storage: each output is compared with the inputs and earlier
   // outputs of its own storage, found by binary search (a foreach launch has hundreds of
   // buffers, nearly every one on a storage of its own).
+  if (outputs.size() * (inputs.size() + outputs.size()) <= 64) {  // few: compare every pair
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const BufferRef& o = outputs[j];
+      bool stage = !o.contiguous;
+      for (size_t p = 0; p < inputs.size() && !stage; ++p) {
+        if (!o.overlaps(inputs[p])) continue;
+        stage = !(o.same_view(inputs[p]) && inputs[p].contiguous && aliasing.can_alias(j, p));
+      }
+      for (size_t k = 0; k < j && !stage; ++k) stage = o.overlaps(outputs[k]);
+      staged[j] = stage;
+    }
+    return;
+  }
   using Key = std::pair<const void*, size_t>;
   auto by_storage = [](const std::vector<BufferRef>& refs) {
     std::vector<Key> keys;
@@ -66,8 +79,8 @@ void Launch::execute() const {
     }
     return;
   }
-  std::vector<const void*> in(inputs.size());
-  std::vector<at::Tensor> keep;
+  c10::SmallVector<const void*, 8> in(inputs.size());
+  c10::SmallVector<at::Tensor, 2> keep;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferRef& b = inputs[i];
     if (b.is_scalar) {
@@ -79,8 +92,8 @@ void Launch::execute() const {
       in[i] = keep.back().const_data_ptr();
     }
   }
-  std::vector<void*> out(outputs.size());
-  std::vector<at::Tensor> staging(outputs.size());
+  c10::SmallVector<void*, 4> out(outputs.size());
+  c10::SmallVector<at::Tensor, 4> staging(outputs.size());
   for (size_t j = 0; j < outputs.size(); ++j) {
     if (staged[j]) {
       staging[j] = at::empty(outputs[j].sizes, at::TensorOptions().dtype(outputs[j].dtype));
@@ -89,7 +102,8 @@ void Launch::execute() const {
       out[j] = outputs[j].base();
     }
   }
-  executable->run(in, out);
+  executable->run(std::span<const void* const>(in.data(), in.size()),
+                  std::span<void* const>(out.data(), out.size()));
   for (size_t j = 0; j < outputs.size(); ++j) {
     if (!staged[j]) continue;
     at::Tensor dst = outputs[j].cpu();

@@ -95,15 +95,35 @@ std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
                                         c10::IntArrayRef dims) {
   const bool cat = entry.name == "cat";
   if (!entry.elementwise && !cat) return {};
+  if (dims.size() < 2) return {};
+  // Exactly the default strides: is_contiguous() ignores the strides of size-1 dims, which
+  // TensorIterator's layout follows too. (Checked without allocating: every eager op asks.)
+  auto row_major_strides = [](const at::Tensor& t) {
+    int64_t expect = 1;
+    for (int64_t d = t.dim(); d-- > 0;) {
+      if (t.stride(d) != expect) return false;
+      expect *= t.size(d);
+    }
+    return true;
+  };
   std::vector<at::Tensor> inputs;
   bool all_contiguous = true;
   auto take = [&](const at::Tensor& t) {
     if (!t.defined() || t.dim() == 0) return;
     inputs.push_back(t);
-    // Exactly the default strides: is_contiguous() ignores the strides of size-1 dims, which
-    // TensorIterator's layout follows too.
-    all_contiguous = all_contiguous && t.strides() == c10::IntArrayRef(row_major(t.sizes()));
+    all_contiguous = all_contiguous && row_major_strides(t);
   };
+  for (size_t i = first; i < first + n && all_contiguous; ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      all_contiguous = !t.defined() || t.dim() == 0 || row_major_strides(t);
+    } else if (cat && v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList())
+        all_contiguous = all_contiguous && (!t.defined() || t.dim() == 0 || row_major_strides(t));
+    }
+  }
+  if (all_contiguous) return {};
   for (size_t i = first; i < first + n; ++i) {
     const c10::IValue& v = stack[i];
     if (v.isTensor()) {
@@ -112,7 +132,6 @@ std::vector<int64_t> cpu_output_strides(const lowering::OpLowering& entry,
       for (const at::Tensor& t : v.toTensorList()) take(t);
     }
   }
-  if (all_contiguous || dims.size() < 2) return {};
   if (cat) {
     // ATen's cat: the first input's suggested memory format when every input (but the legacy
     // 1-d empty ones it skips) suggests the same one, else contiguous.
@@ -461,10 +480,13 @@ class LoweredKernel final : public c10::OperatorKernel {
     const c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, device));
     Launch launch;
     launch.executable = compiled->executable;
+    if (compiled->executable)
+      launch.inputs.reserve(compiled->executable->executable().module.main.args.size());
+    launch.outputs.reserve(compiled->written.size());
     // The call's outputs: mutable inputs and out= arguments, in argument order.
-    std::vector<at::Tensor> outputs;
-    std::vector<bool> resizable;
-    std::vector<size_t> first_output_of_arg(info_.num_args, 0);
+    c10::SmallVector<at::Tensor, 4> outputs;
+    c10::SmallVector<bool, 4> resizable;
+    c10::SmallVector<size_t, 8> first_output_of_arg(info_.num_args, 0);
     for (size_t i = 0; i < info_.num_args; ++i) {
       const c10::IValue& v = (*stack)[first + i];
       first_output_of_arg[i] = outputs.size();
@@ -527,7 +549,7 @@ class LoweredKernel final : public c10::OperatorKernel {
         const bool complex = compiled->complex[k];
         const hlo::TensorType& type = compiled->output_types[k++];
         // A complex64 result comes back as float32 pairs [..., 2].
-        const std::vector<int64_t> dims(type.dims.begin(), type.dims.end() - (complex ? 1 : 0));
+        const c10::IntArrayRef dims(type.dims.data(), type.dims.size() - (complex ? 1 : 0));
         const auto options = at::TensorOptions()
                                  .dtype(complex ? at::kComplexFloat : to_torch(type.dtype))
                                  .device(c10::kPrivateUse1, device);
