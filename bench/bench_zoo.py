@@ -3,9 +3,9 @@
 The models are the zoo test's (tests/python/test_model_zoo.py builds them: Llama, GPT-2 and
 ViT, the same configs and batches). For each model and each threading mode, one fresh process
 with its own compile cache trains a CPU copy and a neuron copy from the same weights (AdamW,
-float32), interleaving the two devices so that load from elsewhere hits both alike: warm-up
-steps (compiles land there), then the median of timed steps, each ending in a host read of the
-loss; best of two rounds per device. Threading modes: "single" (OMP_NUM_THREADS=1 and
+float32): warm-up steps (compiles land there), then timed steps that alternate the two devices
+step by step, so that load from elsewhere hits both alike, each ending in a host read of the
+loss; the median per device, best of two rounds. Threading modes: "single" (OMP_NUM_THREADS=1 and
 torch.set_num_threads(1)) and "default" (PyTorch's own choice).
 
 It prints ms/step on each device, the ratio neuron/cpu and the ops that fell back. Nothing is
@@ -56,13 +56,16 @@ class Trainer:
         return loss.detach()
 
 
-def time_round(trainer, steps):
-    samples = []
+def time_round(trainers, steps):
+    """Median seconds per step of each trainer, the devices alternating step by step so that
+    the machine's drift hits both alike."""
+    samples = {device: [] for device in trainers}
     for _ in range(steps):
-        start = time.perf_counter()
-        trainer.step().item()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for device, trainer in trainers.items():
+            start = time.perf_counter()
+            trainer.step().item()
+            samples[device].append(time.perf_counter() - start)
+    return {device: statistics.median(s) for device, s in samples.items()}
 
 
 def worker(args):
@@ -86,8 +89,8 @@ def worker(args):
             trainer.step().item()
     best = {"cpu": float("inf"), "neuron": float("inf")}
     for _ in range(2):
-        for device, trainer in trainers.items():
-            best[device] = min(best[device], time_round(trainer, args.steps))
+        for device, seconds in time_round(trainers, args.steps).items():
+            best[device] = min(best[device], seconds)
     result = {
         "model": args.model,
         "threads": args.threads,
@@ -129,7 +132,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--threads", default=",".join(THREADS))
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--worker", action="store_true")
@@ -146,8 +149,8 @@ def main(argv=None):
                 f"unknown model or threading mode {name!r}; choose from {MODELS + THREADS}"
             )
     print(
-        f"zoo training steps (AdamW, float32): median of {args.steps} after {args.warmup} "
-        "warm-up, best of 2"
+        f"zoo training steps (AdamW, float32): median of {args.steps} alternating steps after "
+        f"{args.warmup} warm-up, best of 2"
     )
     print(f"{'model':8} {'threads':14} {'cpu ms':>9} {'neuron ms':>10} {'ratio':>7}  fallbacks")
     failed = False

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
@@ -560,8 +561,17 @@ class LoweredKernel final : public c10::OperatorKernel {
             graph_capture_active()
                 ? std::vector<int64_t>{}
                 : cpu_output_strides(*entry_, *stack, first, info_.num_args, dims);
-        outputs.push_back(strides.empty() ? at::empty(dims, options)
-                                          : at::empty_strided(dims, strides, options));
+        // Straight from the allocator, not through the dispatcher: every functional op makes
+        // its outputs here, on |device| (the guard above), in a dtype the lowering produced.
+        const c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+        c10::Allocator* allocator = at::GetAllocator(at::kPrivateUse1);
+        outputs.push_back(
+            strides.empty()
+                ? at::detail::empty_generic(dims, allocator, keys,
+                                            c10::typeMetaToScalarType(options.dtype()),
+                                            std::nullopt)
+                : at::detail::empty_strided_generic(dims, strides, allocator, keys,
+                                                    c10::typeMetaToScalarType(options.dtype())));
         launch.outputs.push_back(BufferRef::of_pairs(outputs.back()));
         launch.outputs.back().fresh = true;
       }
