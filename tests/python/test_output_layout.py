@@ -38,7 +38,36 @@ CASES = {
         (torch.randn(4, 3, 2),),
     ),
     "matmul of a transpose stays contiguous": (lambda a: a @ a.t(), (torch.randn(3, 3).t(),)),
+    # Operands sharing one dense layout run over memory in order (attention's q and k after
+    # transpose(1, 2)); the result takes their strides.
+    "binary of two heads-transposed tensors": (
+        lambda a, b: a.transpose(1, 2) * b.transpose(1, 2),
+        (torch.randn(2, 5, 3, 4), torch.randn(2, 5, 3, 4)),
+    ),
+    "lerp of two permutations with a scalar weight": (
+        lambda a, b: torch.lerp(a, b, 0.75),
+        (PERMUTED, torch.randn(2, 3, 4).permute(2, 0, 1)),
+    ),
+    "permutation with a 0-d tensor": (lambda a, b: a * b, (PERMUTED, torch.tensor(2.5))),
+    "sigmoid of a transpose": (lambda a: torch.sigmoid(a), (X,)),
 }
+
+
+def test_in_place_and_out_on_a_shared_layout_write_the_arguments():
+    base = torch.randn(2, 5, 3, 4)
+    other = torch.randn(2, 5, 3, 4)
+    results = {}
+    for device in ("cpu", "neuron"):
+        a = base.clone().to(device).transpose(1, 2)  # (to("cpu") would not copy)
+        b = other.to(device).transpose(1, 2)
+        out = torch.empty(2, 5, 3, 4, device=device).transpose(1, 2)
+        returned = a.mul_(b)
+        assert returned is a  # the argument itself, not a view of it
+        sum_returned = torch.add(a, b, alpha=2, out=out)
+        assert sum_returned is out
+        assert a.stride() == out.stride() == (60, 4, 12, 1)
+        results[device] = (a.cpu(), out.cpu())
+    torch.testing.assert_close(results["neuron"], results["cpu"])
 
 
 @pytest.mark.parametrize("name", list(CASES))

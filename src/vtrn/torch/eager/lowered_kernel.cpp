@@ -193,6 +193,7 @@ class LoweredKernel final : public c10::OperatorKernel {
     if (mask_indices_ != MaskIndices::kNone)
       expand_boolean_indices(*stack, first, mask_indices_ == MaskIndices::kPut);
     if (grouped_mm_) check_grouped_mm(*stack, first);
+    if (entry_->elementwise && !info_.returns_list && run_in_storage_order(stack, first)) return;
     thread_local WordKey key;
     key.clear();
     key.push_back(reinterpret_cast<intptr_t>(entry_));
@@ -216,6 +217,99 @@ class LoweredKernel final : public c10::OperatorKernel {
  private:
   void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     cpu_fallback(op, stack);
+  }
+
+  // The permutation that lists the dims of every tensor argument of the call from the
+  // outermost in memory to the innermost, when they all have the same sizes and strides, laid
+  // out densely in another order than row-major (a transposed q in attention); empty
+  // otherwise. 0-d tensors (scalars) are left out. Sizes of 1 make the order ambiguous: such
+  // calls take the ordinary path.
+  c10::SmallVector<int64_t, 6> shared_permutation(const torch::jit::Stack& stack,
+                                                  size_t first) const {
+    const at::Tensor* shape = nullptr;
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      const Slot slot = info_.slots[i];
+      if (slot == Slot::kTensorList || slot == Slot::kOptionalTensorList || slot == Slot::kOutList)
+        return {};
+      if (slot != Slot::kTensor && slot != Slot::kOut) continue;
+      const c10::IValue& v = stack[first + i];
+      if (!v.isTensor() || !v.toTensor().defined() || v.toTensor().dim() == 0) continue;
+      const at::Tensor& t = v.toTensor();
+      if (shape == nullptr) {
+        shape = &t;
+      } else if (t.sizes() != shape->sizes() || t.strides() != shape->strides()) {
+        return {};
+      }
+    }
+    if (shape == nullptr || shape->dim() < 2 || shape->is_contiguous()) return {};
+    const int64_t rank = shape->dim();
+    c10::SmallVector<int64_t, 6> perm(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (shape->size(d) < 2) return {};
+      perm[static_cast<size_t>(d)] = d;
+    }
+    std::sort(perm.begin(), perm.end(),
+              [&](int64_t a, int64_t b) { return shape->stride(a) > shape->stride(b); });
+    int64_t expect = 1;
+    for (size_t k = perm.size(); k-- > 0;) {
+      if (shape->stride(perm[k]) != expect) return {};
+      expect *= shape->size(perm[k]);
+    }
+    return perm;
+  }
+
+  // An elementwise call whose tensors share one dense layout other than row-major runs over
+  // them in memory order: each is passed as its dense view in that order (a permute), so the
+  // executable reads and writes them in place, and a fresh result is returned permuted back,
+  // with the strides the CPU gives it (TensorIterator follows its inputs' layout). Otherwise
+  // every input would be copied dense first and every output computed aside and copied back.
+  // Returns false, the stack as it was, when the call takes the ordinary path.
+  bool run_in_storage_order(torch::jit::Stack* stack, size_t first) {
+    const c10::SmallVector<int64_t, 6> perm = shared_permutation(*stack, first);
+    if (perm.empty()) return false;
+    c10::SmallVector<c10::IValue, 4> original(
+        stack->begin() + static_cast<ptrdiff_t>(first),
+        stack->begin() + static_cast<ptrdiff_t>(first + info_.num_args));
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      c10::IValue& v = (*stack)[first + i];
+      if ((info_.slots[i] == Slot::kTensor || info_.slots[i] == Slot::kOut) && v.isTensor() &&
+          v.toTensor().defined() && v.toTensor().dim() > 0)
+        v = v.toTensor().permute(perm);
+    }
+    thread_local WordKey key;
+    key.clear();
+    key.push_back(reinterpret_cast<intptr_t>(entry_));
+    c10::DeviceIndex device = -1;
+    bool empty_input = false;
+    std::shared_ptr<const CompiledOp> compiled;
+    if (describe_call(info_, stack, first, key, device, empty_input)) {
+      compiled = find_compiled(key);
+      if (!compiled) {
+        compiled = insert_compiled(key, compile(stack, first));
+      } else if (compiled->executable) {
+        count_memory_hit();
+      }
+    }
+    if (!compiled || !compiled->executable || (empty_input && !entry_->zero_size) ||
+        (writes_arguments_ && overlap_is_cpus_call(*stack, first))) {
+      std::copy(original.begin(), original.end(), stack->begin() + static_cast<ptrdiff_t>(first));
+      return false;
+    }
+    run(stack, first, compiled, device);
+    c10::SmallVector<int64_t, 6> inverse(perm.size());
+    for (size_t k = 0; k < perm.size(); ++k) inverse[static_cast<size_t>(perm[k])] = k;
+    const size_t returns = stack->size() - info_.num_returns;
+    for (size_t r = 0; r < info_.num_returns; ++r) {
+      c10::IValue& v = (*stack)[returns + r];
+      const int alias = info_.return_alias[r];
+      if (alias >= 0) {
+        v = original[static_cast<size_t>(alias)];  // the argument itself, not its view
+      } else if (v.isTensor() && v.toTensor().defined() &&
+                 v.toTensor().dim() == static_cast<int64_t>(perm.size())) {
+        v = v.toTensor().permute(inverse);
+      }
+    }
+    return true;
   }
 
   // Whether the calls of an op write arguments (in place or out=).
