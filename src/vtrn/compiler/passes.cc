@@ -352,6 +352,69 @@ int fold_transposes_into_dots(hlo::Module& module) {
   return folded;
 }
 
+int duplicate_shared_broadcasts(hlo::Module& module) {
+  Block& b = module.main;
+  auto reads_in_loop = [&](const Op& op) {
+    if (!hlo::is_elementwise(op.kind) && op.kind != OpKind::kReduce) return false;
+    for (int v : op.operands)
+      if (hlo::is_complex(b.type(v).dtype)) return false;
+    return true;
+  };
+  // How many such ops read each broadcast's result.
+  std::vector<int> loop_readers(b.types.size(), 0);
+  std::vector<int> broadcast_at(b.types.size(), -1);  // the op index of a broadcast result
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    const Op& op = b.ops[i];
+    if (op.kind == OpKind::kBroadcastInDim) broadcast_at[op.results[0]] = static_cast<int>(i);
+    if (!reads_in_loop(op)) continue;
+    for (std::size_t k = 0; k < op.operands.size(); ++k) {
+      const int v = op.operands[k];
+      const bool again =
+          std::find(op.operands.begin(), op.operands.begin() + static_cast<std::ptrdiff_t>(k), v) !=
+          op.operands.begin() + static_cast<std::ptrdiff_t>(k);
+      if (broadcast_at[v] >= 0 && !again) ++loop_readers[v];
+    }
+  }
+  std::vector<Op> ops;
+  ops.reserve(b.ops.size());
+  std::vector<std::size_t> moved_to(b.ops.size(), 0);  // an op's index in |ops|
+  std::vector<char> taken(b.types.size(), 0);
+  int copies = 0;
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    Op& op = b.ops[i];
+    if (reads_in_loop(op)) {
+      std::vector<std::pair<int, int>> renamed;  // (broadcast, its copy) within this op
+      for (int& v : op.operands) {
+        if (broadcast_at[v] < 0 || loop_readers[v] < 2) continue;
+        auto it = std::find_if(renamed.begin(), renamed.end(),
+                               [&](const auto& p) { return p.first == v; });
+        if (it != renamed.end()) {
+          v = it->second;
+          continue;
+        }
+        if (!taken[v]) {  // the first reader keeps the original
+          taken[v] = 1;
+          renamed.emplace_back(v, v);
+          continue;
+        }
+        Op copy = ops[moved_to[static_cast<std::size_t>(broadcast_at[v])]];
+        const int fresh = static_cast<int>(b.types.size());
+        b.types.push_back(b.types[static_cast<std::size_t>(v)]);
+        copy.results = {fresh};
+        ops.push_back(std::move(copy));
+        renamed.emplace_back(v, fresh);
+        v = fresh;
+        ++copies;
+      }
+    }
+    moved_to[i] = ops.size();
+    ops.push_back(std::move(op));
+  }
+  b.ops = std::move(ops);
+  renumber(b);
+  return copies;
+}
+
 int eliminate_dead_code(hlo::Module& module) {
   Block& b = module.main;
   std::vector<bool> used(b.types.size(), false);

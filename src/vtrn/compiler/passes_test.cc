@@ -1,4 +1,4 @@
-// Constant folding, CSE and DCE on small modules with hand-checked outcomes.
+// Constant folding, CSE, DCE and broadcast copies on small modules with hand-checked outcomes.
 #include "vtrn/compiler/passes.h"
 
 #include <gtest/gtest.h>
@@ -91,6 +91,34 @@ TEST(PassesTest, DceRemovesUnusedOps) {
   ASSERT_EQ(m.main.ops.size(), 1u);
   EXPECT_EQ(m.main.ops[0].kind, OpKind::kAbs);
   hlo::verify_module(m);
+}
+
+TEST(PassesTest, EachLoopReaderOfABroadcastGetsItsOwnCopy) {
+  Builder b;
+  TensorType t(DType::kF32, {4, 8});
+  Value x = b.param(t), w = b.param(TensorType(DType::kF32, {}));
+  Value wb = b.broadcast_in_dim(w, t.dims, {});
+  Value m = b.mul(wb, wb);  // one reader, reading it twice
+  Value a = b.add(x, wb);   // a second reader
+  Value s = b.reduce(wb, b.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd);  // a third
+  hlo::Module mod = b.finish({m, a, s, wb});                                     // and returned
+  EXPECT_EQ(duplicate_shared_broadcasts(mod), 2);
+  hlo::verify_module(mod);
+  const hlo::Block& blk = mod.main;
+  std::vector<int> broadcasts;
+  for (const hlo::Op& op : blk.ops)
+    if (op.kind == OpKind::kBroadcastInDim) broadcasts.push_back(op.results[0]);
+  ASSERT_EQ(broadcasts.size(), 3u);
+  for (const hlo::Op& op : blk.ops) {
+    if (op.kind == OpKind::kMultiply) {  // both operands the same copy: the original
+      EXPECT_EQ(op.operands[0], broadcasts[0]);
+      EXPECT_EQ(op.operands[1], broadcasts[0]);
+    }
+    if (op.kind == OpKind::kAdd && op.operands[0] == blk.args[0])
+      EXPECT_EQ(op.operands[1], broadcasts[1]);
+    if (op.kind == OpKind::kReduce) EXPECT_EQ(op.operands[0], broadcasts[2]);
+  }
+  EXPECT_EQ(blk.results[3], broadcasts[0]);  // the returned value is the original
 }
 
 }  // namespace

@@ -186,24 +186,26 @@ struct RunVectors {
 
 class PooledRunVectors {
  public:
-  PooledRunVectors() {
-    if (pool().size() <= depth()) pool().push_back(std::make_unique<RunVectors>());
-    v_ = pool()[depth()++].get();
+  PooledRunVectors() : pool_(pool()) {
+    if (pool_.vectors.size() <= pool_.depth)
+      pool_.vectors.push_back(std::make_unique<RunVectors>());
+    v_ = pool_.vectors[pool_.depth++].get();
   }
-  ~PooledRunVectors() { --depth(); }
+  ~PooledRunVectors() { --pool_.depth; }
   PooledRunVectors(const PooledRunVectors&) = delete;
   PooledRunVectors& operator=(const PooledRunVectors&) = delete;
   RunVectors& operator*() const { return *v_; }
 
  private:
-  static std::vector<std::unique_ptr<RunVectors>>& pool() {
-    thread_local std::vector<std::unique_ptr<RunVectors>> p;
+  struct Pool {
+    std::vector<std::unique_ptr<RunVectors>> vectors;
+    std::size_t depth = 0;  ///< runs of this thread in progress
+  };
+  static Pool& pool() {
+    thread_local Pool p;
     return p;
   }
-  static std::size_t& depth() {
-    thread_local std::size_t d = 0;
-    return d;
-  }
+  Pool& pool_;
   RunVectors* v_;
 };
 

@@ -370,18 +370,22 @@ TEST(ExecutorTest, ScalarOperandsComputeOnceAndASelectOnOnePicksItsOperand) {
   Value high = b.sub(y, b.mul(diff, b.sub(one, wb)));
   Value use_low = b.compare(hlo::Comparison::kLT, b.unary(OpKind::kAbs, wb),
                             spread(b.scalar(DType::kF32, 0.5)));
-  hlo::Module m = b.finish({b.select(use_low, low, high), high});
+  Value square = b.add(b.mul(wb, wb), one);  // another loop reading the same broadcast
+  hlo::Module m = b.finish({b.select(use_low, low, high), high, square});
   int fused = 0;
-  for (const compiler::Kernel& k : compiler::compile(m).kernels)
-    fused += k.kind == compiler::KernelKind::kFused;
-  ASSERT_EQ(fused, 1);  // one loop, reading the scalar itself
+  for (const compiler::Kernel& k : compiler::compile(m).kernels) {
+    if (k.kind != compiler::KernelKind::kFused) continue;
+    ++fused;
+    EXPECT_GT(k.ops.size(), 1u) << k.name;  // no loop materializes the broadcast alone
+  }
+  ASSERT_EQ(fused, 2);  // each loop reads the scalar itself
   const auto xs = random_values(t.num_elements(), -3, 3, 41, DType::kF32),
              ys = random_values(t.num_elements(), -3, 3, 42, DType::kF32);
   for (double wv : {0.25, 0.75, -0.6, -0.4, double(NAN)}) {
     std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys),
                                   HostTensor::from_doubles(s, {wv})};
     auto fused_out = run(m, in, true), unfused_out = run(m, in, false);
-    for (int r = 0; r < 2; ++r) EXPECT_EQ(fused_out[r].data, unfused_out[r].data) << "w " << wv;
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(fused_out[r].data, unfused_out[r].data) << "w " << wv;
     for (std::int64_t i = 0; i < t.num_elements(); i += 97) {
       const double d = ys[i] - xs[i];
       const double want_low = xs[i] + wv * d, want_high = ys[i] - d * (1 - wv);
@@ -392,6 +396,7 @@ TEST(ExecutorTest, ScalarOperandsComputeOnceAndASelectOnOnePicksItsOperand) {
       ASSERT_NEAR(fused_out[0].get(i), std::fabs(wv) < 0.5 ? want_low : want_high, 1e-5)
           << "w " << wv << " i " << i;
       ASSERT_NEAR(fused_out[1].get(i), want_high, 1e-5) << "w " << wv << " i " << i;
+      ASSERT_NEAR(fused_out[2].get(i), wv * wv + 1, 1e-6) << "w " << wv << " i " << i;
     }
   }
 }

@@ -35,35 +35,37 @@ using elementwise::wrap_i64;
 namespace {
 constexpr std::int64_t kChunk = 1024;
 
-/// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing.
+/// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
+/// thread-local: in a shared library each is reached through a __tls_get_addr call).
 struct RunState {
   std::vector<void*> in_place;
   std::vector<int> alias;
   std::vector<char> live, need;
   std::vector<std::int64_t> idx;
+  /// Slot scratch: a fresh allocation per loop cost more than a small loop's arithmetic (its
+  /// malloc consolidated the fastbins each time).
+  std::unique_ptr<std::int64_t[]> scratch;
+  std::size_t scratch_n = 0;
+
+  /// Scratch for |n| chunk elements. Beyond kKeep elements the buffer is the caller's alone and
+  /// freed with |owned|.
+  std::int64_t* scratch_for(std::size_t n, std::unique_ptr<std::int64_t[]>& owned) {
+    constexpr std::size_t kKeep = std::size_t{1} << 17;  // 1 MiB
+    if (n > kKeep) {
+      owned.reset(new std::int64_t[n]);
+      return owned.get();
+    }
+    if (scratch_n < n) {
+      scratch.reset(new std::int64_t[n]);
+      scratch_n = n;
+    }
+    return scratch.get();
+  }
 };
 
 RunState& thread_run_state() {
   thread_local RunState state;
   return state;
-}
-
-/// Scratch for |n| chunk elements, reused by the calling thread: a fresh allocation per loop
-/// cost more than a small loop's arithmetic (its malloc consolidates the fastbins each time).
-/// Beyond kKeep elements the buffer is the caller's alone and freed with |owned|.
-std::int64_t* thread_scratch(std::size_t n, std::unique_ptr<std::int64_t[]>& owned) {
-  constexpr std::size_t kKeep = std::size_t{1} << 17;  // 1 MiB
-  if (n > kKeep) {
-    owned.reset(new std::int64_t[n]);
-    return owned.get();
-  }
-  thread_local std::unique_ptr<std::int64_t[]> kept;
-  thread_local std::size_t kept_n = 0;
-  if (kept_n < n) {
-    kept.reset(new std::int64_t[n]);
-    kept_n = n;
-  }
-  return kept.get();
 }
 }  // namespace
 
@@ -321,9 +323,9 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   // 4 KiB stalls on the false store-to-load dependency (4K aliasing), and slots 8 KiB apart all
   // fall in the same L1 sets.
   const auto stride = static_cast<std::size_t>(std::min(kChunk, (hi - lo + 15) / 16 * 16) + 8);
-  std::unique_ptr<std::int64_t[]> owned;
-  std::int64_t* scratch = thread_scratch(ns * stride, owned);
   RunState& st = thread_run_state();
+  std::unique_ptr<std::int64_t[]> owned;
+  std::int64_t* scratch = st.scratch_for(ns * stride, owned);
   // A contiguous load that would only copy (same type in memory and in the loop) reads the
   // input in place: slots are never reused, so no instruction writes a load's slot.
   std::vector<void*>& in_place = st.in_place;
