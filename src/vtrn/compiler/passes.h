@@ -18,10 +18,10 @@ int eliminate_common_subexpressions(hlo::Module& module);
 /// A transpose feeding a dot_general becomes the dot's dimension numbers when the free dims
 /// keep their order (x^T @ y reads x in place); returns the number of operands folded.
 int fold_transposes_into_dots(hlo::Module& module);
-/// Gives each elementwise (or reduce) op after the first that reads a broadcast_in_dim its own
-/// copy of it, placed just before the op: a broadcast shared by several fused loops was
-/// otherwise materialized whole for them to read, where each loop can read the broadcast's
-/// operand through strides (a scalar once). Returns the number of copies made.
+/// Gives each elementwise (or reduce) op after the first that reads a broadcast_in_dim of a
+/// one-element operand its own copy of it, placed just before the op: a broadcast shared by
+/// several fused loops was otherwise materialized whole for them to read, where each loop reads
+/// the scalar once. Returns the number of copies made.
 int duplicate_shared_broadcasts(hlo::Module& module);
 /// Removes ops none of whose results are used (custom_call is kept).
 int eliminate_dead_code(hlo::Module& module);

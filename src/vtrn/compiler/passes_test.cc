@@ -121,5 +121,17 @@ TEST(PassesTest, EachLoopReaderOfABroadcastGetsItsOwnCopy) {
   EXPECT_EQ(blk.results[3], broadcasts[0]);  // the returned value is the original
 }
 
+TEST(PassesTest, AWiderBroadcastStaysShared) {
+  Builder b;
+  TensorType t(DType::kF32, {4, 8});
+  Value x = b.param(t), row = b.param(TensorType(DType::kF32, {4}));
+  Value rb = b.broadcast_in_dim(row, t.dims, {0});
+  hlo::Module mod = b.finish({b.add(x, rb), b.mul(x, rb)});
+  EXPECT_EQ(duplicate_shared_broadcasts(mod), 0);
+  int broadcasts = 0;
+  for (const hlo::Op& op : mod.main.ops) broadcasts += op.kind == OpKind::kBroadcastInDim;
+  EXPECT_EQ(broadcasts, 1);
+}
+
 }  // namespace
 }  // namespace vtrn::compiler
