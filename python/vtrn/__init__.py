@@ -5,10 +5,31 @@ Installing vtrn gives PyTorch the ``neuron`` device. ``import torch`` loads it t
 import torch, so the ``vtrn`` command line stays fast.
 """
 
+import ctypes
+import os
 import sys
 import warnings
 
 __version__ = "0.1.0"
+
+
+def _load_onednn_with_its_own_symbols():
+    """Loads oneDNN (libdnnl.so.2, which the extension modules link) with RTLD_DEEPBIND.
+
+    libtorch_cpu.so carries its own oneDNN and exports some of its template instances, among
+    them the one-time initializers of the jit GEMM kernels. Loaded after torch the usual way,
+    libdnnl's calls bind to torch's copies, which initialize torch's kernel tables instead of
+    libdnnl's: every matmul that oneDNN runs through its jit GEMM (all float32 matmuls on a CPU
+    without AVX-512) then fails with "unimplemented". DEEPBIND makes libdnnl resolve its own
+    symbols first. A missing library is left for the extension import to report.
+    """
+    try:
+        ctypes.CDLL("libdnnl.so.2", mode=os.RTLD_DEEPBIND | os.RTLD_NOW)
+    except OSError:
+        pass
+
+
+_load_onednn_with_its_own_symbols()
 
 __all__ = [
     "clear_op_tracking",

@@ -65,3 +65,34 @@ def test_the_module_takes_the_stored_operand_and_runs_one_dot(tmp_path):
     assert report.returncode == 0, report.stderr
     kernels = [line.split()[-1] for line in report.stdout.splitlines()[4:]]
     assert kernels == ["dot_general"], report.stdout
+
+
+AVX2_SCRIPT = """
+import torch
+torch.manual_seed(0)
+shapes = ((64, 48), (64, 24), (48, 64), (24, 64))
+for dtype in (torch.float32, torch.bfloat16):
+    for name, case in CASES.items():
+        tensors = [torch.randn(*shape, dtype=dtype) for shape in shapes]
+        got = case(*(t.to("neuron") for t in tensors)).cpu()
+        torch.testing.assert_close(got, case(*tensors), msg=lambda m: f"{name} {dtype}: {m}")
+print("ok")
+"""
+
+
+def test_matmuls_on_a_cpu_without_avx512_give_the_cpus_result():
+    # ONEDNN_MAX_CPU_ISA=AVX2 gives oneDNN what an AVX2-only CPU has: float32 matmuls on its jit
+    # GEMM (whose one-time setup torch's own copy of oneDNN used to take over) and no bf16
+    # kernel (bf16 operands are widened to float32).
+    source = pathlib.Path(__file__).read_text()
+    cases = source[source.index("CASES = {") : source.index("\n}\n") + 3]
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", NEURON_LAUNCH_BLOCKING="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", cases + AVX2_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"

@@ -1,6 +1,7 @@
 #include "vtrn/runtime/host_matmul.h"
 
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <vector>
 
 #include "vtrn/runtime/executor.h"
@@ -31,6 +33,10 @@ struct Primitive {
   dnnl::memory lhs, rhs, out, scratchpad;
   std::size_t scratchpad_bytes = 0;
   bool reference = false;  ///< oneDNN chose its reference loops
+  /// bf16 operands are widened to float32 first: the CPU has no bf16 matmul kernel (oneDNN
+  /// has none below AVX-512). Exact, so the result is the float32 product's.
+  bool widen = false;
+  std::string impl;  ///< oneDNN's name of the kernel, for errors
 };
 
 struct ThreadState {
@@ -42,6 +48,7 @@ struct ThreadState {
   /// Every primitive's scratchpad, grown to the largest one (64-byte aligned, as oneDNN wants).
   std::unique_ptr<void, decltype(&std::free)> scratchpad{nullptr, &std::free};
   std::size_t scratchpad_bytes = 0;
+  std::vector<float> widened_lhs, widened_rhs;  ///< bf16 operands in float32, where widened
 };
 
 ThreadState& thread_state() {
@@ -98,14 +105,25 @@ Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
     out_strides[i] = extent;
     extent *= od[i];
   }
-  const dnnl::memory::desc lhs(dims(s.m, s.k), in, l.lhs_strides);
-  const dnnl::memory::desc rhs(dims(s.k, s.n), in, l.rhs_strides);
   const dnnl::memory::desc out(od, dt::f32, out_strides);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(lhs, rhs, out), attr, st.engine);
-  ++st.compiled;
   Primitive p;
+  auto describe = [&](dt type) {
+    const dnnl::memory::desc lhs(dims(s.m, s.k), type, l.lhs_strides);
+    const dnnl::memory::desc rhs(dims(s.k, s.n), type, l.rhs_strides);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(lhs, rhs, out), attr, st.engine);
+  };
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = describe(in);
+  } catch (const dnnl::error& e) {
+    if (in != dt::bf16 || e.status != dnnl_unimplemented) throw;
+    pd = describe(dt::f32);
+    p.widen = true;
+  }
+  const dnnl::memory::desc lhs = pd.src_desc(), rhs = pd.weights_desc();
+  ++st.compiled;
   p.matmul = dnnl::matmul(pd);
   p.lhs = dnnl::memory(lhs, st.engine, DNNL_MEMORY_NONE);
   p.rhs = dnnl::memory(rhs, st.engine, DNNL_MEMORY_NONE);
@@ -113,8 +131,27 @@ Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
   p.scratchpad_bytes = pd.scratchpad_desc().get_size();
   if (p.scratchpad_bytes > 0)
     p.scratchpad = dnnl::memory(pd.scratchpad_desc(), st.engine, DNNL_MEMORY_NONE);
-  p.reference = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+  p.impl = pd.impl_info_str();
+  p.reference = p.impl.rfind("ref", 0) == 0;
   return st.primitives.emplace(key, std::move(p)).first->second;
+}
+
+// The bf16 operand |src| ([batch..., r, c] through |strides|) in float32 in |buf|, at the same
+// strides: every element up to the last one it reaches, gaps included.
+const float* widen_bf16(const std::uint16_t* src, const dnnl::memory::dims& batch, std::int64_t r,
+                        std::int64_t c, const dnnl::memory::dims& strides,
+                        std::vector<float>& buf) {
+  dnnl::memory::dims d = batch;
+  d.push_back(r);
+  d.push_back(c);
+  std::int64_t extent = 1;
+  for (std::size_t i = 0; i < d.size(); ++i) extent += (d[i] - 1) * strides[i];
+  buf.resize(static_cast<std::size_t>(extent));
+  for (std::int64_t i = 0; i < extent; ++i) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(src[i]) << 16;
+    std::memcpy(&buf[static_cast<std::size_t>(i)], &bits, sizeof bits);
+  }
+  return buf.data();
 }
 
 }  // namespace
@@ -139,6 +176,13 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
     omp_threads = n;
   }
   Primitive& p = primitive_for(st, s);
+  if (p.widen) {
+    const Layout l = layout_of(s);
+    lhs = widen_bf16(static_cast<const std::uint16_t*>(lhs), l.batch, s.m, s.k, l.lhs_strides,
+                     st.widened_lhs);
+    rhs = widen_bf16(static_cast<const std::uint16_t*>(rhs), l.batch, s.k, s.n, l.rhs_strides,
+                     st.widened_rhs);
+  }
   p.lhs.set_data_handle(const_cast<void*>(lhs));
   p.rhs.set_data_handle(const_cast<void*>(rhs));
   p.out.set_data_handle(out);
@@ -158,8 +202,13 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
     args[nargs++].memory = p.scratchpad.get();
   }
   // The C API takes the arguments as an array: the C++ one builds an unordered_map per call.
-  dnnl::error::wrap_c_api(dnnl_primitive_execute(p.matmul.get(), st.stream.get(), nargs, args),
-                          "could not execute a matmul");
+  const dnnl_status_t status = dnnl_primitive_execute(p.matmul.get(), st.stream.get(), nargs, args);
+  if (status != dnnl_success)
+    throw ExecError("oneDNN's matmul (" + p.impl + ", " + std::to_string(s.m) + "x" +
+                    std::to_string(s.k) + " by " + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                    ") failed: " + dnnl_status2str(status) +
+                    ". With PyTorch in the process, load libdnnl.so.2 with RTLD_DEEPBIND before "
+                    "it (importing vtrn does), or torch's copy of oneDNN's symbols is used.");
   st.stream.wait();
 }
 

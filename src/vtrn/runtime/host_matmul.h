@@ -1,6 +1,8 @@
 // Batched matrix products on the host CPU, through oneDNN's matmul primitive: the library ATen's
 // own CPU kernels use for bf16 matmuls. It picks AVX-512 / AVX512-BF16 / AMX kernels where the
 // CPU has them, so a bf16 product runs on bf16 hardware instead of being widened to float32.
+// Where oneDNN has no bf16 kernel for the CPU (below AVX-512), bf16 operands are widened to
+// float32 first, as ATen's own fallback does.
 //
 // Accumulation is always float32 (as on the Tensor engine, whose PSUM accumulates in fp32):
 // bf16 products are exact in float32, so bf16 inputs give the float32 path's result up to the
