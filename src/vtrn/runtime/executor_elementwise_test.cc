@@ -415,5 +415,32 @@ TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
   }
 }
 
+// Scalars are computed on one element and spread over a chunk only where a per-element read
+// needs them: here a scalar chain feeding a product, a select that picks a scalar as the loop's
+// result, and a scalar returned as an extra output.
+TEST(ExecutorTest, ScalarsReachEveryElementThatReadsThem) {
+  Builder b;
+  TensorType t(DType::kF32, {4, 900}), s(DType::kF32, {});
+  Value x = b.param(t), w = b.param(s);
+  auto spread = [&](Value v) { return b.broadcast_in_dim(v, t.dims, {}); };
+  Value wb = spread(w);
+  Value c = b.add(b.mul(wb, spread(b.scalar(DType::kF32, 2))), spread(b.scalar(DType::kF32, 1)));
+  Value positive = b.compare(hlo::Comparison::kGT, wb, spread(b.scalar(DType::kF32, 0)));
+  hlo::Module m = b.finish({b.mul(x, c), b.select(positive, c, x), c});
+  const auto xs = random_values(t.num_elements(), -3, 3, 43, DType::kF32);
+  for (double wv : {1.5, -2.0}) {
+    std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                  HostTensor::from_doubles(s, {wv})};
+    auto fused_out = run(m, in, true), unfused_out = run(m, in, false);
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(fused_out[r].data, unfused_out[r].data) << "w " << wv;
+    const double cv = wv * 2 + 1;
+    for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+      ASSERT_EQ(fused_out[0].get(i), static_cast<float>(xs[i] * cv)) << "w " << wv << " i " << i;
+      ASSERT_EQ(fused_out[1].get(i), wv > 0 ? cv : static_cast<float>(xs[i])) << "w " << wv;
+      ASSERT_EQ(fused_out[2].get(i), cv) << "w " << wv << " i " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

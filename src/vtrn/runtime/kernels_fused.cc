@@ -40,7 +40,7 @@ constexpr std::int64_t kChunk = 1024;
 struct RunState {
   std::vector<void*> in_place;
   std::vector<int> alias;
-  std::vector<char> live, need;
+  std::vector<char> live, need, spread;
   std::vector<std::int64_t> idx;
   /// Slot scratch: a fresh allocation per loop cost more than a small loop's arithmetic (its
   /// malloc consolidated the fastbins each time).
@@ -342,7 +342,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   const int rank = static_cast<int>(domain_.size());
   std::vector<std::int64_t>& idx = st.idx;
   idx.assign(static_cast<std::size_t>(rank), 0);
-  // Constant and scalar slots are filled once: no op writes them.
+  // Constant and scalar slots are set once, on element 0: no op writes them.
   for (const Load& l : loads_) {
     if (l.mode != 3 && l.mode != 1) continue;
     void* dst = slot_ptr(l.slot);
@@ -358,27 +358,18 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       else
         dv = load_elem<float>(l.dtype, p, 0);
     }
-    const auto n = static_cast<std::int64_t>(stride);
     if (c == Cls::kF32)
-      fill(static_cast<float*>(dst), static_cast<float>(dv), n);
+      *static_cast<float*>(dst) = static_cast<float>(dv);
     else if (c == Cls::kF64)
-      fill(static_cast<double*>(dst), dv, n);
+      *static_cast<double*>(dst) = dv;
     else
-      fill(static_cast<std::int64_t*>(dst), iv, n);
+      *static_cast<std::int64_t*>(dst) = iv;
   }
-  // Uniform instructions, once on element 0, then spread over the slot.
+  // Uniform instructions, once on element 0.
   for (const Instr& in : instrs_) {
     if (!in.uniform) continue;
-    void* o = slot_ptr(in.dst);
     run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,
-              in.c >= 0 ? slot_ptr(in.c) : nullptr, o, 1);
-    const auto n = static_cast<std::int64_t>(stride);
-    if (slots_[in.dst].cls == Cls::kF32)
-      fill(static_cast<float*>(o), *static_cast<float*>(o), n);
-    else if (slots_[in.dst].cls == Cls::kF64)
-      fill(static_cast<double*>(o), *static_cast<double*>(o), n);
-    else
-      fill(static_cast<std::int64_t*>(o), *static_cast<std::int64_t*>(o), n);
+              in.c >= 0 ? slot_ptr(in.c) : nullptr, slot_ptr(in.dst), 1);
   }
   // The instructions each chunk runs: not the uniform ones, nor the picking selects, nor (with
   // picks) what only an unpicked operand needs.
@@ -407,6 +398,34 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       for (int o : {in.a, in.b, in.c})
         if (o >= 0) need[static_cast<std::size_t>(o)] = 1;
     }
+  }
+  // A uniform slot is spread over the chunk only where something reads it per element: a live
+  // instruction, the root or an extra output (a scalar that only feeds other scalars is not).
+  std::vector<char>& spread = st.spread;
+  spread.assign(ns, 0);
+  auto reads = [&](int s) {
+    if (s < 0) return;
+    const auto r = static_cast<std::size_t>(alias[static_cast<std::size_t>(s)]);
+    if (slots_[r].uniform) spread[r] = 1;
+  };
+  for (std::size_t k = 0; k < instrs_.size(); ++k) {
+    if (!live[k]) continue;
+    reads(instrs_[k].a);
+    reads(instrs_[k].b);
+    reads(instrs_[k].c);
+  }
+  reads(root_slot_);
+  for (int e : extra_slots_) reads(e);
+  for (std::size_t s = 0; s < ns; ++s) {
+    if (!spread[s]) continue;
+    void* p = scratch + s * stride;
+    const auto n = static_cast<std::int64_t>(stride);
+    if (slots_[s].cls == Cls::kF32)
+      fill(static_cast<float*>(p), *static_cast<float*>(p), n);
+    else if (slots_[s].cls == Cls::kF64)
+      fill(static_cast<double*>(p), *static_cast<double*>(p), n);
+    else
+      fill(static_cast<std::int64_t*>(p), *static_cast<std::int64_t*>(p), n);
   }
   // The root computed straight into the output (below) must be the last instruction run.
   const bool root_last = !instrs_.empty() && live.back() && instrs_.back().dst == root_slot_;

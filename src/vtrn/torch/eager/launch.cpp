@@ -18,18 +18,21 @@ namespace vtrn::torch_adapter::eager {
 
 void Launch::plan_outputs(const AliasSafety& aliasing) {
   staged.assign(outputs.size(), false);
+  // Output j is written through a staging buffer when input p overlaps it, unless it is the
+  // same contiguous view and the op may write its result over that argument.
+  auto input_forces_staging = [&](size_t j, size_t p) {
+    const BufferRef& o = outputs[j];
+    const BufferRef& in = inputs[p];
+    return o.overlaps(in) && !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, p));
+  };
   // Views can only overlap on one storage: each output is compared with the inputs and earlier
   // outputs of its own storage, found by binary search (a foreach launch has hundreds of
   // buffers, nearly every one on a storage of its own).
   if (outputs.size() * (inputs.size() + outputs.size()) <= 64) {  // few: compare every pair
     for (size_t j = 0; j < outputs.size(); ++j) {
-      const BufferRef& o = outputs[j];
-      bool stage = !o.contiguous;
-      for (size_t p = 0; p < inputs.size() && !stage; ++p) {
-        if (!o.overlaps(inputs[p])) continue;
-        stage = !(o.same_view(inputs[p]) && inputs[p].contiguous && aliasing.can_alias(j, p));
-      }
-      for (size_t k = 0; k < j && !stage; ++k) stage = o.overlaps(outputs[k]);
+      bool stage = !outputs[j].contiguous;
+      for (size_t p = 0; p < inputs.size() && !stage; ++p) stage = input_forces_staging(j, p);
+      for (size_t k = 0; k < j && !stage; ++k) stage = outputs[j].overlaps(outputs[k]);
       staged[j] = stage;
     }
     return;
@@ -54,11 +57,8 @@ void Launch::plan_outputs(const AliasSafety& aliasing) {
     bool stage = !o.contiguous;
     if (!o.is_scalar) {
       const auto [in_lo, in_hi] = same_storage(in_keys, o);
-      for (auto it = in_lo; it != in_hi && !stage; ++it) {
-        const BufferRef& in = inputs[it->second];
-        if (!o.overlaps(in)) continue;
-        stage = !(o.same_view(in) && in.contiguous && aliasing.can_alias(j, it->second));
-      }
+      for (auto it = in_lo; it != in_hi && !stage; ++it)
+        stage = input_forces_staging(j, it->second);
       const auto [out_lo, out_hi] = same_storage(out_keys, o);
       for (auto it = out_lo; it != out_hi && it->second < j && !stage; ++it)
         stage = o.overlaps(outputs[it->second]);
