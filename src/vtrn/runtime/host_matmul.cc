@@ -4,7 +4,6 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <new>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "vtrn/hlo/dtype.h"
 #include "vtrn/runtime/executor.h"
 
 namespace vtrn::runtime {
@@ -147,10 +147,8 @@ const float* widen_bf16(const std::uint16_t* src, const dnnl::memory::dims& batc
   std::int64_t extent = 1;
   for (std::size_t i = 0; i < d.size(); ++i) extent += (d[i] - 1) * strides[i];
   buf.resize(static_cast<std::size_t>(extent));
-  for (std::int64_t i = 0; i < extent; ++i) {
-    const std::uint32_t bits = static_cast<std::uint32_t>(src[i]) << 16;
-    std::memcpy(&buf[static_cast<std::size_t>(i)], &bits, sizeof bits);
-  }
+  for (std::int64_t i = 0; i < extent; ++i)
+    buf[static_cast<std::size_t>(i)] = hlo::bf16_to_f32(src[i]);
   return buf.data();
 }
 
