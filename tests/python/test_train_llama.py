@@ -37,32 +37,44 @@ def cpu_losses():
     return losses("--layout", "cpu", launcher=False)
 
 
+def _assert_matches_the_cpu_run(got, cpu_losses, layout):
+    assert sorted(got) == list(range(STEPS)) == sorted(cpu_losses)
+    for step in range(STEPS):
+        assert got[step] == pytest.approx(cpu_losses[step], rel=BF16_RTOL), (layout, step)
+
+
 @pytest.mark.parametrize(
     "layout",
     [
         ["ddp8"],
         ["fsdp8"],
         ["hsdp2x4"],
-        ["tp4-fsdp2"],
         ["pp2-tp4", "--schedule", "gpipe"],
         ["pp2-tp4", "--schedule", "1f1b"],
     ],
     ids=lambda a: "-".join(a).replace("--schedule-", ""),
 )
 def test_layout_matches_the_cpu_run(layout, cpu_losses):
-    got = losses("--layout", *layout)
-    assert sorted(got) == list(range(STEPS)) == sorted(cpu_losses)
-    for step in range(STEPS):
-        assert got[step] == pytest.approx(cpu_losses[step], rel=BF16_RTOL), (layout, step)
+    _assert_matches_the_cpu_run(losses("--layout", *layout), cpu_losses, layout)
 
 
 # tp4-fsdp2's checkpoint holds both kinds of DTensor shard (FSDP's dim-0 and TP's rows and
-# columns), so it covers what fsdp8's would.
-def test_checkpoint_at_step_3_restores_steps_4_and_5(tmp_path):
-    checkpoint = str(tmp_path / "ckpt")
-    layout = "tp4-fsdp2"
-    uninterrupted = losses("--layout", layout, "--save-at", "3", "--checkpoint", checkpoint)
-    resumed = losses("--layout", layout, "--save-at", "3", "--resume", checkpoint)
+# columns), so it covers what fsdp8's would. One run both checks the layout and saves the
+# checkpoint: saving after step 3 must leave every step's loss the cpu run's.
+@pytest.fixture(scope="module")
+def tp4_fsdp2_saved_at_step_3(tmp_path_factory):
+    checkpoint = str(tmp_path_factory.mktemp("tp4-fsdp2") / "ckpt")
+    run = losses("--layout", "tp4-fsdp2", "--save-at", "3", "--checkpoint", checkpoint)
+    return run, checkpoint
+
+
+def test_tp4_fsdp2_matches_the_cpu_run(tp4_fsdp2_saved_at_step_3, cpu_losses):
+    _assert_matches_the_cpu_run(tp4_fsdp2_saved_at_step_3[0], cpu_losses, "tp4-fsdp2")
+
+
+def test_checkpoint_at_step_3_restores_steps_4_and_5(tp4_fsdp2_saved_at_step_3):
+    uninterrupted, checkpoint = tp4_fsdp2_saved_at_step_3
+    resumed = losses("--layout", "tp4-fsdp2", "--save-at", "3", "--resume", checkpoint)
     assert sorted(resumed) == [4, 5]
     for step in resumed:
-        assert resumed[step] == uninterrupted[step], (layout, step)
+        assert resumed[step] == uninterrupted[step], step
