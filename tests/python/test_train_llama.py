@@ -1,5 +1,5 @@
-"""examples/train_llama.py on 8 processes: every layout matches the single-process cpu run,
-and a distributed checkpoint restores the run exactly."""
+"""examples/train_llama.py on 8 processes: its hsdp2x4, tp4-fsdp2 and pp2-tp4 layouts match the
+single-process cpu run, and a distributed checkpoint restores the run exactly."""
 
 import pathlib
 import re
