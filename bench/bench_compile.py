@@ -17,6 +17,11 @@ warm-up, each step ending in a host read of the loss. Ratios are against cpu eag
 is compiled <= 0.7x cpu eager. For compiled, each graph's planned peak host scratch (its
 intermediates sharing buffers) and the sum of its intermediates (the scratch without reuse).
 
+The cpu worker also times the step's matrix products alone: every mm/addmm/bmm the step's
+forward and backward issue is recorded (shapes and strides) and replayed on the CPU, each call
+timed alone with warm caches (best of 5). Their sum is a floor no backend of this CPU goes under
+while it computes those products at ATen's speed; the report prints it as a ratio of the cpu step.
+
     python bench/bench_compile.py
     python bench/bench_compile.py --modes compiled,cpu --steps 5
 """
@@ -80,6 +85,11 @@ def worker(args):
         samples.append(time.perf_counter() - start)
     result["step_s"] = statistics.median(samples)
     result["losses"] = losses
+    if mode == "cpu":
+        tokens, targets = llama_step.batch(0, size)
+        result["matmul_s"], result["matmuls"] = matmul_floor_s(
+            lambda: loss_of(tokens, targets).backward()
+        )
     if device == "neuron":
         import vtrn
 
@@ -95,6 +105,43 @@ def worker(args):
             for r in records.get_dynamo_metrics()
         ]
     print("RESULT " + json.dumps(result), flush=True)
+
+
+MATMULS = ("mm", "addmm", "bmm", "baddbmm")
+
+
+def matmul_floor_s(step_fn):
+    """Seconds the matrix products of one call of |step_fn| take on this CPU, each replayed alone."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ops = {getattr(torch.ops.aten, name).default for name in MATMULS}
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in ops:
+                spec = [(a.shape, a.stride()) if isinstance(a, torch.Tensor) else a for a in args]
+                self.calls.append((func, spec, kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
+    with Record() as rec:
+        step_fn()
+    total = 0.0
+    for func, spec, kwargs in rec.calls:
+        args = [torch.empty_strided(*a).normal_() if isinstance(a, tuple) else a for a in spec]
+        for _ in range(2):
+            func(*args, **kwargs)
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            func(*args, **kwargs)
+            best = min(best, time.perf_counter() - start)
+        total += best
+    return total, len(rec.calls)
 
 
 def run_mode(mode, args):
@@ -140,6 +187,13 @@ def report(results, args):
             continue
         ratio = f"{r['step_s'] / cpu['step_s']:7.2f}x" if cpu else "       -"
         print(f"  {mode:9s} {r['step_s'] * 1e3:10.2f} {ratio} {r['first_step_s']:13.2f}")
+    if cpu is not None:
+        floor = cpu["matmul_s"] / cpu["step_s"]
+        print(
+            f"  the step's {cpu['matmuls']} matrix products alone, each timed on the cpu: "
+            f"{cpu['matmul_s'] * 1e3:.1f} ms = {floor:.2f}x the cpu step; at {TARGET}x a backend "
+            f"has {max(0.0, TARGET - floor) * cpu['step_s'] * 1e3:.1f} ms left for everything else"
+        )
     c = results.get("compiled")
     if c is not None:
         if cpu is not None:
