@@ -442,5 +442,56 @@ TEST(ExecutorTest, ScalarsReachEveryElementThatReadsThem) {
   }
 }
 
+// Broadcast operands read through the loop's strided loads: a table broadcast over outer dims
+// ([7, 33] over [3, 5, 7, 33]), one with a broadcast dim between its own ([5, 33]), one
+// repeated along the last dim ([3, 7]), one read transposed ([33, 7] as dims 3, 2) and one of
+// size-1 dims. The domain is not a multiple of the loop's chunk, so chunks start mid-row. The
+// float32 results are the reference's bit for bit: the same operations in the same order.
+TEST(ExecutorTest, BroadcastOperandsReadEveryElementWhereverAChunkStarts) {
+  const std::vector<std::int64_t> dims = {3, 5, 7, 33};
+  Builder b;
+  Value x = b.param(TensorType(DType::kF32, dims));
+  Value table = b.param(TensorType(DType::kF32, {7, 33}));
+  Value gap = b.param(TensorType(DType::kF32, {5, 33}));
+  Value rows = b.param(TensorType(DType::kF32, {3, 7}));
+  Value turned = b.param(TensorType(DType::kF32, {33, 7}));
+  Value ones = b.param(TensorType(DType::kF32, {1, 5, 1, 1}));
+  Value root = b.add(x, b.broadcast_in_dim(table, dims, {2, 3}));
+  root = b.mul(root, b.broadcast_in_dim(gap, dims, {1, 3}));
+  root = b.sub(root, b.broadcast_in_dim(rows, dims, {0, 2}));
+  root = b.mul(root, b.broadcast_in_dim(turned, dims, {3, 2}));
+  root = b.add(root, b.broadcast_in_dim(ones, dims, {0, 1, 2, 3}));
+  hlo::Module mod = b.finish({root});
+  const auto xs = random_values(3 * 5 * 7 * 33, -2, 2, 11, DType::kF32);
+  const auto ts = random_values(7 * 33, -2, 2, 12, DType::kF32);
+  const auto gs = random_values(5 * 33, -2, 2, 13, DType::kF32);
+  const auto rs = random_values(3 * 7, -2, 2, 14, DType::kF32);
+  const auto us = random_values(33 * 7, -2, 2, 15, DType::kF32);
+  const auto os = random_values(5, -2, 2, 16, DType::kF32);
+  for (bool fusion : {true, false}) {
+    auto out = run(mod,
+                   {HostTensor::from_doubles(TensorType(DType::kF32, dims), xs),
+                    HostTensor::from_doubles(TensorType(DType::kF32, {7, 33}), ts),
+                    HostTensor::from_doubles(TensorType(DType::kF32, {5, 33}), gs),
+                    HostTensor::from_doubles(TensorType(DType::kF32, {3, 7}), rs),
+                    HostTensor::from_doubles(TensorType(DType::kF32, {33, 7}), us),
+                    HostTensor::from_doubles(TensorType(DType::kF32, {1, 5, 1, 1}), os)},
+                   fusion);
+    std::size_t e = 0;
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 5; ++j)
+        for (std::size_t k = 0; k < 7; ++k)
+          for (std::size_t l = 0; l < 33; ++l, ++e) {
+            float v = static_cast<float>(xs[e]) + static_cast<float>(ts[k * 33 + l]);
+            v *= static_cast<float>(gs[j * 33 + l]);
+            v -= static_cast<float>(rs[i * 7 + k]);
+            v *= static_cast<float>(us[l * 7 + k]);
+            v += static_cast<float>(os[j]);
+            ASSERT_EQ(out[0].get(static_cast<std::int64_t>(e)), static_cast<double>(v))
+                << "element " << e << (fusion ? " fused" : " unfused");
+          }
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

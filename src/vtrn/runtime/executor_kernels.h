@@ -62,7 +62,12 @@ class FusedProgram {
     hlo::DType dtype;
     int mode;                           ///< 0 contiguous, 1 scalar, 2 strided, 3 constant
     std::vector<std::int64_t> strides;  ///< mode 2: source element stride per domain dim
-    double cd = 0;                      ///< mode 3
+    /// mode 2: the domain as this load walks it, size-1 dims dropped and each dim merged into
+    /// the one outside it where the source steps through both as one (a [128, 16] table
+    /// broadcast over [8, 8, 128, 16] is [64] of stride 0 by [2048] of stride 1): runs along
+    /// the last walked dim are as long as the source allows, not one domain row.
+    std::vector<std::int64_t> walk_dims, walk_strides;
+    double cd = 0;  ///< mode 3
     std::int64_t ci = 0;
   };
   struct Instr {

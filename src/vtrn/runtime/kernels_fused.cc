@@ -116,6 +116,16 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       const auto src = strides_of(t.dims);
       for (std::size_t i = 0; i < op.dims.size(); ++i)
         if (t.dims[i] != 1) l.strides[op.dims[i]] = src[i];
+      for (std::size_t d = 0; d < domain_.size(); ++d) {
+        if (domain_[d] == 1) continue;
+        if (!l.walk_dims.empty() && l.walk_strides.back() == l.strides[d] * domain_[d]) {
+          l.walk_dims.back() *= domain_[d];
+          l.walk_strides.back() = l.strides[d];
+        } else {
+          l.walk_dims.push_back(domain_[d]);
+          l.walk_strides.push_back(l.strides[d]);
+        }
+      }
       const hlo::Literal* c = v < static_cast<int>(constant_of.size()) ? constant_of[v] : nullptr;
       if (c && (c->splat || t.num_elements() == 1)) {
         l.mode = 3;
@@ -449,30 +459,40 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         load_contiguous(l.dtype, p, start, len, dst);
         continue;
       }
-      // Strided (broadcast) load: odometer over the domain.
+      // Strided (broadcast) load: odometer over the load's walked dims.
+      const std::vector<std::int64_t>& dims = l.walk_dims;
+      const std::vector<std::int64_t>& strides = l.walk_strides;
+      const int wr = static_cast<int>(dims.size());
       std::int64_t rem = start, off = 0;
-      for (int d = rank - 1; d >= 0; --d) {
-        idx[d] = rem % domain_[d];
-        rem /= domain_[d];
-        off += idx[d] * l.strides[d];
+      for (int d = wr - 1; d >= 0; --d) {
+        idx[d] = rem % dims[d];
+        rem /= dims[d];
+        off += idx[d] * strides[d];
       }
-      const std::int64_t last = rank > 0 ? domain_[rank - 1] : 1;
-      const std::int64_t last_stride = rank > 0 ? l.strides[rank - 1] : 0;
+      const std::int64_t last = wr > 0 ? dims[wr - 1] : 1;
+      const std::int64_t last_stride = wr > 0 ? strides[wr - 1] : 0;
+      const bool f32_rows = c == Cls::kF32 && l.dtype == DType::kF32 && last_stride == 1;
       std::int64_t i = 0;
       while (i < len) {
         // Run along the last dimension.
-        const std::int64_t run = rank > 0 ? std::min(len - i, last - idx[rank - 1]) : len;
-        load_run(l.dtype, c, p, off, last_stride, run, dst, i);
+        const std::int64_t run = wr > 0 ? std::min(len - i, last - idx[wr - 1]) : len;
+        if (f32_rows) {  // inline: a broadcast table's rows may be a head of 16 floats
+          const float* __restrict from = reinterpret_cast<const float*>(p) + off;
+          float* __restrict to = static_cast<float*>(dst) + i;
+          for (std::int64_t j = 0; j < run; ++j) to[j] = from[j];
+        } else {
+          load_run(l.dtype, c, p, off, last_stride, run, dst, i);
+        }
         i += run;
-        if (rank == 0) break;
+        if (wr == 0) break;
         // Advance the odometer by |run| along the last dim (wraps exactly to 0).
         off += run * last_stride;
-        idx[rank - 1] += run;
-        for (int d = rank - 1; d > 0 && idx[d] == domain_[d]; --d) {
-          off -= domain_[d] * l.strides[d];
+        idx[wr - 1] += run;
+        for (int d = wr - 1; d > 0 && idx[d] == dims[d]; --d) {
+          off -= dims[d] * strides[d];
           idx[d] = 0;
           ++idx[d - 1];
-          off += l.strides[d - 1];
+          off += strides[d - 1];
         }
       }
     }
