@@ -50,6 +50,40 @@ CASES = {
     ),
     "permutation with a 0-d tensor": (lambda a, b: a * b, (PERMUTED, torch.tensor(2.5))),
     "sigmoid of a transpose": (lambda a: torch.sigmoid(a), (X,)),
+    # A read-only operand broadcast against a shared layout runs in memory order too (a rotary
+    # table [seq, d] times q [b, heads, seq, d] stored [b, seq, heads, d]), in either order.
+    "heads-transposed times a rotary table": (
+        lambda a, t: a.transpose(1, 2) * t,
+        (torch.randn(2, 5, 3, 4), torch.randn(5, 4)),
+    ),
+    "rotary table times heads-transposed": (
+        lambda a, t: t - a.transpose(1, 2),
+        (torch.randn(2, 5, 3, 4), torch.randn(5, 4)),
+    ),
+    "heads-transposed plus a per-row column": (
+        lambda a, t: a.transpose(1, 2) + t,
+        (torch.randn(2, 5, 3, 4), torch.randn(5, 1)),
+    ),
+    "permutation times a full-rank operand with size-1 dims": (
+        lambda a, t: a * t,
+        (PERMUTED, torch.randn(1, 2, 3)),
+    ),
+    "permutation times a table it reads transposed": (
+        lambda a, t: a.permute(0, 2, 1) * t,
+        (torch.randn(2, 3, 4), torch.randn(4, 3)),
+    ),
+    "transposed float times an integer table": (
+        lambda a, t: a.transpose(1, 2) * t,
+        (torch.randn(2, 5, 3, 4), torch.randint(-3, 4, (5, 4))),
+    ),
+    "where of a permutation with a broadcast mask": (
+        lambda a, m: torch.where(m, a, -a),
+        (PERMUTED, torch.randn(3) > 0),
+    ),
+    "addcmul of a transpose and two broadcasts": (
+        lambda a, t, u: torch.addcmul(a.transpose(1, 2), t, u, value=0.5),
+        (torch.randn(2, 5, 3, 4), torch.randn(5, 4), torch.randn(4)),
+    ),
 }
 
 
@@ -68,6 +102,31 @@ def test_in_place_and_out_on_a_shared_layout_write_the_arguments():
         assert a.stride() == out.stride() == (60, 4, 12, 1)
         results[device] = (a.cpu(), out.cpu())
     torch.testing.assert_close(results["neuron"], results["cpu"])
+
+
+def test_in_place_and_out_with_a_broadcast_operand_write_the_arguments():
+    base = torch.randn(2, 5, 3, 4)
+    table = torch.randn(5, 4)
+    results = {}
+    for device in ("cpu", "neuron"):
+        a = base.clone().to(device).transpose(1, 2)
+        t = table.to(device)
+        out = torch.empty(2, 5, 3, 4, device=device).transpose(1, 2)
+        assert a.mul_(t) is a
+        assert torch.sub(a, t, out=out) is out
+        assert a.stride() == out.stride() == (60, 4, 12, 1)
+        results[device] = (a.cpu(), out.cpu())
+    torch.testing.assert_close(results["neuron"], results["cpu"], rtol=0, atol=0)
+
+
+def test_a_broadcast_operand_is_not_written_in_place():
+    # The in-place op's own argument must be the full shape: the CPU refuses to broadcast
+    # into a smaller tensor, and so must neuron.
+    for device in ("cpu", "neuron"):
+        a = torch.randn(2, 5, 3, 4, device=device).transpose(1, 2)
+        t = torch.randn(5, 4, device=device)
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            t.mul_(a)
 
 
 @pytest.mark.parametrize("name", list(CASES))

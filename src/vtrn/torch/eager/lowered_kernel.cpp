@@ -223,37 +223,56 @@ class LoweredKernel final : public c10::OperatorKernel {
   // outermost in memory to the innermost, when they all have the same sizes and strides, laid
   // out densely in another order than row-major (a transposed q in attention); empty
   // otherwise. 0-d tensors (scalars) are left out. Sizes of 1 make the order ambiguous: such
-  // calls take the ordinary path.
-  c10::SmallVector<int64_t, 6> shared_permutation(const torch::jit::Stack& stack,
-                                                  size_t first) const {
-    const at::Tensor* shape = nullptr;
+  // calls take the ordinary path. Read-only inputs may also be broadcast against that layout
+  // (a rotary table [seq, d] times a transposed [b, h, seq, d]): |broadcasts| says whether one
+  // is, and |full| is the tensor whose layout names the permutation.
+  c10::SmallVector<int64_t, 6> shared_permutation(const torch::jit::Stack& stack, size_t first,
+                                                  const at::Tensor*& full, bool& broadcasts) const {
+    full = nullptr;
+    broadcasts = false;
+    auto tensor_arg = [&](size_t i) -> const at::Tensor* {
+      const Slot slot = info_.slots[i];
+      if (slot != Slot::kTensor && slot != Slot::kOut) return nullptr;
+      const c10::IValue& v = stack[first + i];
+      if (!v.isTensor() || !v.toTensor().defined() || v.toTensor().dim() == 0) return nullptr;
+      return &v.toTensor();
+    };
     for (size_t i = 0; i < info_.num_args; ++i) {
       const Slot slot = info_.slots[i];
       if (slot == Slot::kTensorList || slot == Slot::kOptionalTensorList || slot == Slot::kOutList)
         return {};
-      if (slot != Slot::kTensor && slot != Slot::kOut) continue;
-      const c10::IValue& v = stack[first + i];
-      if (!v.isTensor() || !v.toTensor().defined() || v.toTensor().dim() == 0) continue;
-      const at::Tensor& t = v.toTensor();
-      if (shape == nullptr) {
-        shape = &t;
-      } else if (t.sizes() != shape->sizes() || t.strides() != shape->strides()) {
-        return {};
-      }
+      const at::Tensor* t = tensor_arg(i);
+      if (t != nullptr && (full == nullptr || t->dim() > full->dim() ||
+                           (t->dim() == full->dim() && t->numel() > full->numel())))
+        full = t;
     }
-    if (shape == nullptr || shape->dim() < 2 || shape->is_contiguous()) return {};
-    const int64_t rank = shape->dim();
+    if (full == nullptr || full->dim() < 2 || full->is_contiguous()) return {};
+    const int64_t rank = full->dim();
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      const at::Tensor* t = tensor_arg(i);
+      if (t == nullptr || t == full) continue;
+      if (t->sizes() == full->sizes() && t->strides() == full->strides()) continue;
+      // A broadcast operand: read-only, each of its dims (aligned to the right) of the full
+      // size or 1, and not the full shape itself.
+      if (info_.mutable_input[i] || info_.slots[i] == Slot::kOut || t->sizes() == full->sizes())
+        return {};
+      for (int64_t d = 1; d <= t->dim(); ++d) {
+        const int64_t n = t->size(-d);
+        if (n != 1 && n != full->size(rank - d)) return {};
+      }
+      broadcasts = true;
+    }
     c10::SmallVector<int64_t, 6> perm(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
-      if (shape->size(d) < 2) return {};
+      if (full->size(d) < 2) return {};
       perm[static_cast<size_t>(d)] = d;
     }
     std::sort(perm.begin(), perm.end(),
-              [&](int64_t a, int64_t b) { return shape->stride(a) > shape->stride(b); });
+              [&](int64_t a, int64_t b) { return full->stride(a) > full->stride(b); });
     int64_t expect = 1;
     for (size_t k = perm.size(); k-- > 0;) {
-      if (shape->stride(perm[k]) != expect) return {};
-      expect *= shape->size(perm[k]);
+      if (full->stride(perm[k]) != expect) return {};
+      expect *= full->size(perm[k]);
     }
     return perm;
   }
@@ -265,16 +284,27 @@ class LoweredKernel final : public c10::OperatorKernel {
   // every input would be copied dense first and every output computed aside and copied back.
   // Returns false, the stack as it was, when the call takes the ordinary path.
   bool run_in_storage_order(torch::jit::Stack* stack, size_t first) {
-    const c10::SmallVector<int64_t, 6> perm = shared_permutation(*stack, first);
+    const at::Tensor* full = nullptr;
+    bool broadcasts = false;
+    const c10::SmallVector<int64_t, 6> perm = shared_permutation(*stack, first, full, broadcasts);
     if (perm.empty()) return false;
+    // With a broadcast operand, TensorIterator may lay the result out after another operand
+    // than |full|: the path is taken only where the CPU's result has |full|'s strides.
+    if (broadcasts && c10::IntArrayRef(cpu_output_strides(*entry_, *stack, first, info_.num_args,
+                                                          full->sizes())) != full->strides())
+      return false;
+    const int64_t rank = full->dim();
     c10::SmallVector<c10::IValue, 4> original(
         stack->begin() + static_cast<ptrdiff_t>(first),
         stack->begin() + static_cast<ptrdiff_t>(first + info_.num_args));
     for (size_t i = 0; i < info_.num_args; ++i) {
       c10::IValue& v = (*stack)[first + i];
       if ((info_.slots[i] == Slot::kTensor || info_.slots[i] == Slot::kOut) && v.isTensor() &&
-          v.toTensor().defined() && v.toTensor().dim() > 0)
-        v = v.toTensor().permute(perm);
+          v.toTensor().defined() && v.toTensor().dim() > 0) {
+        at::Tensor t = v.toTensor();
+        while (t.dim() < rank) t = t.unsqueeze(0);  // a broadcast operand, to the full rank
+        v = t.permute(perm);
+      }
     }
     thread_local WordKey key;
     key.clear();
