@@ -83,8 +83,9 @@ def main():
     def sync(out):
         leaves = out if isinstance(out, (list, tuple)) else [out]
         leaves = [t for t in leaves if isinstance(t, torch.Tensor) and t.numel() > 0]
-        if leaves:
-            leaves[-1].reshape(-1)[0].item()
+        if leaves:  # one element through views: reshape(-1) would copy a non-contiguous result
+            last = leaves[-1]
+            last[(0,) * last.dim()].item()
 
     def best_time(func, call_args, call_kwargs):
         best = float("inf")
