@@ -474,6 +474,26 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       const bool f32_rows = c == Cls::kF32 && l.dtype == DType::kF32 && last_stride == 1;
       std::int64_t i = 0;
       while (i < len) {
+        if (f32_rows && wr >= 2 && idx[wr - 1] == 0 && len - i >= last) {
+          // Whole rows at once, the odometer moved once for all of them: a table read in a
+          // permuted domain ([seq, d] under [b, seq, heads, d]) is rows of 16 floats.
+          const std::int64_t rows = std::min((len - i) / last, dims[wr - 2] - idx[wr - 2]);
+          const std::int64_t row_stride = strides[wr - 2];
+          const float* from = reinterpret_cast<const float*>(p) + off;
+          float* __restrict to = static_cast<float*>(dst) + i;
+          for (std::int64_t r = 0; r < rows; ++r, to += last, from += row_stride)
+            for (std::int64_t j = 0; j < last; ++j) to[j] = from[j];
+          i += rows * last;
+          off += rows * row_stride;
+          idx[wr - 2] += rows;
+          for (int d = wr - 2; d > 0 && idx[d] == dims[d]; --d) {
+            off -= dims[d] * strides[d];
+            idx[d] = 0;
+            ++idx[d - 1];
+            off += strides[d - 1];
+          }
+          continue;
+        }
         // Run along the last dimension.
         const std::int64_t run = wr > 0 ? std::min(len - i, last - idx[wr - 1]) : len;
         if (f32_rows) {  // inline: a broadcast table's rows may be a head of 16 floats
