@@ -472,6 +472,15 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       const std::int64_t last = wr > 0 ? dims[wr - 1] : 1;
       const std::int64_t last_stride = wr > 0 ? strides[wr - 1] : 0;
       const bool f32_rows = c == Cls::kF32 && l.dtype == DType::kF32 && last_stride == 1;
+      // Carries a dim that reached its size, from |from| outward (each wraps exactly to 0).
+      auto carry = [&](int from) {
+        for (int d = from; d > 0 && idx[d] == dims[d]; --d) {
+          off -= dims[d] * strides[d];
+          idx[d] = 0;
+          ++idx[d - 1];
+          off += strides[d - 1];
+        }
+      };
       std::int64_t i = 0;
       while (i < len) {
         if (f32_rows && wr >= 2 && idx[wr - 1] == 0 && len - i >= last) {
@@ -486,12 +495,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
           i += rows * last;
           off += rows * row_stride;
           idx[wr - 2] += rows;
-          for (int d = wr - 2; d > 0 && idx[d] == dims[d]; --d) {
-            off -= dims[d] * strides[d];
-            idx[d] = 0;
-            ++idx[d - 1];
-            off += strides[d - 1];
-          }
+          carry(wr - 2);
           continue;
         }
         // Run along the last dimension.
@@ -505,15 +509,10 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         }
         i += run;
         if (wr == 0) break;
-        // Advance the odometer by |run| along the last dim (wraps exactly to 0).
+        // Advance the odometer by |run| along the last dim.
         off += run * last_stride;
         idx[wr - 1] += run;
-        for (int d = wr - 1; d > 0 && idx[d] == dims[d]; --d) {
-          off -= dims[d] * strides[d];
-          idx[d] = 0;
-          ++idx[d - 1];
-          off += strides[d - 1];
-        }
+        carry(wr - 1);
       }
     }
     // A float32 result is computed straight into the output, unless the output overlaps an
