@@ -39,7 +39,7 @@ def cuda_size(n):
 FIRST = CAPACITY - 15 * 256 * MIB - ROUND - (ROUND - 1)
 STEP = 256 * MIB + 1
 SEQUENCE = f"""
-import json, resource, torch
+import json, torch
 assert torch.neuron.memory_reserved() == 0
 cached = torch.empty({4 * GIB}, dtype=torch.uint8, device="neuron")
 del cached
@@ -56,7 +56,7 @@ print(json.dumps({{
     "failed_at": i, "message": message,
     "allocated": torch.neuron.memory_allocated(), "reserved": torch.neuron.memory_reserved(),
     "retries": stats["num_alloc_retries"], "ooms": stats["num_ooms"],
-    "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "rss_kib": int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:"))),
 }}))
 """
 
