@@ -6,6 +6,10 @@ each the best of |rounds| medians of |iters| calls (neuron synchronizes after ea
 
 Target: on neuron, bf16 at least 1.5x faster than float32 (the CPU's bf16 instructions pay off).
 
+Then the float32 products of examples/llama_step.py (size bench) in the layouts the step gives
+them: weight gradients read the activation transposed, forward products the weight transposed.
+
+
     python bench/bench_matmul.py
     OMP_NUM_THREADS=1 python bench/bench_matmul.py --size 512
 """
@@ -28,6 +32,47 @@ def time_mm(a, b, iters):
             torch.neuron.synchronize()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+# (m, k, n, layout): "ta" the lhs is a transposed view, "tb" the rhs, "nn" neither.
+LLAMA_PRODUCTS = [
+    (1024, 1024, 256, "ta"),
+    (1024, 256, 688, "tb"),
+    (688, 1024, 256, "ta"),
+    (256, 1024, 256, "ta"),
+    (1024, 688, 256, "nn"),
+    (1024, 256, 256, "tb"),
+    (1024, 256, 1024, "tb"),
+    (256, 1024, 688, "ta"),
+]
+
+
+def llama_products(iters, rounds):
+    g = torch.Generator().manual_seed(0)
+    operands = {}
+    for m, k, n, layout in LLAMA_PRODUCTS:
+        a = torch.randn(k, m, generator=g).t() if layout == "ta" else torch.randn(m, k, generator=g)
+        b = torch.randn(n, k, generator=g).t() if layout == "tb" else torch.randn(k, n, generator=g)
+        for device in ("cpu", "neuron"):
+            # .to keeps a transposed view's strides
+            operands[(m, k, n, layout, device)] = (a.to(device), b.to(device))
+    for a, b in operands.values():
+        time_mm(a, b, 1)
+    best = {key: float("inf") for key in operands}
+    for _ in range(rounds):
+        for key, (a, b) in operands.items():
+            best[key] = min(best[key], time_mm(a, b, iters))
+    print("float32 products of the Llama step (size bench), ms")
+    total = {"cpu": 0.0, "neuron": 0.0}
+    for m, k, n, layout in LLAMA_PRODUCTS:
+        cpu, neuron = (best[(m, k, n, layout, d)] for d in ("cpu", "neuron"))
+        total["cpu"] += cpu
+        total["neuron"] += neuron
+        print(
+            f"  {m:5d}x{k:<5d} by {k:5d}x{n:<5d} {layout}   cpu {cpu * 1e3:6.2f}   "
+            f"neuron {neuron * 1e3:6.2f}   {neuron / cpu:5.2f}x"
+        )
+    print(f"  all of them: neuron / cpu {total['neuron'] / total['cpu']:5.2f}x")
 
 
 def main():
@@ -66,6 +111,7 @@ def main():
     for dtype in (torch.float32, torch.bfloat16):
         ratio = best[("neuron", dtype)] / best[("cpu", dtype)]
         print(f"  neuron / cpu, {str(dtype):15s} {ratio:5.2f}x")
+    llama_products(args.iters, args.rounds)
 
 
 if __name__ == "__main__":

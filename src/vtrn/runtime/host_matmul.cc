@@ -1,9 +1,11 @@
 #include "vtrn/runtime/host_matmul.h"
 
+#include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -25,6 +27,14 @@ using Key = std::vector<std::int64_t>;
 // shapes would otherwise grow it for ever; 256 distinct shapes cover a training step.
 constexpr std::size_t kMaxPrimitivesPerThread = 256;
 
+// Where oneDNN has no brgemm kernel for the CPU (below AVX-512) it runs float32 on its jit GEMM,
+// which on an AVX2 CPU takes up to twice OpenBLAS's time for large products whose rhs is stored
+// [k, n]: 1024x1024 by 1024x256 with the lhs stored transposed (a weight gradient) 6.8 ms
+// against 3.0, 256x1024 by 1024x1024 5.9 against 3.2, 512^3 2.0 against 1.5. With the rhs
+// stored transposed (a forward linear) the two are within 10% either way, and at or below 256^3
+// OpenBLAS loses (0.40 ms against 0.18), so those stay on oneDNN (bench/bench_matmul.py).
+constexpr std::int64_t kBlasMinMultiplyAdds = std::int64_t{1} << 25;
+
 // A compiled matmul with its memory objects, whose data handles each call sets: creating them,
 // the argument map and a library-managed scratchpad per call cost more than a 16 x 64 x 64
 // matmul itself.
@@ -36,6 +46,8 @@ struct Primitive {
   /// bf16 operands are widened to float32 first: the CPU has no bf16 matmul kernel (oneDNN
   /// has none below AVX-512). Exact, so the result is the float32 product's.
   bool widen = false;
+  /// Run through OpenBLAS's sgemm instead (see kBlasMinMultiplyAdds).
+  bool blas = false;
   std::string impl;  ///< oneDNN's name of the kernel, for errors
 };
 
@@ -133,6 +145,11 @@ Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
     p.scratchpad = dnnl::memory(pd.scratchpad_desc(), st.engine, DNNL_MEMORY_NONE);
   p.impl = pd.impl_info_str();
   p.reference = p.impl.rfind("ref", 0) == 0;
+  constexpr std::int64_t kBlasMaxDim = std::numeric_limits<blasint>::max();
+  p.blas = p.impl.rfind("gemm:jit", 0) == 0 && s.batch_dims.empty() && s.batch == 1 &&
+           !s.rhs_transposed && std::max({s.m, s.n, s.k}) <= kBlasMaxDim &&
+           static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) >=
+               static_cast<double>(kBlasMinMultiplyAdds);
   return st.primitives.emplace(key, std::move(p)).first->second;
 }
 
@@ -180,6 +197,16 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
                      st.widened_lhs);
     rhs = widen_bf16(static_cast<const std::uint16_t*>(rhs), l.batch, s.k, s.n, l.rhs_strides,
                      st.widened_rhs);
+  }
+  if (p.blas) {
+    // Row-major; OpenBLAS's pool follows the same thread budget (executor.cc).
+    cblas_sgemm(CblasRowMajor, s.lhs_transposed ? CblasTrans : CblasNoTrans,
+                s.rhs_transposed ? CblasTrans : CblasNoTrans, static_cast<blasint>(s.m),
+                static_cast<blasint>(s.n), static_cast<blasint>(s.k), 1.0f,
+                static_cast<const float*>(lhs), static_cast<blasint>(s.lhs_transposed ? s.m : s.k),
+                static_cast<const float*>(rhs), static_cast<blasint>(s.rhs_transposed ? s.k : s.n),
+                0.0f, out, static_cast<blasint>(s.n));
+    return;
   }
   p.lhs.set_data_handle(const_cast<void*>(lhs));
   p.rhs.set_data_handle(const_cast<void*>(rhs));

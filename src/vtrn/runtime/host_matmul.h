@@ -2,7 +2,8 @@
 // own CPU kernels use for bf16 matmuls. It picks AVX-512 / AVX512-BF16 / AMX kernels where the
 // CPU has them, so a bf16 product runs on bf16 hardware instead of being widened to float32.
 // Where oneDNN has no bf16 kernel for the CPU (below AVX-512), bf16 operands are widened to
-// float32 first, as ATen's own fallback does.
+// float32 first, as ATen's own fallback does. There, large single float32 products run on
+// OpenBLAS's sgemm, which is faster than oneDNN's AVX2 GEMM for them (host_matmul.cc).
 //
 // Accumulation is always float32 (as on the Tensor engine, whose PSUM accumulates in fp32):
 // bf16 products are exact in float32, so bf16 inputs give the float32 path's result up to the

@@ -69,9 +69,13 @@ TEST_P(HostMatmulTest, MatchesDoublePrecisionReference) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, HostMatmulTest,
     ::testing::Combine(
-        ::testing::Values(Case{1, 3, 5, 7, false, false}, Case{2, 17, 9, 33, true, false},
-                          Case{3, 8, 16, 64, false, true}, Case{2, 31, 12, 5, true, true},
-                          Case{1, 64, 128, 256, false, false}, Case{2, 4, 6, 0, false, false}),
+        ::testing::Values(
+            Case{1, 3, 5, 7, false, false}, Case{2, 17, 9, 33, true, false},
+            Case{3, 8, 16, 64, false, true}, Case{2, 31, 12, 5, true, true},
+            Case{1, 64, 128, 256, false, false}, Case{2, 4, 6, 0, false, false},
+            // 2^25 multiply-adds: on CPUs without AVX-512 the first two run on OpenBLAS.
+            Case{1, 256, 512, 256, false, false}, Case{1, 256, 512, 256, true, false},
+            Case{1, 512, 256, 256, false, true}, Case{1, 512, 256, 256, true, true}),
         ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
 
 TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
