@@ -401,6 +401,47 @@ TEST(ExecutorTest, ScalarOperandsComputeOnceAndASelectOnOnePicksItsOperand) {
   }
 }
 
+// add(x, y, alpha) lowers to y + x * alpha, alpha a runtime scalar; a loop whose scalar is 1
+// skips the multiply and reads x itself. Either way every element equals the float arithmetic
+// written out, -0, infinities, NaN and subnormals included, as a root (alpha * y) and inside.
+TEST(ExecutorTest, AMultiplyByAScalarOneReadsItsOtherOperand) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kBF16}) {
+    Builder b;
+    TensorType t(d, {3, 1100}), s(d, {});
+    Value x = b.param(t), y = b.param(t), alpha = b.param(s);
+    Value ab = b.broadcast_in_dim(alpha, t.dims, {});
+    hlo::Module m = b.finish({b.add(y, b.mul(x, ab)), b.mul(ab, y)});
+    auto xs = random_values(t.num_elements(), -3, 3, 44, d);
+    const auto ys = random_values(t.num_elements(), -3, 3, 45, d);
+    const double specials[] = {-0.0, INFINITY, -INFINITY, NAN, 1e-40, -3e-39, 1e30};
+    for (std::size_t i = 0; i < std::size(specials); ++i) xs[i * 401] = specials[i];
+    auto round_to = [&](double v) {
+      return HostTensor::from_doubles(TensorType(d, {}), {v}).get(0);
+    };
+    for (double av : {1.0, 3.0, -1.0}) {
+      std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                    HostTensor::from_doubles(t, ys),
+                                    HostTensor::from_doubles(s, {av})};
+      auto fused = run(m, in, true), unfused = run(m, in, false);
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(fused[r].data, unfused[r].data) << hlo::dtype_name(d) << " alpha " << av;
+      for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+        // Rounded to d after each operation, as the loop computes.
+        const double xv = in[0].get(i), yv = in[1].get(i);
+        const double sum = round_to(yv + round_to(xv * av)), scaled = round_to(av * yv);
+        const double got = fused[0].get(i);
+        if (std::isnan(sum)) {
+          ASSERT_TRUE(std::isnan(got)) << hlo::dtype_name(d) << " alpha " << av << " i " << i;
+        } else {
+          ASSERT_EQ(got, sum) << hlo::dtype_name(d) << " alpha " << av << " i " << i;
+          ASSERT_EQ(std::signbit(got), std::signbit(sum)) << "i " << i;
+        }
+        ASSERT_EQ(fused[1].get(i), scaled) << hlo::dtype_name(d) << " alpha " << av << " i " << i;
+      }
+    }
+  }
+}
+
 // A loop whose every instruction reads only scalars: computed once, spread over the output.
 TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
   Builder b;

@@ -80,6 +80,11 @@ class FusedProgram {
     /// A select on a uniform predicate: its result is the chosen operand's slot, and what only
     /// the other operand needs is not computed.
     bool picks = false;
+    /// A float multiply of a per-element operand by a uniform one: where the uniform one is
+    /// exactly 1 in a run, its result is the other operand's slot and it is not computed.
+    /// (add's alpha is a runtime scalar, 1 in nearly every call; x * 1 is x in IEEE arithmetic,
+    /// -0, infinities, NaNs and subnormals included.)
+    bool scales = false;
   };
 
  private:
@@ -99,7 +104,9 @@ class FusedProgram {
   std::vector<int> extra_values_, extra_slots_;
   std::vector<hlo::DType> extra_dtypes_;
   int root_slot_ = -1;
+  std::int64_t chunk_ = 0;  ///< elements per chunk (kernels_fused.cc)
   bool has_picks_ = false;
+  bool has_scales_ = false;
   hlo::DType out_dtype_ = hlo::DType::kF32;
   // Reduce root.
   bool reduce_ = false;

@@ -1,4 +1,4 @@
-// Fused loops (see executor.h): the domain in chunks of kChunk elements, each op one loop over
+// Fused loops (see executor.h): the domain in chunks (chunk_ elements), each op one loop over
 // the chunk (kernels_elementwise.h), a reduce root folding each chunk (kernels_reduce.h).
 #include <algorithm>
 #include <cmath>
@@ -33,7 +33,13 @@ using elementwise::unary_int;
 using elementwise::wrap_i64;
 
 namespace {
+// A reduce folds chunks of kChunk elements (its sums' order must not change). An elementwise
+// loop's chunk is as long as keeps its scratch slots within kChunkScratchBytes (in L1 with the
+// chunk's inputs and output), up to kMaxChunk: a chunk's fixed work (each load and instruction
+// set up, the output's overlap check) cost a quarter of a float32 add at 1024 elements.
 constexpr std::int64_t kChunk = 1024;
+constexpr std::int64_t kMaxChunk = 8192;
+constexpr std::int64_t kChunkScratchBytes = 16384;
 
 /// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
 /// thread-local: in a shared library each is reached through a __tls_get_addr call).
@@ -174,6 +180,12 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     in.uniform = uniform(in.a) && uniform(in.b) && uniform(in.c);
     in.picks = !in.uniform && in.kind == OpKind::kSelect && uniform(in.a);
     has_picks_ = has_picks_ || in.picks;
+    if (!in.uniform && in.kind == OpKind::kMultiply && hlo::is_float(slots_[in.dst].dtype) &&
+        slots_[in.dst].cls != Cls::kI64 && uniform(in.a) != uniform(in.b)) {
+      const int other = uniform(in.a) ? in.b : in.a;
+      in.scales = slots_[other].dtype == slots_[in.dst].dtype;
+    }
+    has_scales_ = has_scales_ || in.scales;
     slots_[in.dst].uniform = in.uniform;
     slot_of[op.results[0]] = in.dst;
     instrs_.push_back(in);
@@ -199,6 +211,26 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       extra_slots_.push_back(slot_of[v]);
       extra_dtypes_.push_back(b.type(v).dtype);
     }
+  }
+  chunk_ = kChunk;
+  if (!reduce_) {
+    // Bytes per element of the slots a chunk may write: all but loads read in place and a
+    // float32 root computed straight into the output.
+    std::vector<char> in_place(slots_.size(), 0);
+    for (const Load& l : loads_) {
+      const Cls c = slots_[l.slot].cls;
+      in_place[static_cast<std::size_t>(l.slot)] = l.mode == 0 && l.slot != root_slot_ &&
+                                                   ((c == Cls::kF32 && l.dtype == DType::kF32) ||
+                                                    (c == Cls::kF64 && l.dtype == DType::kF64) ||
+                                                    (c == Cls::kI64 && l.dtype == DType::kI64));
+    }
+    if (out_dtype_ == DType::kF32 && slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() &&
+        instrs_.back().dst == root_slot_)
+      in_place[static_cast<std::size_t>(root_slot_)] = 1;
+    std::int64_t bytes = 0;
+    for (std::size_t k = 0; k < slots_.size(); ++k)
+      if (!in_place[k]) bytes += slots_[k].cls == Cls::kF32 ? 4 : 8;
+    while (chunk_ < kMaxChunk && (chunk_ * 2) * bytes <= kChunkScratchBytes) chunk_ *= 2;
   }
   // Values loaded more than once (e.g. an input used by two loads) are listed once.
   std::sort(input_values_.begin(), input_values_.end());
@@ -332,7 +364,8 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   // offset within a 4 KiB page: a loop loading one slot and storing another at a multiple of
   // 4 KiB stalls on the false store-to-load dependency (4K aliasing), and slots 8 KiB apart all
   // fall in the same L1 sets.
-  const auto stride = static_cast<std::size_t>(std::min(kChunk, (hi - lo + 15) / 16 * 16) + 8);
+  const std::int64_t chunk = chunk_;
+  const auto stride = static_cast<std::size_t>(std::min(chunk, (hi - lo + 15) / 16 * 16) + 8);
   RunState& st = thread_run_state();
   std::unique_ptr<std::int64_t[]> owned;
   std::int64_t* scratch = st.scratch_for(ns * stride, owned);
@@ -409,6 +442,21 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         if (o >= 0) need[static_cast<std::size_t>(o)] = 1;
     }
   }
+  // A multiply by a uniform 1 reads as its other operand.
+  if (has_scales_) {
+    for (std::size_t k = 0; k < instrs_.size(); ++k) {
+      const Instr& in = instrs_[k];
+      if (!in.scales || !live[k]) continue;
+      const bool a_uniform = slots_[in.a].uniform;
+      const int u = a_uniform ? in.a : in.b;
+      const double factor = slots_[u].cls == Cls::kF64 ? *static_cast<const double*>(slot_ptr(u))
+                                                       : *static_cast<const float*>(slot_ptr(u));
+      if (factor != 1.0) continue;
+      alias[static_cast<std::size_t>(in.dst)] =
+          alias[static_cast<std::size_t>(a_uniform ? in.b : in.a)];
+      live[k] = 0;
+    }
+  }
   // A uniform slot is spread over the chunk only where something reads it per element: a live
   // instruction, the root or an extra output (a scalar that only feeds other scalars is not).
   std::vector<char>& spread = st.spread;
@@ -439,8 +487,8 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   }
   // The root computed straight into the output (below) must be the last instruction run.
   const bool root_last = !instrs_.empty() && live.back() && instrs_.back().dst == root_slot_;
-  for (std::int64_t start = lo; start < hi; start += kChunk) {
-    const std::int64_t len = std::min(kChunk, hi - start);
+  for (std::int64_t start = lo; start < hi; start += chunk) {
+    const std::int64_t len = std::min(chunk, hi - start);
     for (const Load& l : loads_) {
       if (l.mode == 3 || l.mode == 1) continue;
       void* dst = slot_ptr(l.slot);
@@ -579,11 +627,13 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
       run_range(values, out, 0, n_, nullptr, extra);
       return;
     }
-    // Pieces of whole chunks, at least 16 of them.
-    const std::int64_t chunks = (n_ + kChunk - 1) / kChunk;
-    parallel_ranges(chunks, 16, threads, [&](std::int64_t lo, std::int64_t hi) {
-      run_range(values, out, lo * kChunk, std::min(n_, hi * kChunk), nullptr, extra);
-    });
+    // Pieces of whole chunks, at least 16K elements each.
+    const std::int64_t chunks = (n_ + chunk_ - 1) / chunk_;
+    parallel_ranges(chunks, std::max<std::int64_t>(1, (kChunk << 4) / chunk_), threads,
+                    [&](std::int64_t lo, std::int64_t hi) {
+                      run_range(values, out, lo * chunk_, std::min(n_, hi * chunk_), nullptr,
+                                extra);
+                    });
     return;
   }
   // Reduce: accumulators of the loop's class, initialized with the init value.
