@@ -14,6 +14,8 @@ import warnings
 import pytest
 import torch
 
+import vtrn
+
 torch.manual_seed(0)
 X = torch.randn(3, 4).t()  # strides (1, 4)
 NCHW = torch.randn(2, 3, 4, 5)
@@ -127,6 +129,33 @@ def test_a_broadcast_operand_is_not_written_in_place():
         t = torch.randn(5, 4, device=device)
         with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
             t.mul_(a)
+
+
+def test_an_out_argument_that_is_also_an_input_is_not_resized():
+    # TensorIterator does not resize an output that it also reads: out=t with t smaller than
+    # the broadcast shape raises on the CPU, and must on neuron too, where it once resized t.
+    a = torch.randn(2, 3, 5, 4)
+    table = torch.randn(5, 4)
+    vtrn.clear_op_tracking()
+    for fn in (torch.mul, torch.add, torch.maximum):
+        for device in ("cpu", "neuron"):
+            t = table.clone().to(device)
+            with pytest.raises(
+                RuntimeError,
+                match=r"output with shape \[5, 4\] doesn't match "
+                r"the broadcast shape \[2, 3, 5, 4\]",
+            ):
+                fn(a.to(device), t, out=t)
+            torch.testing.assert_close(t.cpu(), table, rtol=0, atol=0)
+    assert vtrn.get_fallback_ops() == []  # refused on the device, not run on the CPU
+    # Of the same shape, the output is written: the CPU's result, bit for bit.
+    b = torch.randn(5, 4)
+    results = {}
+    for device in ("cpu", "neuron"):
+        t = table.clone().to(device)  # (to("cpu") would not copy)
+        assert torch.mul(b.to(device), t, out=t) is t
+        results[device] = t.cpu()
+    torch.testing.assert_close(results["neuron"], results["cpu"], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", list(CASES))

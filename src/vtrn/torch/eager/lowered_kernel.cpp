@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
@@ -396,6 +397,25 @@ class LoweredKernel final : public c10::OperatorKernel {
     return false;
   }
 
+  // The broadcast shape of an elementwise call's tensor arguments: empty where they do not
+  // broadcast (the CPU's call then raises its own error), none for a call on tensor lists
+  // (foreach ops pair their lists' tensors by index).
+  std::optional<c10::DimVector> elementwise_shape(const torch::jit::Stack& stack,
+                                                  size_t first) const {
+    c10::DimVector shape;
+    for (size_t i = 0; i < info_.num_args; ++i) {
+      if (info_.slots[i] == Slot::kTensorList) return std::nullopt;
+      const c10::IValue& v = stack[first + i];
+      if (info_.slots[i] != Slot::kTensor || !v.isTensor() || !v.toTensor().defined()) continue;
+      try {
+        shape = at::infer_size_dimvector(shape, v.toTensor().sizes());
+      } catch (const c10::Error&) {
+        return c10::DimVector{};
+      }
+    }
+    return shape;
+  }
+
   bool overlap_is_cpus_call(const torch::jit::Stack& stack, size_t first) const {
     bool found = false;
     // |out| is argument |out_arg|: the same tensor passed again as another argument (cat(
@@ -409,7 +429,16 @@ class LoweredKernel final : public c10::OperatorKernel {
       size_t arg = 0;
       auto against = [&](const at::Tensor& in) {
         if (found || !in.defined() || in.is_cpu()) return;
-        if (in.is_same(out) && (arg == out_arg || entry_->elementwise)) return;
+        if (in.is_same(out) && arg != out_arg && entry_->elementwise) {
+          // An out= that is also an input is not resized: TensorIterator raises, with its text.
+          const std::optional<c10::DimVector> shape = elementwise_shape(stack, first);
+          if (!shape || out.sizes().equals(*shape)) return;
+          found = shape->empty();  // the arguments do not broadcast: the CPU's call says so
+          TORCH_CHECK(found, "output with shape ", out.sizes(),
+                      " doesn't match the broadcast shape ", c10::IntArrayRef(*shape));
+          return;
+        }
+        if (in.is_same(out) && arg == out_arg) return;
         const at::MemOverlapStatus s = at::get_overlap_status(out, in);
         found = s == at::MemOverlapStatus::Partial ||
                 (s == at::MemOverlapStatus::Full && !entry_->elementwise) ||
