@@ -109,3 +109,40 @@ def test_a_budget_of_one_thread_adds_no_thread(how):
     assert seen["ok"]
     assert seen["after"] == seen["before"], seen
     assert seen["after_two"] > seen["after"], seen
+
+
+# CPU time the process spends while it sleeps right after a convolution (OpenBLAS's sgemm on
+# two threads, on every CPU): OpenBLAS's pool threads spin 2^28 cycles for the next call unless
+# OPENBLAS_THREAD_TIMEOUT says otherwise, and vtrn sets it unless the user has.
+SPIN_SCRIPT = """
+import os, time, torch, vtrn
+torch.set_num_threads(2)
+x = torch.randn(4, 64, 32, 32, device="neuron")
+w = torch.randn(64, 64, 3, 3, device="neuron")
+for _ in range(3):
+    torch.nn.functional.conv2d(x, w).sum().item()
+start = time.process_time()
+time.sleep(0.1)
+print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), time.process_time() - start)
+"""
+
+
+def cpu_seconds_while_asleep(**env_vars):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VTRN_NUM_THREADS")}
+    env.pop("OPENBLAS_THREAD_TIMEOUT", None)
+    env.update(env_vars)
+    proc = run_python(SPIN_SCRIPT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    value, seconds = proc.stdout.split()
+    return value, float(seconds)
+
+
+def test_openblas_threads_sleep_when_a_call_ends():
+    value, seconds = cpu_seconds_while_asleep()
+    assert value == "4"
+    assert seconds < 0.03, f"{seconds:.3f} s of CPU during a 0.1 s sleep"
+    # The user's value is kept; and with OpenBLAS's own default the measure sees the spin.
+    value, spinning = cpu_seconds_while_asleep(OPENBLAS_THREAD_TIMEOUT="28")
+    assert value == "28"
+    if os.cpu_count() >= 2:  # OpenBLAS starts no second thread on one CPU
+        assert spinning > 0.05, f"{spinning:.3f} s of CPU during a 0.1 s sleep"
