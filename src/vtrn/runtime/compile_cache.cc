@@ -587,6 +587,16 @@ void CompileCache::store(const std::string& path, const std::string& key,
        "directory you can write. Further failures to store are not reported.");
 }
 
+void CompileCache::store_hlo_text(const std::string& key, const std::string& printed,
+                                  bool unless_present) {
+  if (config_.hlo_dir.empty()) return;
+  const std::string path = config_.hlo_dir + "/" + key + ".mlir";
+  struct stat st {};
+  if (unless_present && ::lstat(path.c_str(), &st) == 0) return;
+  std::string err;
+  if (!write_file_atomic(path, printed, &err)) warn("cannot store the HLO text (" + err + ")");
+}
+
 CacheResult CompileCache::get_or_compile(const hlo::Module& module,
                                          const compiler::CompileOptions& options) {
   const std::string printed = hlo::print_module(module);
@@ -606,6 +616,9 @@ CacheResult CompileCache::get_or_compile(const hlo::Module& module,
   bool rejected = false;
   if (!path.empty()) {
     if (auto exe = load(path, r.key, module, options, &rejected)) {
+      // The HLO text cache holds every module lowered, also those whose executable an
+      // earlier process (perhaps without TORCH_NEURONX_HLO_CACHE_DIR) compiled.
+      store_hlo_text(r.key, printed, /*unless_present=*/true);
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.disk_hits;
       memory_[r.key] = exe;
@@ -617,11 +630,7 @@ CacheResult CompileCache::get_or_compile(const hlo::Module& module,
   compiler::Executable exe = compiler::compile(module, options);
   if (before_store_) before_store_();
   if (!path.empty()) store(path, r.key, exe);
-  if (!config_.hlo_dir.empty()) {
-    std::string err;
-    if (!write_file_atomic(config_.hlo_dir + "/" + r.key + ".mlir", printed, &err))
-      warn("cannot store the HLO text (" + err + ")");
-  }
+  store_hlo_text(r.key, printed, /*unless_present=*/false);
   auto loaded = std::make_shared<const LoadedExecutable>(std::move(exe));
   std::lock_guard<std::mutex> lock(mu_);
   ++counters_.compiles;

@@ -4,7 +4,8 @@
 // Key: SHA-256 of (printed HLO, compiler options, compiler version, entry format), as 64 hex
 // digits.
 // Executables go to $TORCH_NEURONX_NEFF_CACHE_DIR/<key>.neff (default /tmp/neff_cache); when
-// $TORCH_NEURONX_HLO_CACHE_DIR is set, the printed HLO goes to <dir>/<key>.mlir.
+// $TORCH_NEURONX_HLO_CACHE_DIR is set, the printed HLO goes to <dir>/<key>.mlir, whether the
+// executable was compiled or found on disk.
 //
 // The cache directory is anyone's who can write it, so nothing read from it is trusted:
 // - The directory must be owned by this process's effective user and not writable by group or
@@ -115,6 +116,9 @@ class CompileCache {
                                                const compiler::CompileOptions& options,
                                                bool* rejected);
   void store(const std::string& path, const std::string& key, const compiler::Executable& exe);
+  /// Writes |printed| to the HLO text cache, if one is set (and, with |unless_present|, only
+  /// where the key has no text there yet).
+  void store_hlo_text(const std::string& key, const std::string& printed, bool unless_present);
 
   Config config_;
   std::once_flag resolved_;

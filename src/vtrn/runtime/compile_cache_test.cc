@@ -24,6 +24,7 @@
 
 #include "vtrn/hlo/builder.h"
 #include "vtrn/hlo/parser.h"
+#include "vtrn/hlo/printer.h"
 
 extern char** environ;
 
@@ -575,6 +576,26 @@ TEST(CompileCacheTest, HloTextCache) {
   std::ifstream f(text);
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NO_THROW(hlo::parse_module(s));
+  fs::remove_all(dir);
+  fs::remove_all(hdir);
+}
+
+// A process that finds the executable on disk still fills its HLO text cache: the NEFF cache
+// may have been warmed by a run without one.
+TEST(CompileCacheTest, HloTextCacheFilledOnADiskHit) {
+  const fs::path dir = fresh_dir("neff-warm"), hdir = fresh_dir("hlo-late");
+  std::string key;
+  {
+    CompileCache warm({dir.string(), ""});
+    key = warm.get_or_compile(module_under_test()).key;
+  }
+  CompileCache cache({dir.string(), hdir.string()});
+  ASSERT_EQ(cache.get_or_compile(module_under_test()).source, CacheSource::kDisk);
+  const fs::path text = hdir / (key + ".mlir");
+  ASSERT_TRUE(fs::exists(text));
+  std::ifstream f(text);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(s, hlo::print_module(module_under_test()));
   fs::remove_all(dir);
   fs::remove_all(hdir);
 }
