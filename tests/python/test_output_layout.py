@@ -190,3 +190,75 @@ def test_adding_an_imaginary_scalar_promotes_as_on_the_cpu(dtype):
     assert got.dtype == expected.dtype
     # equal() has no ComplexHalf kernel on the CPU: compare the (real, imag) pairs.
     assert torch.equal(torch.view_as_real(got.cpu()), torch.view_as_real(expected))
+
+
+# An elementwise out= that is a view into a larger buffer (offset, strided, transposed) and
+# already has the result's shape is written where it lies on the device, as the CPU writes it:
+# the buffer's other elements untouched, no fallback.
+OUT_VIEW_CASES = {
+    "add into rows": ((7, 4), lambda b: b[1:6], lambda x, y, o: torch.add(x, y, out=o)),
+    "mul into every other column": (
+        (5, 8),
+        lambda b: b[:, ::2],
+        lambda x, y, o: torch.mul(x, y, out=o),
+    ),
+    "sub alpha into a transpose": (
+        (4, 5),
+        lambda b: b.t(),
+        lambda x, y, o: torch.sub(x, y, alpha=2, out=o),
+    ),
+    "exp into rows": ((7, 4), lambda b: b[2:7], lambda x, y, o: torch.exp(x, out=o)),
+    "where into odd columns": (
+        (5, 8),
+        lambda b: b[:, 1::2],
+        lambda x, y, o: torch.where(x > 0, x, y, out=o),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(OUT_VIEW_CASES))
+def test_an_out_view_of_the_result_shape_is_written_in_place(name):
+    shape, view, op = OUT_VIEW_CASES[name]
+    x, y, base = torch.randn(5, 4), torch.randn(4), torch.randn(shape)
+    results = {}
+    vtrn.clear_op_tracking()
+    for device in ("cpu", "neuron"):
+        buf = base.clone().to(device)
+        out = view(buf)
+        assert op(x.to(device), y.to(device), out) is out
+        results[device] = (buf.cpu(), out.stride())
+    assert vtrn.get_fallback_ops() == []
+    assert results["neuron"][1] == results["cpu"][1]
+    torch.testing.assert_close(results["neuron"][0], results["cpu"][0], rtol=0, atol=0)
+
+
+# Views that overlap an input, or that the op would resize, keep the CPU's behaviour: the same
+# error, or the same bytes.
+OUT_OVERLAP_CASES = {
+    "partial overlap": lambda b: torch.add(b[0:5], 1, out=b[1:6]),
+    "the same view": lambda b: torch.mul(b[1:6], 2, out=b[1:6]),
+    "an expanded out": lambda b: torch.add(b[0, :4], 1, out=b[0:1].expand(3, 4)),
+    "another argument's rows": lambda b: torch.add(b[0:3], b[3:6], out=b[3:6]),
+    "resized": lambda b: torch.add(torch.ones(2, 3, 4, device=b.device), 1, out=b[1:4]),
+    "an input's columns": lambda b: torch.add(b[:, 0:2], b[:, 2:4], out=b[:, 0:2]),
+}
+
+
+@pytest.mark.parametrize("name", list(OUT_OVERLAP_CASES))
+def test_an_out_view_that_overlaps_or_resizes_behaves_as_on_the_cpu(name):
+    def outcome(device):
+        buf = torch.arange(24.0).reshape(6, 4).to(device)
+        try:
+            OUT_OVERLAP_CASES[name](buf)
+        except RuntimeError as e:
+            return "error", str(e).splitlines()[0]
+        return "ok", buf.cpu()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the CPU's resize warning
+        cpu, neuron = outcome("cpu"), outcome("neuron")
+    assert neuron[0] == cpu[0], (cpu, neuron)
+    if cpu[0] == "ok":
+        torch.testing.assert_close(neuron[1], cpu[1], rtol=0, atol=0)
+    else:
+        assert neuron[1] == cpu[1]

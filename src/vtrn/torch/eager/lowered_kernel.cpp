@@ -467,11 +467,16 @@ class LoweredKernel final : public c10::OperatorKernel {
       const c10::IValue& v = stack[first + i];
       // An out= that is part of a larger storage may be resized into its neighbours, which the
       // CPU checks after resizing (gather(ind.clone(), 0, ind[1:], out=ind[:1])): its call.
+      // An elementwise op's out= already of the broadcast shape is not resized: it is written
+      // where it lies, as an in-place op's view is.
       if (info_.slots[i] == Slot::kOut && v.isTensor() && v.toTensor().defined()) {
         const at::Tensor& out = v.toTensor();
         if (out.numel() > 0 && (out.storage_offset() != 0 || !out.is_contiguous() ||
-                                out.storage().nbytes() != out.nbytes()))
-          return true;
+                                out.storage().nbytes() != out.nbytes())) {
+          const std::optional<c10::DimVector> shape =
+              entry_->elementwise ? elementwise_shape(stack, first) : std::nullopt;
+          if (!shape || !out.sizes().equals(*shape)) return true;
+        }
       }
       if (v.isTensor()) {
         check(v.toTensor(), i, std::nullopt);
