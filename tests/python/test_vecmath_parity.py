@@ -2,7 +2,9 @@
 
 The executor computes exp, expm1, log, log1p, tanh, sin, cos (and the exp of sigmoid, silu
 and the tanh GELU) with SLEEF's vector functions, the ones ATen's vectorized CPU kernels call,
-and a bfloat16 or float16 op computes in float32 and rounds once. So:
+and a bfloat16 or float16 op computes in float32 and rounds once. ATen's own kernels for
+float32 exp, log, sqrt, sin, cos and tanh call MKL's VML instead, which libtorch_cpu exports;
+vtrn computes those six ops with the same functions. So:
 
   * bfloat16 and float16: every one of the 65,536 values of the type (NaNs, infinities,
     subnormals, the largest magnitudes) gives the CPU's result bit for bit, on an odd length
@@ -10,10 +12,12 @@ and a bfloat16 or float16 op computes in float32 and rounds once. So:
   * float32, where ATen's kernel takes SLEEF too (expm1, log1p; sigmoid, silu and pow on
     whole vectors of 32, glibc's libm for the rest of the tensor, as the executor does): bit
     for bit over random float32 bit patterns and edge values, and on short tensors;
+  * float32 exp, log, sqrt, sin, cos and tanh, where ATen calls MKL's VML: bit for bit on the
+    same inputs, at every length and in strided and in-place forms;
   * pow, a binary op, on random pairs rather than every one: bit for bit in every type;
-  * float32 exp, log, tanh, sin, cos, where ATen calls MKL instead, and erf and the exact
-    GELU, which both compute by a rational/polynomial of their own: within the tolerances
-    OpInfo's parity tests use (torch.testing's float32 defaults), on the same inputs.
+  * erf and the exact GELU, which both compute by a rational/polynomial of their own, and the
+    tanh GELU's float32 tail: within the tolerances OpInfo's parity tests use
+    (torch.testing's float32 defaults), on the same inputs.
 """
 
 from __future__ import annotations
@@ -35,12 +39,15 @@ OPS = {
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
 }
 F32_BITWISE = ["expm1", "log1p", "sigmoid", "silu"]
-F32_TOLERANCE = {
+F32_ATEN_VML = {
     "exp": torch.exp,
     "log": torch.log,
-    "tanh": torch.tanh,
+    "sqrt": torch.sqrt,
     "sin": torch.sin,
     "cos": torch.cos,
+    "tanh": torch.tanh,
+}
+F32_TOLERANCE = {
     "erf": torch.erf,
     "gelu": F.gelu,
     "gelu_tanh": OPS["gelu_tanh"],
@@ -132,6 +139,49 @@ def test_float32_short_tensors_split_vectors_and_tail_as_aten(name, n):
         assert_bitwise(got, torch.pow(base, e), base, f"pow float32, {n} values")
 
 
+def test_the_aten_vml_functions_are_installed_where_torch_has_mkl():
+    import vtrn
+
+    assert torch.backends.mkl.is_available(), "torch==2.13.0's x86 wheel links MKL"
+    assert vtrn._C._aten_vml_functions() == len(F32_ATEN_VML)
+
+
+@pytest.mark.parametrize("name", list(F32_ATEN_VML))
+def test_float32_matches_the_cpu_bit_for_bit_where_aten_uses_mkl(name):
+    op = F32_ATEN_VML[name]
+    x = float32_inputs()
+    if name in ("log", "sqrt"):
+        x = torch.cat([x, x.abs()])
+    assert_bitwise(op(x.to("neuron")).cpu(), op(x), x, f"{name} float32")
+    # Lengths around vector widths, a strided view, an in-place update, an odd offset.
+    for n in (1, 7, 33, 1000):
+        assert_bitwise(op(x[:n].to("neuron")).cpu(), op(x[:n]), x[:n], f"{name}, {n} values")
+    m = x[: 64 * 64].reshape(64, 64)
+    assert_bitwise(op(m.to("neuron").t()).cpu(), op(m.t()), m.t().reshape(-1), f"{name} strided")
+    d = x[5:1005].to("neuron")
+    getattr(d, name + "_")()
+    assert_bitwise(d.cpu(), op(x[5:1005]), x[5:1005], f"{name}_ in place")
+
+
+def test_the_same_functions_inside_other_ops_stay_aten_vectorized_ones():
+    """torch.sigmoid's exp and torch.rsqrt's sqrt are not torch.exp's and torch.sqrt's on the
+    CPU: vtrn must keep them apart (common-subexpression elimination must not merge them)."""
+    x = float32_inputs()
+    xn = x.to("neuron")
+    got_exp, got_sigmoid = torch.exp(xn).cpu(), torch.sigmoid(xn).cpu()
+    assert_bitwise(got_exp, torch.exp(x), x, "exp")
+    assert_bitwise(got_sigmoid, torch.sigmoid(x), x, "sigmoid")
+    pos = x.abs()
+    pn = pos.to("neuron")
+    assert_bitwise(torch.sqrt(pn).cpu(), torch.sqrt(pos), pos, "sqrt")
+    assert_bitwise(torch.rsqrt(pn).cpu(), torch.rsqrt(pos), pos, "rsqrt")
+    # One compiled graph holding both: the two exps must stay two.
+    both = torch.compile(lambda t: (torch.exp(t), torch.sigmoid(t)), backend="neuron")
+    ge, gs = both(xn)
+    assert_bitwise(ge.cpu(), torch.exp(x), x, "compiled exp")
+    assert_bitwise(gs.cpu(), torch.sigmoid(x), x, "compiled sigmoid")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_pow_matches_the_cpu_bit_for_bit(dtype):
     g = torch.Generator().manual_seed(5)
@@ -152,8 +202,6 @@ def test_pow_matches_the_cpu_bit_for_bit(dtype):
 def test_float32_within_opinfo_tolerances_elsewhere(name):
     op = F32_TOLERANCE[name]
     x = float32_inputs()
-    if name == "log":
-        x = torch.cat([x, x.abs()])
     if name == "gelu":
         # ATen's exact GELU forms x * (1 + erf) before halving it: inf beyond 1.7e38 and NaN at
         # inf, an overflow of its own rather than of the math library; neuron gives x there.

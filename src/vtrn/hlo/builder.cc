@@ -29,7 +29,7 @@ std::vector<Value> Builder::add_op(Op op, const std::vector<TensorType>* declare
   for (std::size_t i = 0; i < op.operands.size(); ++i) {
     const int v = op.operands[i];
     if (v < 0 || v >= static_cast<int>(block_.types.size()))
-      throw Error("stablehlo." + std::string(op_name(op.kind)) + ": operand " + std::to_string(i) +
+      throw Error(qualified_op_name(op.kind) + ": operand " + std::to_string(i) +
                   " is not a value of this builder");
     in.push_back(block_.types[v]);
   }
@@ -37,8 +37,8 @@ std::vector<Value> Builder::add_op(Op op, const std::vector<TensorType>* declare
   if (declared) {
     for (std::size_t i = 0; i < out.size() && i < declared->size(); ++i)
       if (out[i] != (*declared)[i])
-        throw Error("stablehlo." + std::string(op_name(op.kind)) + ": result " + std::to_string(i) +
-                    " has type " + (*declared)[i].str() + ", expected " + out[i].str());
+        throw Error(qualified_op_name(op.kind) + ": result " + std::to_string(i) + " has type " +
+                    (*declared)[i].str() + ", expected " + out[i].str());
   }
   std::vector<Value> res;
   op.results.clear();
@@ -56,6 +56,14 @@ Value Builder::unary(OpKind kind, Value x) {
     throw Error("Builder::unary: '" + std::string(op_name(kind)) +
                 "' is not a unary elementwise op");
   return add_one(make(kind, {x}));
+}
+
+Value Builder::vml_unary(OpKind kind, Value x) {
+  if (!has_vml_form(kind))
+    throw Error("Builder::vml_unary: '" + std::string(op_name(kind)) + "' has no vml form");
+  Op op = make(kind, {x});
+  op.vml = true;
+  return add_one(std::move(op));
 }
 
 Value Builder::binary(OpKind kind, Value a, Value b) {
@@ -78,6 +86,8 @@ Value Builder::select(Value p, Value t, Value f) {
 Value Builder::clamp(Value lo, Value x, Value hi) {
   return add_one(make(OpKind::kClamp, {lo, x, hi}));
 }
+
+Value Builder::fma(Value a, Value b, Value c) { return add_one(make(OpKind::kFma, {a, b, c})); }
 
 Value Builder::convert(Value x, DType dtype) {
   std::vector<TensorType> d{TensorType(dtype, type(x).dims)};

@@ -31,6 +31,8 @@ class Builder {
 
   // Elementwise.
   Value unary(OpKind kind, Value x);
+  /// A unary op computed as ATen's own kernel for it computes float32 (Op::vml).
+  Value vml_unary(OpKind kind, Value x);
   Value binary(OpKind kind, Value a, Value b);
   Value add(Value a, Value b) { return binary(OpKind::kAdd, a, b); }
   Value sub(Value a, Value b) { return binary(OpKind::kSubtract, a, b); }
@@ -43,6 +45,8 @@ class Builder {
   Value compare(Comparison dir, Value a, Value b, CompareType type = CompareType::kNone);
   Value select(Value pred, Value on_true, Value on_false);
   Value clamp(Value lo, Value x, Value hi);
+  /// a * b + c, rounded once (math.fma).
+  Value fma(Value a, Value b, Value c);
   Value convert(Value x, DType dtype);
 
   // Data movement.

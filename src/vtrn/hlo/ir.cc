@@ -219,6 +219,10 @@ constexpr OpInfo kOpInfos[] = {
 
 std::string_view op_name(OpKind kind) { return kOpInfos[static_cast<int>(kind)].name; }
 
+std::string qualified_op_name(OpKind kind) {
+  return std::string(kind == OpKind::kFma ? "math." : "stablehlo.") + std::string(op_name(kind));
+}
+
 bool op_from_name(std::string_view name, OpKind* out) {
   for (std::size_t i = 0; i < std::size(kOpInfos); ++i) {
     if (kOpInfos[i].name == name) {
@@ -231,9 +235,13 @@ bool op_from_name(std::string_view name, OpKind* out) {
 
 bool is_unary_elementwise(OpKind kind) { return kOpInfos[static_cast<int>(kind)].cls == 'U'; }
 bool is_binary_elementwise(OpKind kind) { return kOpInfos[static_cast<int>(kind)].cls == 'B'; }
+bool has_vml_form(OpKind kind) {
+  return kind == OpKind::kExp || kind == OpKind::kLog || kind == OpKind::kSqrt ||
+         kind == OpKind::kSine || kind == OpKind::kCosine || kind == OpKind::kTanh;
+}
 bool is_elementwise(OpKind kind) {
   return is_unary_elementwise(kind) || is_binary_elementwise(kind) || kind == OpKind::kCompare ||
-         kind == OpKind::kSelect || kind == OpKind::kClamp;
+         kind == OpKind::kSelect || kind == OpKind::kClamp || kind == OpKind::kFma;
 }
 
 namespace {

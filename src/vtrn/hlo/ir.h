@@ -112,6 +112,7 @@ double load_double(DType dtype, const void* src);
   X(kCompare, "compare", O)                         \
   X(kSelect, "select", O)                           \
   X(kClamp, "clamp", O)                             \
+  X(kFma, "fma", O)                                 \
   X(kConstant, "constant", O)                       \
   X(kIota, "iota", O)                               \
   X(kBroadcastInDim, "broadcast_in_dim", O)         \
@@ -142,11 +143,17 @@ enum class OpKind : std::uint8_t {
 
 /// "add", "dot_general" (without the "stablehlo." prefix).
 std::string_view op_name(OpKind kind);
+/// The op's name in MLIR text: "stablehlo.add"; "math.fma" for kFma. StableHLO has no fused
+/// multiply-add (a * b + c rounded once), and ATen's CPU kernels compute add's alpha, addcmul,
+/// lerp and the norms with one; MLIR's math dialect has it, elementwise on tensors.
+std::string qualified_op_name(OpKind kind);
 /// The op named |name| (without prefix), or false.
 bool op_from_name(std::string_view name, OpKind* out);
 bool is_unary_elementwise(OpKind kind);
+/// The ops that may carry Op::vml: exponential, log, sqrt, sine, cosine, tanh.
+bool has_vml_form(OpKind kind);
 bool is_binary_elementwise(OpKind kind);
-/// Elementwise in the fusion sense: unary, binary, compare, select, clamp.
+/// Elementwise in the fusion sense: unary, binary, compare, select, clamp, fma.
 bool is_elementwise(OpKind kind);
 
 /// rng_bit_generator's algorithm; vtrn runs Philox for every one of them.
@@ -231,10 +238,14 @@ struct Op {
   bool indices_are_sorted = false;                      ///< gather, scatter
   bool unique_indices = false;                          ///< scatter
   RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;  ///< rng_bit_generator
-  std::string call_target_name;                         ///< custom_call
-  std::string backend_config;                           ///< custom_call
-  Literal literal;                                      ///< constant
-  std::vector<std::shared_ptr<Block>> regions;          ///< reduce, scatter, sort bodies
+  /// exponential, log, sqrt, sine, cosine, tanh on float32: computed as ATen's own kernel for
+  /// that op computes it (runtime/aten_unary.h), not as ATen computes it inside other ops.
+  /// Written as the attribute `vtrn.math = "vml"`.
+  bool vml = false;
+  std::string call_target_name;                 ///< custom_call
+  std::string backend_config;                   ///< custom_call
+  Literal literal;                              ///< constant
+  std::vector<std::shared_ptr<Block>> regions;  ///< reduce, scatter, sort bodies
 };
 
 /// A function body or a region: typed values, arguments, ops and returned values. The

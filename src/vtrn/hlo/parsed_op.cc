@@ -124,6 +124,13 @@ class ParsedOpBuilder {
     std::vector<TensorType> in;
     for (int v : r.operands) in.push_back(b.type(v));
     const std::string& n = r.name;
+    if (const Attr* a = r.attr(syntax::kVtrnMath)) {
+      if (a->kind != Attr::kString || a->s != syntax::kVtrnMathVml)
+        error(n + ": " + std::string(syntax::kVtrnMath) + " must be \"" +
+                  std::string(syntax::kVtrnMathVml) + "\"",
+              r.pos);
+      op.vml = true;  // verify.cc checks the op may carry it
+    }
     switch (r.kind) {
       case OpKind::kCompare: {
         std::string dir, type;

@@ -388,16 +388,22 @@ class Parser : public AttributeParser {
         r.name = name;
         r.pos = op_pos;
         const std::string_view prefix = syntax::kOpPrefix;
-        if (name.rfind(prefix, 0) != 0)
-          error("op '" + name + "' is not supported by vtrn (only stablehlo ops and func.call)",
-                op_pos);
-        const std::string short_name = name.substr(prefix.size());
-        if (short_name == "dot") {
-          r.is_dot = true;
-          r.kind = OpKind::kDotGeneral;
-        } else if (short_name != "reduce_window" &&  // decomposed by build_parsed_op
-                   (!op_from_name(short_name, &r.kind) || r.kind == OpKind::kReturn)) {
-          error("op '" + name + "' is not supported by vtrn", op_pos);
+        std::string short_name;
+        if (name == qualified_op_name(OpKind::kFma)) {
+          r.kind = OpKind::kFma;
+        } else {
+          const std::string only = " (only stablehlo ops, math.fma and func.call)";
+          if (name.rfind(prefix, 0) != 0)
+            error("op '" + name + "' is not supported by vtrn" + only, op_pos);
+          short_name = name.substr(prefix.size());
+          if (short_name == "dot") {
+            r.is_dot = true;
+            r.kind = OpKind::kDotGeneral;
+          } else if (short_name != "reduce_window" &&  // decomposed by build_parsed_op
+                     (!op_from_name(short_name, &r.kind) || r.kind == OpKind::kReturn ||
+                      r.kind == OpKind::kFma)) {
+            error("op '" + name + "' is not supported by vtrn", op_pos);
+          }
         }
         if (generic || short_name == "reduce_window")
           generic_op(r, scope);

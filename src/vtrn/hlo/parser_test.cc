@@ -51,6 +51,7 @@ TEST(ParserTest, RoundTripsEveryOpKind) {
   Value c = b.compare(Comparison::kLE, x, y, CompareType::kFloat);
   outs.push_back(b.select(c, x, y));
   outs.push_back(b.clamp(b.scalar(DType::kF32, -1), x, b.scalar(DType::kF32, 1)));
+  outs.push_back(b.fma(x, y, x));
   outs.push_back(b.convert(x, DType::kBF16));
   outs.push_back(
       b.constant(Literal::from_doubles(TensorType(DType::kF32, {2, 2}), {1.5, -2, 0.1, 1e30})));
@@ -198,6 +199,24 @@ constexpr const char* kJaxGeneric = R"("builtin.module"() <{sym_name = "jit_g"}>
   }) : () -> ()
 }) {mhlo.num_partitions = 1 : i32} : () -> ()
 )";
+
+// math.fma in both MLIR forms, as vtrn prints it and as MLIR's generic printer writes it.
+TEST(ParserTest, ReadsMathFmaInBothForms) {
+  for (const char* text :
+       {R"(func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = math.fma %a, %b, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+        R"(func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "math.fma"(%a, %b, %a) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+})"}) {
+    Module m = parse_module(text);
+    ASSERT_EQ(m.main.ops.size(), 1u) << text;
+    EXPECT_EQ(m.main.ops[0].kind, OpKind::kFma);
+    EXPECT_EQ(m.main.ops[0].operands, (std::vector<int>{0, 1, 0}));
+  }
+}
 
 TEST(ParserTest, ReadsGenericForm) {
   Module m = parse_module(kJaxGeneric);
@@ -362,6 +381,32 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
   return %0 : tensor<4xf32>
 })",
        "op 'chlo.bessel_i1e' is not supported by vtrn"},
+      {"stablehlo has no fma", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.fma %a, %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "op 'stablehlo.fma' is not supported by vtrn"},
+      {"another dialect", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = math.exp %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "op 'math.exp' is not supported by vtrn (only stablehlo ops, math.fma and func.call)"},
+      {"vml on another op", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.abs %a {vtrn.math = "vml"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "stablehlo.abs: vtrn.math is an attribute of exponential, log, sqrt, sine, cosine and "
+       "tanh only"},
+      {"another vtrn.math", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.exponential %a {vtrn.math = "sleef"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "stablehlo.exponential: vtrn.math must be \"vml\""},
+      {"integer fma", R"(func.func @main(%a: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = math.fma %a, %a, %a : tensor<4xi32>
+  return %0 : tensor<4xi32>
+})",
+       "math.fma: operands have type tensor<4xi32>, expected floating-point elements"},
       {"shape mismatch", R"(func.func @main(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>

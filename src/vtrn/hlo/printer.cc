@@ -202,15 +202,18 @@ class Printer {
         if (b.type(v) != b.type(op.results[0])) return false;
       return true;
     }();
-    if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind)) &&
+    if ((is_unary_elementwise(op.kind) || is_binary_elementwise(op.kind) ||
+         op.kind == OpKind::kFma) &&
         op.kind != OpKind::kConvert && same_types) {
-      out_ += std::string(syntax::kOpPrefix) + std::string(op_name(op.kind));
+      out_ += qualified_op_name(op.kind);
       for (std::size_t i = 0; i < op.operands.size(); ++i)
         out_ += (i ? ", " : " ") + name(b, op.operands[i]);
+      const std::string a = attrs(op);
+      if (!a.empty()) out_ += " {" + a + "}";
       out_ += " : " + b.type(op.results[0]).str();
       return;
     }
-    out_ += "\"" + std::string(syntax::kOpPrefix) + std::string(op_name(op.kind)) + "\"(";
+    out_ += "\"" + qualified_op_name(op.kind) + "\"(";
     for (std::size_t i = 0; i < op.operands.size(); ++i)
       out_ += (i ? ", " : "") + name(b, op.operands[i]);
     out_ += ")";
@@ -250,6 +253,7 @@ class Printer {
 
   static std::string attrs(const Op& op) {
     namespace s = syntax;
+    if (op.vml) return attr(s::kVtrnMath, quote(std::string(s::kVtrnMathVml)));
     switch (op.kind) {
       case OpKind::kCompare: {
         std::string a =

@@ -46,7 +46,7 @@ namespace {
         !(x.scatter == y.scatter))
       return op_differ("dimension numbers");
     if (x.is_stable != y.is_stable || x.indices_are_sorted != y.indices_are_sorted ||
-        x.unique_indices != y.unique_indices)
+        x.unique_indices != y.unique_indices || x.vml != y.vml)
       return op_differ("flags");
     if (x.rng_algorithm != y.rng_algorithm) return op_differ("rng algorithms");
     if (x.call_target_name != y.call_target_name || x.backend_config != y.backend_config)
@@ -90,6 +90,42 @@ TEST(PrinterTest, ExactTextOfPrettyAndGenericOps) {
             "    return %1 : tensor<2x4xf32>\n"
             "  }\n"
             "}\n");
+}
+
+// StableHLO has no fused multiply-add; vtrn writes MLIR's math.fma, in its pretty form when the
+// three operands and the result share one type (as math.fma requires).
+TEST(PrinterTest, FmaIsWrittenAsMathFma) {
+  Builder b("m");
+  TensorType t(DType::kF32, {4});
+  Value x = b.param(t), y = b.param(t), z = b.param(t);
+  const Module m = b.finish({b.fma(x, y, z)});
+  EXPECT_EQ(print_module(m),
+            "module @m {\n"
+            "  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<4xf32>) "
+            "-> (tensor<4xf32>) {\n"
+            "    %0 = math.fma %arg0, %arg1, %arg2 : tensor<4xf32>\n"
+            "    return %0 : tensor<4xf32>\n"
+            "  }\n"
+            "}\n");
+}
+
+// An op computed as ATen's own kernel computes it carries vtrn's discardable attribute, in
+// the pretty form's attribute dictionary.
+TEST(PrinterTest, VmlOpsCarryTheVtrnMathAttribute) {
+  Builder b("m");
+  TensorType t(DType::kF32, {4});
+  Value x = b.param(t);
+  const Module m = b.finish({b.vml_unary(OpKind::kSqrt, x), b.unary(OpKind::kSqrt, x)});
+  EXPECT_EQ(print_module(m),
+            "module @m {\n"
+            "  func.func @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+            "    %0 = stablehlo.sqrt %arg0 {vtrn.math = \"vml\"} : tensor<4xf32>\n"
+            "    %1 = stablehlo.sqrt %arg0 : tensor<4xf32>\n"
+            "    return %0, %1 : tensor<4xf32>, tensor<4xf32>\n"
+            "  }\n"
+            "}\n");
+  EXPECT_TRUE(ReparsesToSameModule(m));
+  EXPECT_THROW(b.vml_unary(OpKind::kLog1p, x), Error);
 }
 
 TEST(PrinterTest, ExactTextOfRegionsAndAttributes) {
@@ -157,6 +193,7 @@ TEST(PrinterTest, EveryOpKindReparsesToTheSameModule) {
   outs.push_back(b.select(b.compare(Comparison::kGE, x, y, CompareType::kTotalOrder), x, y));
   outs.push_back(b.compare(Comparison::kNE, i, i));
   outs.push_back(b.clamp(b.scalar(DType::kF32, -1), x, b.scalar(DType::kF32, 1)));
+  outs.push_back(b.fma(x, y, x));
   outs.push_back(b.convert(x, DType::kBF16));
   outs.push_back(
       b.constant(Literal::from_doubles(TensorType(DType::kF64, {3}), {0.1, std::nan(""), -1e300})));

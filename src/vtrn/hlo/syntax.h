@@ -7,10 +7,12 @@
 
 namespace vtrn::hlo::syntax {
 
-/// Every op name is "stablehlo." + op_name(kind).
+/// Every op name is "stablehlo." + op_name(kind) but math.fma's (qualified_op_name in ir.h).
 inline constexpr std::string_view kOpPrefix = "stablehlo.";
 
 // Attribute names, by the op that carries them.
+inline constexpr std::string_view kVtrnMath = "vtrn.math";  // unary math (Op::vml)
+inline constexpr std::string_view kVtrnMathVml = "vml";     // its one value
 inline constexpr std::string_view kComparisonDirection = "comparison_direction";  // compare
 inline constexpr std::string_view kCompareType = "compare_type";                  // compare
 inline constexpr std::string_view kValue = "value";                               // constant

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "vtrn/hlo/convolution.h"
+#include "vtrn/hlo/syntax.h"
 
 namespace vtrn::hlo {
 namespace {
@@ -19,7 +20,7 @@ std::string dims_str(const std::vector<std::int64_t>& v) {
 }
 
 [[noreturn]] void fail(const Op& op, const std::string& msg) {
-  throw Error("stablehlo." + std::string(op_name(op.kind)) + ": " + msg);
+  throw Error(qualified_op_name(op.kind) + ": " + msg);
 }
 
 void expect_count(const Op& op, const std::vector<TensorType>& in, std::size_t n) {
@@ -255,6 +256,9 @@ std::vector<TensorType> infer_scatter(const Op& op, const std::vector<TensorType
 std::vector<TensorType> infer_result_types(const Op& op, const std::vector<TensorType>& in,
                                            const std::vector<TensorType>* declared) {
   const OpKind k = op.kind;
+  if (op.vml && !has_vml_form(k))
+    fail(op, std::string(syntax::kVtrnMath) +
+                 " is an attribute of exponential, log, sqrt, sine, cosine and tanh only");
   if (is_unary_elementwise(k)) {
     expect_count(op, in, 1);
     const TensorType& x = in[0];
@@ -313,6 +317,15 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
           fail(op, "operand " + std::to_string(i) + " has type " + in[i].str() + ", expected " +
                        in[1].str() + " or a scalar of its element type");
       return {in[1]};
+    case OpKind::kFma:
+      expect_count(op, in, 3);
+      for (int i : {1, 2})
+        if (in[i] != in[0])
+          fail(op, "operand " + std::to_string(i) + " has type " + in[i].str() + ", expected " +
+                       in[0].str() + " (the type of operand 0)");
+      if (!is_float(in[0].dtype))
+        fail(op, "operands have type " + in[0].str() + ", expected floating-point elements");
+      return {in[0]};
     case OpKind::kConstant:
       expect_count(op, in, 0);
       if (!op.literal.splat &&

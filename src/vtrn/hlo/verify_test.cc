@@ -114,6 +114,11 @@ TEST(VerifyTest, ElementwiseOperandsAndElementTypes) {
   EXPECT_EQ(op_error(OpKind::kClamp, {f32({3}), f32({4}), f32({})}, {f32({4})}),
             "stablehlo.clamp: operand 0 has type tensor<3xf32>, expected tensor<4xf32> or a "
             "scalar of its element type");
+  EXPECT_EQ(op_error(OpKind::kFma, {f32({4}), f32({4}), f32({3})}, {f32({4})}),
+            "math.fma: operand 2 has type tensor<3xf32>, expected tensor<4xf32> (the type of "
+            "operand 0)");
+  EXPECT_EQ(op_error(OpKind::kFma, {f32({4}), f32({4})}, {f32({4})}),
+            "math.fma: expected 3 operand(s), got 2");
 }
 
 TEST(VerifyTest, DeclaredResultsMustBeTheInferredOnes) {

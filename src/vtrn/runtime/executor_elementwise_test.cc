@@ -534,5 +534,52 @@ TEST(ExecutorTest, BroadcastOperandsReadEveryElementWhereverAChunkStarts) {
   }
 }
 
+// math.fma rounds a * b + c once: glibc's std::fma (a correctly rounded software fma here) is
+// the reference, bit for bit, in a fused loop and alone, with a per-element and a broadcast
+// scalar multiplier, over more than one chunk. The test also checks that the product rounded
+// first gives other bits for some elements, so a multiply-then-add fails it.
+TEST(ExecutorTest, FmaRoundsOnce) {
+  const std::int64_t n = 9001;
+  for (DType d : {DType::kF32, DType::kF64}) {
+    for (bool scalar_b : {false, true}) {
+      for (bool fusion : {true, false}) {
+        Builder bld;
+        TensorType t(d, {n});
+        Value a = bld.param(t), c = bld.param(t);
+        Value b = scalar_b ? bld.broadcast_to(bld.param(TensorType(d, {})), {n}) : bld.param(t);
+        hlo::Module m = bld.finish({bld.fma(a, b, c)});
+        const auto av = signed_values(n, 0.5, 4, 1, d), cv = signed_values(n, 0.5, 4, 3, d, 2);
+        const auto bv = scalar_b ? std::vector<double>{0.1} : signed_values(n, 0.5, 4, 2, d);
+        std::vector<HostTensor> in = {HostTensor::from_doubles(t, av),
+                                      HostTensor::from_doubles(t, cv)};
+        in.push_back(HostTensor::from_doubles(TensorType(d, scalar_b ? Dims{} : Dims{n}), bv));
+        auto out = run(m, in, fusion);
+        std::int64_t rounded_twice_differs = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double bi = bv[scalar_b ? 0 : static_cast<std::size_t>(i)];
+          const auto k = static_cast<std::size_t>(i);
+          double want, twice;
+          if (d == DType::kF32) {
+            const float fa = static_cast<float>(av[k]), fb = static_cast<float>(bi),
+                        fc = static_cast<float>(cv[k]);
+            want = std::fma(fa, fb, fc);
+            volatile float p = fa * fb;
+            twice = p + fc;
+          } else {
+            want = std::fma(av[k], bi, cv[k]);
+            volatile double p = av[k] * bi;
+            twice = p + cv[k];
+          }
+          ASSERT_EQ(out[0].get(i), want)
+              << hlo::dtype_name(d) << " element " << i << (scalar_b ? " scalar b" : "")
+              << (fusion ? " fused" : " alone");
+          rounded_twice_differs += twice != want;
+        }
+        EXPECT_GT(rounded_twice_differs, n / 50) << hlo::dtype_name(d);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

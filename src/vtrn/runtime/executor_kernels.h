@@ -85,6 +85,8 @@ class FusedProgram {
     /// (add's alpha is a runtime scalar, 1 in nearly every call; x * 1 is x in IEEE arithmetic,
     /// -0, infinities, NaNs and subnormals included.)
     bool scales = false;
+    /// Computed with ATen's own kernel's function for the op (hlo::Op::vml), where installed.
+    bool vml = false;
   };
 
  private:

@@ -444,6 +444,11 @@ VTRN_CLONES void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t 
   }
 }
 
+template <typename T>
+VTRN_CLONES void fma(const T* a, const T* b, const T* c, T* o, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(a[i], b[i], c[i]);
+}
+
 namespace {
 
 // As PyTorch's CPU kernels convert (x86's truncating conversions): NaN and values outside the
@@ -547,6 +552,8 @@ template void fill<float>(float*, float, std::int64_t);
 template void fill<double>(double*, double, std::int64_t);
 template void fill<std::int64_t>(std::int64_t*, std::int64_t, std::int64_t);
 template void clamp<float>(const float*, const float*, const float*, float*, std::int64_t);
+template void fma<float>(const float*, const float*, const float*, float*, std::int64_t);
+template void fma<double>(const double*, const double*, const double*, double*, std::int64_t);
 template void clamp<double>(const double*, const double*, const double*, double*, std::int64_t);
 template void clamp<std::int64_t>(const std::int64_t*, const std::int64_t*, const std::int64_t*,
                                   std::int64_t*, std::int64_t);

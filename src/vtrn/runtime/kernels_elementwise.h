@@ -122,6 +122,9 @@ template <typename T>
 void select(const std::int64_t* p, const T* a, const T* b, T* o, std::int64_t n);
 template <typename T>
 void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n);
+/// o = a * b + c rounded once (std::fma), for T float or double.
+template <typename T>
+void fma(const T* a, const T* b, const T* c, T* o, std::int64_t n);
 /// o[0, n) = v, in the widest vectors the CPU has: a scalar operand's slot is filled per loop.
 /// T is float, double or int64.
 template <typename T>

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "vtrn/runtime/aten_unary.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_elementwise.h"
@@ -23,6 +24,7 @@ using elementwise::cls_of;
 using elementwise::compare;
 using elementwise::convert;
 using elementwise::fill;
+using elementwise::fma;
 using elementwise::load_contiguous;
 using elementwise::load_elem;
 using elementwise::round_f32;
@@ -172,6 +174,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     in.in_dtype = b.type(op.operands[0]).dtype;
     if (op.kind == OpKind::kSelect) in.in_dtype = b.type(op.operands[1]).dtype;
     if (op.kind == OpKind::kCompare) in.cmp = op.comparison;
+    in.vml = op.vml;
     in.a = input_slot(op.operands[0]);
     if (op.operands.size() > 1) in.b = input_slot(op.operands[1]);
     if (op.operands.size() > 2) in.c = input_slot(op.operands[2]);
@@ -281,6 +284,23 @@ void load_run(DType d, Cls c, const std::uint8_t* p, std::int64_t off, std::int6
   }
 }
 
+aten_unary::Fn aten_unary_fn(OpKind k) {
+  switch (k) {
+    case OpKind::kExp:
+      return aten_unary::Fn::kExp;
+    case OpKind::kLog:
+      return aten_unary::Fn::kLog;
+    case OpKind::kSqrt:
+      return aten_unary::Fn::kSqrt;
+    case OpKind::kSine:
+      return aten_unary::Fn::kSin;
+    case OpKind::kCosine:
+      return aten_unary::Fn::kCos;
+    default:
+      return aten_unary::Fn::kTanh;  // hlo::has_vml_form admits no other
+  }
+}
+
 // One instruction over |len| elements: operands |pa|, |pb|, |pc| (as many as it has), result
 // |o| of dtype |od|.
 void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void* pc, void* o,
@@ -325,6 +345,23 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
     else
       clamp(static_cast<std::int64_t*>(pa), static_cast<std::int64_t*>(pb),
             static_cast<std::int64_t*>(pc), static_cast<std::int64_t*>(o), len);
+    return;
+  }
+  if (in.kind == OpKind::kFma) {  // float operands (verify.cc)
+    if (ci == Cls::kF32) {
+      fma(static_cast<float*>(pa), static_cast<float*>(pb), static_cast<float*>(pc),
+          static_cast<float*>(o), len);
+      round_f32(od, static_cast<float*>(o), len);
+    } else {
+      fma(static_cast<double*>(pa), static_cast<double*>(pb), static_cast<double*>(pc),
+          static_cast<double*>(o), len);
+    }
+    return;
+  }
+  if (in.vml && in.in_dtype == DType::kF32 &&
+      aten_unary::apply(aten_unary_fn(in.kind), static_cast<const float*>(pa),
+                        static_cast<float*>(o), len)) {
+    round_f32(od, static_cast<float*>(o), len);
     return;
   }
   const bool bin = in.b >= 0;

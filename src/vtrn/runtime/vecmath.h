@@ -2,8 +2,9 @@
 // functions and accuracy variants ATen's Vectorized<float> calls (exp, expm1, log, log1p, tanh
 // and pow within 1.0 ULP, sin and cos within 3.5 ULP). A bfloat16 or float16 op computes in
 // float32 and rounds once, so it gives torch's CPU result bit for bit wherever ATen takes these
-// functions (every reduced-precision op here, and float32 expm1, log1p, pow and sigmoid; ATen's
-// float32 exp, log and tanh go through MKL instead, which agrees within 1 ULP).
+// functions (every reduced-precision op here, and float32 expm1, log1p, pow and sigmoid). ATen's
+// own float32 exp, log and tanh kernels go through MKL instead, which agrees within 1 ULP; those
+// ops compute with MKL's functions where the process has them (aten_unary.h).
 //
 // The code path is chosen once per process by the CPU's features (AVX-512F, else AVX2 with FMA,
 // else glibc's scalar libm), never by the build machine's. A tail shorter than a vector runs

@@ -68,11 +68,19 @@ LowerFn add_like(bool subtract) {
     auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
     // alpha is absent when a foreach overload without it (_foreach_add.Scalar) reuses this. The
     // CPU kernel reads it in the common dtype (alpha.to<scalar_t>()).
-    Value scaled =
-        L.has(2)
-            ? L.b.mul(v[1], L.broadcast_to(L.convert(L.scalar(2, common), compute), L.shape(v[1])))
-            : v[1];
-    Value r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
+    if (!L.has(2))
+      return {
+          L.convert(subtract ? L.b.sub(v[0], v[1]) : L.b.add(v[0], v[1]), L.out_dtype(0, common))};
+    Value alpha = L.broadcast_to(L.convert(L.scalar(2, common), compute), L.shape(v[1]));
+    Value r;
+    if (hlo::is_float(compute)) {
+      // The CPU's float kernel is vec::fmadd(other, alpha, self), rounded once; sub is add with
+      // -alpha (negating is exact).
+      r = L.b.fma(v[1], subtract ? L.b.neg(alpha) : alpha, v[0]);
+    } else {
+      Value scaled = L.b.mul(v[1], alpha);
+      r = subtract ? L.b.sub(v[0], scaled) : L.b.add(v[0], scaled);
+    }
     return {L.convert(r, L.out_dtype(0, common))};
   };
 }
@@ -95,6 +103,22 @@ LowerFn unary_float(UnaryFn f) {
     L.require_claimed(in);
     L.require_claimed(result);
     return {L.convert(f(L, L.convert(L.tensor(0), opmath(result))), L.out_dtype(0, result))};
+  };
+}
+
+/// exp, log, sqrt, sin, cos, tanh. float32 computes as ATen's own kernel for the op does
+/// (hlo::Op::vml: MKL's VML, whose results differ from SLEEF's in the last bit and whose sqrt
+/// is not correctly rounded); the reduced types compute in float32 as ATen's vectorized loops
+/// do, and so does the same function inside other ops (sigmoid's exp, rsqrt's sqrt).
+LowerFn unary_aten_vml(OpKind k) {
+  return [k](Lowerer& L) -> std::vector<Value> {
+    const DType in = L.dtype(L.tensor(0));
+    const DType result = hlo::is_float(in) ? in : L.call.default_float;
+    L.require_claimed(in);
+    L.require_claimed(result);
+    Value x = L.convert(L.tensor(0), opmath(result));
+    Value y = result == DType::kF32 ? L.b.vml_unary(k, x) : L.b.unary(k, x);
+    return {L.convert(y, L.out_dtype(0, result))};
   };
 }
 
@@ -404,7 +428,7 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           entry(numeric, binary([](Lowerer& L, Value a, Value b) { return L.b.min(a, b); }), true),
           {1}));
 
-  // lerp as the CPU kernel: weight < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
+  // lerp as the CPU kernel: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w).
   add(r,
       {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor",
        "lerp.Tensor_out"},
@@ -420,16 +444,18 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             const DType c = opmath(d);
             auto v = L.broadcast(
                 {L.convert(L.tensor(0), c), L.convert(L.tensor(1), c), L.convert(L.tensor(2), c)});
+            // lerp_vec: fmadd(weight, diff, self) for a small weight, else
+            // fmadd(weight - 1, diff, end), each rounded once.
             Value diff = L.b.sub(v[1], v[0]);
-            Value low = L.b.add(v[0], L.b.mul(v[2], diff));
-            Value high = L.b.sub(v[1], L.b.mul(diff, L.b.sub(L.full_like(v[2], 1.0), v[2])));
+            Value low = L.b.fma(v[2], diff, v[0]);
+            Value high = L.b.fma(L.b.sub(v[2], L.full_like(v[2], 1.0)), diff, v[1]);
             Value use_low =
                 L.b.compare(Comparison::kLT, L.b.unary(OpKind::kAbs, v[2]), L.full_like(v[2], 0.5));
             return {L.convert(L.b.select(use_low, low, high), L.out_dtype(0, d))};
           },
           true));
 
-  // addcmul: self + value * t1 * t2; addcdiv: self + value * (t1 / t2).
+  // addcmul: self + value * t1 * t2; addcdiv: self + value * t1 / t2.
   for (bool divide : {false, true}) {
     OpLowering e = entry(
         divide ? floats() : numeric,
@@ -441,9 +467,13 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           auto v =
               L.broadcast({L.promoted(0, common), L.promoted(1, common), L.promoted(2, common)});
           Value value = L.broadcast_to(L.scalar(3, c), L.shape(v[0]));
-          Value t =
-              divide ? L.b.mul(value, L.b.div(v[1], v[2])) : L.b.mul(L.b.mul(value, v[1]), v[2]);
-          return {L.convert(L.b.add(v[0], t), L.out_dtype(0, common))};
+          // The CPU's kernels: self + value * t1 / t2, left to right (the division last);
+          // self + value * t1 * t2 with the last multiply and the add fused in floats.
+          Value scaled = L.b.mul(value, v[1]);
+          Value r = divide             ? L.b.add(v[0], L.b.div(scaled, v[2]))
+                    : hlo::is_float(c) ? L.b.fma(scaled, v[2], v[0])
+                                       : L.b.add(v[0], L.b.mul(scaled, v[2]));
+          return {L.convert(r, L.out_dtype(0, common))};
         },
         true);
     e.checked_scalars = {3};
@@ -455,22 +485,13 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
 
   // Unary math.
   const std::pair<std::initializer_list<const char*>, UnaryFn> float_unary[] = {
-      {{"exp", "exp_", "exp.out"}, [](Lowerer& L, Value x) { return L.b.exp(x); }},
-      {{"log", "log_", "log.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog, x); }},
       {{"log1p", "log1p_", "log1p.out"},
        [](Lowerer& L, Value x) { return L.b.unary(OpKind::kLog1p, x); }},
       {{"expm1", "expm1_", "expm1.out"},
        [](Lowerer& L, Value x) { return L.b.unary(OpKind::kExpm1, x); }},
-      {{"sqrt", "sqrt_", "sqrt.out"},
-       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSqrt, x); }},
       // 1 / sqrt(x), as the CPU computes it (the executor's rsqrt can differ in the last bit).
       {{"rsqrt", "rsqrt_", "rsqrt.out"},
        [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), L.b.unary(OpKind::kSqrt, x)); }},
-      {{"sin", "sin_", "sin.out"}, [](Lowerer& L, Value x) { return L.b.unary(OpKind::kSine, x); }},
-      {{"cos", "cos_", "cos.out"},
-       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kCosine, x); }},
-      {{"tanh", "tanh_", "tanh.out"},
-       [](Lowerer& L, Value x) { return L.b.unary(OpKind::kTanh, x); }},
       {{"reciprocal", "reciprocal_", "reciprocal.out"},
        [](Lowerer& L, Value x) { return L.b.div(one_like(L, x), x); }},
       {{"sigmoid", "sigmoid_", "sigmoid.out"}, [](Lowerer& L, Value x) { return sigmoid(L, x); }},
@@ -480,6 +501,12 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
        }},
   };
   for (const auto& [names, f] : float_unary) add(r, names, entry(floats(), unary_float(f), true));
+  add(r, {"exp", "exp_", "exp.out"}, entry(floats(), unary_aten_vml(OpKind::kExp), true));
+  add(r, {"log", "log_", "log.out"}, entry(floats(), unary_aten_vml(OpKind::kLog), true));
+  add(r, {"sqrt", "sqrt_", "sqrt.out"}, entry(floats(), unary_aten_vml(OpKind::kSqrt), true));
+  add(r, {"sin", "sin_", "sin.out"}, entry(floats(), unary_aten_vml(OpKind::kSine), true));
+  add(r, {"cos", "cos_", "cos.out"}, entry(floats(), unary_aten_vml(OpKind::kCosine), true));
+  add(r, {"tanh", "tanh_", "tanh.out"}, entry(floats(), unary_aten_vml(OpKind::kTanh), true));
 
   add(r, {"neg", "neg_", "neg.out"},
       entry(numeric, unary_same([](Lowerer& L, Value x) { return L.b.neg(x); }), true));
