@@ -95,15 +95,20 @@ LowerFn compare(Comparison dir) {
 }
 
 /// Unary op on floats; integer and bool inputs compute in the default dtype (sqrt(int) is
-/// float).
-LowerFn unary_float(UnaryFn f) {
+/// float). |f| is given the result's dtype too.
+LowerFn unary_float_of(std::function<Value(Lowerer&, Value, DType)> f) {
   return [f](Lowerer& L) -> std::vector<Value> {
     const DType in = L.dtype(L.tensor(0));
     const DType result = hlo::is_float(in) ? in : L.call.default_float;
     L.require_claimed(in);
     L.require_claimed(result);
-    return {L.convert(f(L, L.convert(L.tensor(0), opmath(result))), L.out_dtype(0, result))};
+    Value x = L.convert(L.tensor(0), opmath(result));
+    return {L.convert(f(L, x, result), L.out_dtype(0, result))};
   };
+}
+
+LowerFn unary_float(UnaryFn f) {
+  return unary_float_of([f](Lowerer& L, Value x, DType) { return f(L, x); });
 }
 
 /// exp, log, sqrt, sin, cos, tanh. float32 computes as ATen's own kernel for the op does
@@ -111,15 +116,9 @@ LowerFn unary_float(UnaryFn f) {
 /// is not correctly rounded); the reduced types compute in float32 as ATen's vectorized loops
 /// do, and so does the same function inside other ops (sigmoid's exp, rsqrt's sqrt).
 LowerFn unary_aten_vml(OpKind k) {
-  return [k](Lowerer& L) -> std::vector<Value> {
-    const DType in = L.dtype(L.tensor(0));
-    const DType result = hlo::is_float(in) ? in : L.call.default_float;
-    L.require_claimed(in);
-    L.require_claimed(result);
-    Value x = L.convert(L.tensor(0), opmath(result));
-    Value y = result == DType::kF32 ? L.b.vml_unary(k, x) : L.b.unary(k, x);
-    return {L.convert(y, L.out_dtype(0, result))};
-  };
+  return unary_float_of([k](Lowerer& L, Value x, DType result) {
+    return result == DType::kF32 ? L.b.vml_unary(k, x) : L.b.unary(k, x);
+  });
 }
 
 /// Unary op that keeps integer types (neg, abs).
