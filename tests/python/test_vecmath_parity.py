@@ -143,7 +143,8 @@ def test_the_aten_vml_functions_are_installed_where_torch_has_mkl():
     import vtrn
 
     assert torch.backends.mkl.is_available(), "torch==2.13.0's x86 wheel links MKL"
-    assert vtrn._C._aten_vml_functions() == len(F32_ATEN_VML)
+    installed = vtrn._C._aten_mkl_functions()
+    assert {"vmsExp", "vmsLn", "vmsSqrt", "vmsSin", "vmsCos", "vmsTanh"} <= set(installed)
 
 
 @pytest.mark.parametrize("name", list(F32_ATEN_VML))

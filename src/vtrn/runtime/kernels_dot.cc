@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "vtrn/runtime/aten_matmul.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/host_matmul.h"
@@ -228,6 +229,17 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     }
     return buf.data();
   };
+  // float32 products as ATen's mm (no batch dims) and bmm compute them, where the torch layer
+  // installed its sgemm: a permuted operand is made dense first, as a strided one changes
+  // only where sgemm reads it.
+  if (lt.dtype == DType::kF32 && rt.dtype == DType::kF32 && ot.dtype == DType::kF32 &&
+      aten_matmul::installed()) {
+    const auto* pa = static_cast<const float*>(prepare(lt, lhs, lp, shape.lhs_transposed, a));
+    const auto* pc = static_cast<const float*>(prepare(rt, rhs, rp, shape.rhs_transposed, c));
+    if (aten_matmul::matmul(!d.lhs_batch.empty(), B, M, N, K, pa, shape.lhs_transposed, pc,
+                            shape.rhs_transposed, o))
+      return;
+  }
   // Operands of the input type whose groups of dims are each one stride apart (a permuted
   // batch, as in attention's p x v with v stored [b, s, h, d]) are read in place through
   // strides, when oneDNN has a fast kernel for them.

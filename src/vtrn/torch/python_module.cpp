@@ -18,7 +18,7 @@
 
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/runtime/executor.h"
-#include "vtrn/torch/aten_vml.h"
+#include "vtrn/torch/aten_mkl.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
 #include "vtrn/torch/eager/launch.h"
@@ -51,12 +51,14 @@ PYBIND11_MODULE(_C, m) {
   // TORCH_WARN hands them to Python as UserWarning when the op was called from Python.
   vtrn::runtime::CompileCache::set_process_warning_handler(
       [](const std::string& msg) { TORCH_WARN(msg); });
-  // torch.exp & co. on float32 compute with the CPU's own functions (runtime/aten_unary.h).
-  const int aten_vml_functions = adapter::install_aten_vml();
+  // torch.exp & co. on float32, and float32 mm and bmm, compute with the CPU's own functions
+  // (runtime/aten_unary.h, runtime/aten_matmul.h).
+  const std::vector<std::string> aten_mkl_functions = adapter::install_aten_mkl();
   m.def(
-      "_aten_vml_functions", [aten_vml_functions] { return aten_vml_functions; },
-      "How many of libtorch's MKL VML functions (exp, log, sqrt, sin, cos, tanh) the executor "
-      "computes those float32 ops with: 6 where torch links MKL, else 0.");
+      "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
+      "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "
+      "vmsExp, vmsLn, vmsSqrt, vmsSin, vmsCos, vmsTanh and sgemm_, where torch links MKL; "
+      "else none.");
   m.def("device_count", [] { return adapter::device_count(); });
   m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
   m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });

@@ -1,9 +1,10 @@
-#include "vtrn/torch/aten_vml.h"
+#include "vtrn/torch/aten_mkl.h"
 
 #include <dlfcn.h>
 
 #include <cstdint>
 
+#include "vtrn/runtime/aten_matmul.h"
 #include "vtrn/runtime/aten_unary.h"
 
 namespace vtrn::torch_adapter {
@@ -27,29 +28,37 @@ void call(std::int64_t n, const float* x, float* y) {
 }
 
 template <au::Fn F>
-bool install_one(void* lib, const char* symbol) {
+void install_one(void* lib, const char* symbol, std::vector<std::string>& installed) {
   auto* fn = reinterpret_cast<VmlFn>(dlsym(lib, symbol));
-  if (fn == nullptr) return false;
+  if (fn == nullptr) return;
   g_vml[static_cast<int>(F)] = fn;
   au::install(F, &call<F>);
-  return true;
+  installed.emplace_back(symbol);
 }
 
 }  // namespace
 
-int install_aten_vml() {
+std::vector<std::string> install_aten_mkl() {
+  std::vector<std::string> installed;
   // vtrn._C links libtorch_cpu, so it is loaded; RTLD_NOLOAD only finds it.
   void* lib = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
-  if (lib == nullptr) return 0;
-  int n = 0;
-  n += install_one<au::Fn::kExp>(lib, "vmsExp");
-  n += install_one<au::Fn::kLog>(lib, "vmsLn");
-  n += install_one<au::Fn::kSqrt>(lib, "vmsSqrt");
-  n += install_one<au::Fn::kSin>(lib, "vmsSin");
-  n += install_one<au::Fn::kCos>(lib, "vmsCos");
-  n += install_one<au::Fn::kTanh>(lib, "vmsTanh");
+  if (lib == nullptr) return installed;
+  install_one<au::Fn::kExp>(lib, "vmsExp", installed);
+  install_one<au::Fn::kLog>(lib, "vmsLn", installed);
+  install_one<au::Fn::kSqrt>(lib, "vmsSqrt", installed);
+  install_one<au::Fn::kSin>(lib, "vmsSin", installed);
+  install_one<au::Fn::kCos>(lib, "vmsCos", installed);
+  install_one<au::Fn::kTanh>(lib, "vmsTanh", installed);
+  // cpublas::gemm's float32 BLAS call (Fortran interface) and mkl_gemm_batched's.
+  namespace am = runtime::aten_matmul;
+  if (auto* sgemm = reinterpret_cast<am::Sgemm>(dlsym(lib, "sgemm_"))) {
+    auto* batch = reinterpret_cast<am::SgemmBatch>(dlsym(lib, "cblas_sgemm_batch"));
+    am::install(sgemm, batch);
+    installed.emplace_back("sgemm_");
+    if (batch != nullptr) installed.emplace_back("cblas_sgemm_batch");
+  }
   dlclose(lib);  // drops the reference RTLD_NOLOAD took; _C's own keeps it loaded
-  return n;
+  return installed;
 }
 
 }  // namespace vtrn::torch_adapter
