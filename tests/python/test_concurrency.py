@@ -208,6 +208,9 @@ def test_ctrl_c_during_a_wait_raises_keyboard_interrupt():
     result = run_child(
         """
         import os, signal, threading, torch
+        # Python leaves SIGINT ignored when it starts so (a job started in the background by a
+        # non-interactive shell); Ctrl-C at a terminal reaches the default handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         t = torch.ones(1 << 12, device="neuron")
         s = t.untyped_storage()
         torch.neuron._sleep(1.0)
