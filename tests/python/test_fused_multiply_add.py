@@ -118,3 +118,27 @@ def test_optimizer_steps_follow_the_cpu_bit_for_bit(make):
 
     for got, want in zip(run("neuron"), run("cpu")):
         assert bits_equal(got, want), f"{mismatches(got, want)} of {want.numel()} differ"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_activation_backward_formulas(dtype):
+    """tanh_backward is g * (1 - y * y) with the multiply-add fused, silu_backward
+    g * s * (1 + x * (1 - s)) likewise, sigmoid_backward g * (1 - y) * y left to right."""
+    g = torch.Generator().manual_seed(2)
+    grad = torch.randn(N, generator=g).to(dtype)
+    y = (torch.rand(N, generator=g) * 2 - 1).to(dtype)
+    x = (torch.randn(N, generator=g) * 3).to(dtype)
+    s = torch.rand(N, generator=g).to(dtype)
+    cases = {
+        "tanh_backward": (torch.ops.aten.tanh_backward, grad, y),
+        "sigmoid_backward": (torch.ops.aten.sigmoid_backward, grad, s),
+        "silu_backward": (torch.ops.aten.silu_backward, grad, x),
+    }
+    for name, (op, a, b) in cases.items():
+        want = op(a, b)
+        got = op(a.to("neuron"), b.to("neuron")).cpu()
+        assert bits_equal(got, want), f"{name} {dtype}: {mismatches(got, want)} of {N} differ"
+    if dtype == torch.float32:  # the rounded-twice formulas differ from the CPU
+        assert mismatches(grad * (1 - y * y), torch.ops.aten.tanh_backward(grad, y)) > N // 50
+        want = torch.ops.aten.sigmoid_backward(grad, s)
+        assert mismatches(grad * ((1 - s) * s), want) > N // 50

@@ -187,9 +187,11 @@ Value Builder::reduce(Value x, Value init, std::vector<std::int64_t> dims, Reduc
   return add_one(std::move(op));
 }
 
-Value Builder::dot_general(Value lhs, Value rhs, DotDims dims, std::optional<DType> result_dtype) {
+Value Builder::dot_general(Value lhs, Value rhs, DotDims dims, std::optional<DType> result_dtype,
+                           bool sgemm) {
   Op op = make(OpKind::kDotGeneral, {lhs, rhs});
   op.dot = std::move(dims);
+  op.sgemm = sgemm;
   if (result_dtype) {
     std::vector<TensorType> in{type(lhs), type(rhs)};
     std::vector<TensorType> d = infer_result_types(op, in, nullptr);

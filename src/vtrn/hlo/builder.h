@@ -70,8 +70,9 @@ class Builder {
 
   // Reductions and contractions.
   Value reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind);
+  /// |sgemm|: the dot of torch.mm or torch.bmm (Op::sgemm).
   Value dot_general(Value lhs, Value rhs, DotDims dims,
-                    std::optional<DType> result_dtype = std::nullopt);
+                    std::optional<DType> result_dtype = std::nullopt, bool sgemm = false);
   /// [.., m, k] x [k, n] style matmul of rank-2 operands.
   Value matmul(Value lhs, Value rhs);
   /// stablehlo.convolution of |lhs| (the input) with the kernel |rhs|.

@@ -242,6 +242,10 @@ struct Op {
   /// that op computes it (runtime/aten_unary.h), not as ATen computes it inside other ops.
   /// Written as the attribute `vtrn.math = "vml"`.
   bool vml = false;
+  /// dot_general lowered from torch.mm or torch.bmm: computed as ATen computes those
+  /// (runtime/aten_matmul.h). Written as the attribute `vtrn.math = "sgemm"`. Other dots (the
+  /// lowerings' own, an attention's) keep the executor's kernels.
+  bool sgemm = false;
   std::string call_target_name;                 ///< custom_call
   std::string backend_config;                   ///< custom_call
   Literal literal;                              ///< constant

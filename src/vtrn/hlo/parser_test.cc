@@ -397,6 +397,11 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
 })",
        "stablehlo.abs: vtrn.math is an attribute of exponential, log, sqrt, sine, cosine and "
        "tanh only"},
+      {"sgemm on another op", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.exponential %a {vtrn.math = "sgemm"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "stablehlo.exponential: vtrn.math must be \"vml\""},
       {"another vtrn.math", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.exponential %a {vtrn.math = "sleef"} : tensor<4xf32>
   return %0 : tensor<4xf32>

@@ -254,6 +254,8 @@ class Printer {
   static std::string attrs(const Op& op) {
     namespace s = syntax;
     if (op.vml) return attr(s::kVtrnMath, quote(std::string(s::kVtrnMathVml)));
+    const std::string sgemm =
+        op.sgemm ? ", " + attr(s::kVtrnMath, quote(std::string(s::kVtrnMathSgemm))) : "";
     switch (op.kind) {
       case OpKind::kCompare: {
         std::string a =
@@ -299,7 +301,7 @@ class Printer {
         field(s::kRhsBatchingDimensions, op.dot.rhs_batch);
         field(s::kLhsContractingDimensions, op.dot.lhs_contracting);
         field(s::kRhsContractingDimensions, op.dot.rhs_contracting);
-        return attr(s::kDotDimensionNumbers, "#stablehlo.dot<" + fields + ">");
+        return attr(s::kDotDimensionNumbers, "#stablehlo.dot<" + fields + ">") + sgemm;
       }
       case OpKind::kConvolution: {
         const ConvAttrs& c = op.conv;

@@ -46,7 +46,7 @@ namespace {
         !(x.scatter == y.scatter))
       return op_differ("dimension numbers");
     if (x.is_stable != y.is_stable || x.indices_are_sorted != y.indices_are_sorted ||
-        x.unique_indices != y.unique_indices || x.vml != y.vml)
+        x.unique_indices != y.unique_indices || x.vml != y.vml || x.sgemm != y.sgemm)
       return op_differ("flags");
     if (x.rng_algorithm != y.rng_algorithm) return op_differ("rng algorithms");
     if (x.call_target_name != y.call_target_name || x.backend_config != y.backend_config)
@@ -126,6 +126,15 @@ TEST(PrinterTest, VmlOpsCarryTheVtrnMathAttribute) {
             "}\n");
   EXPECT_TRUE(ReparsesToSameModule(m));
   EXPECT_THROW(b.vml_unary(OpKind::kLog1p, x), Error);
+
+  Builder d("d");
+  TensorType mt(DType::kF32, {2, 2});
+  Value p = d.param(mt);
+  const Module dm = d.finish({d.dot_general(p, p, DotDims{{}, {}, {1}, {0}}, std::nullopt, true)});
+  EXPECT_NE(print_module(dm).find("rhs_contracting_dimensions = [0]>, vtrn.math = \"sgemm\"}"),
+            std::string::npos)
+      << print_module(dm);
+  EXPECT_TRUE(ReparsesToSameModule(dm));
 }
 
 TEST(PrinterTest, ExactTextOfRegionsAndAttributes) {

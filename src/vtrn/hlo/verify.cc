@@ -256,6 +256,9 @@ std::vector<TensorType> infer_scatter(const Op& op, const std::vector<TensorType
 std::vector<TensorType> infer_result_types(const Op& op, const std::vector<TensorType>& in,
                                            const std::vector<TensorType>* declared) {
   const OpKind k = op.kind;
+  if (op.sgemm && k != OpKind::kDotGeneral)
+    fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathSgemm) +
+                 "\" is an attribute of dot_general only");
   if (op.vml && !has_vml_form(k))
     fail(op, std::string(syntax::kVtrnMath) +
                  " is an attribute of exponential, log, sqrt, sine, cosine and tanh only");

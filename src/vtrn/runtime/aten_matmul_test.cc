@@ -218,17 +218,22 @@ TEST_F(AtenMatmulTest, SmallBatchedProductsAddInTurn) {
     }
 }
 
-TEST_F(AtenMatmulTest, DotGeneralTakesItForFloat32Only) {
+// Only a dot marked as torch.mm's or torch.bmm's (Op::sgemm), and only in float32.
+TEST_F(AtenMatmulTest, DotGeneralTakesItWhenMarkedAndFloat32) {
   am::install(column_major_sgemm);
   for (DType d : {DType::kF32, DType::kBF16}) {
-    Builder b;
-    TensorType lt(d, {16, 32}), rt(d, {32, 8});
-    Value x = b.param(lt), y = b.param(rt);
-    hlo::Module mod = b.finish({b.dot_general(x, y, hlo::DotDims{{}, {}, {1}, {0}})});
-    g_sgemm_calls = 0;
-    auto out = run(mod, {HostTensor::from_doubles(lt, random_values(16 * 32, -1, 1, 1, d)),
-                         HostTensor::from_doubles(rt, random_values(32 * 8, -1, 1, 2, d))});
-    EXPECT_EQ(g_sgemm_calls, d == DType::kF32 ? 1 : 0) << hlo::dtype_name(d);
+    for (bool marked : {true, false}) {
+      Builder b;
+      TensorType lt(d, {16, 32}), rt(d, {32, 8});
+      Value x = b.param(lt), y = b.param(rt);
+      hlo::Module mod =
+          b.finish({b.dot_general(x, y, hlo::DotDims{{}, {}, {1}, {0}}, std::nullopt, marked)});
+      g_sgemm_calls = 0;
+      auto out = run(mod, {HostTensor::from_doubles(lt, random_values(16 * 32, -1, 1, 1, d)),
+                           HostTensor::from_doubles(rt, random_values(32 * 8, -1, 1, 2, d))});
+      EXPECT_EQ(g_sgemm_calls, d == DType::kF32 && marked ? 1 : 0)
+          << hlo::dtype_name(d) << (marked ? " marked" : "");
+    }
   }
 }
 

@@ -229,10 +229,12 @@ void dot_general(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* lhs
     }
     return buf.data();
   };
-  // float32 products as ATen's mm (no batch dims) and bmm compute them, where the torch layer
-  // installed its sgemm: a permuted operand is made dense first, as a strided one changes
-  // only where sgemm reads it.
-  if (lt.dtype == DType::kF32 && rt.dtype == DType::kF32 && ot.dtype == DType::kF32 &&
+  // torch.mm's (no batch dims) and torch.bmm's float32 products as ATen computes them, where
+  // the torch layer installed its sgemm: a permuted operand is made dense first, as a strided
+  // one changes only where sgemm reads it. Dots no mm or bmm call made (an attention's over
+  // 2^18 keys among them) keep oneDNN, whose blocked sums are as accurate as ATen's fused
+  // kernels there; MKL's were a little less.
+  if (op.sgemm && lt.dtype == DType::kF32 && rt.dtype == DType::kF32 && ot.dtype == DType::kF32 &&
       aten_matmul::installed()) {
     const auto* pa = static_cast<const float*>(prepare(lt, lhs, lp, shape.lhs_transposed, a));
     const auto* pc = static_cast<const float*>(prepare(rt, rhs, rp, shape.rhs_transposed, c));

@@ -535,12 +535,14 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             classify([](Lowerer& L, Value x) { return L.b.compare(Comparison::kNE, x, x); }),
             true));
 
-  // Backward formulas of the activations, as derivatives.yaml / the CPU kernels write them.
+  // Backward formulas of the activations, as the CPU kernels write them, with the multiply-adds
+  // their x86 builds contract into one rounding (-mfma): silu's 1 + x * (1 - s) and tanh's
+  // 1 - y * y.
   add(r, {"silu_backward", "silu_backward.grad_input"},
       entry(floats(), binary([](Lowerer& L, Value g, Value x) {
               Value s = sigmoid(L, x);
               Value one = one_like(L, x);
-              return L.b.mul(L.b.mul(g, s), L.b.add(one, L.b.mul(x, L.b.sub(one, s))));
+              return L.b.mul(L.b.mul(g, s), L.b.fma(x, L.b.sub(one, s), one));
             }),
             true));
   // float16 runs the CPU's scalar path in float16 arithmetic: (1 - y) and g * (1 - y) are
@@ -557,15 +559,14 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             };
             auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
             Value g = v[0], y = v[1];
-            Value r = common == DType::kF16
-                          ? L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y)
-                          : L.b.mul(g, L.b.mul(L.b.sub(one_like(L, y), y), y));
+            // g * (1 - y) * y, left to right.
+            Value r = L.b.mul(round(L.b.mul(g, round(L.b.sub(one_like(L, y), y)))), y);
             return {L.convert(r, L.out_dtype(0, common))};
           },
           true));
   add(r, {"tanh_backward", "tanh_backward.grad_input"},
       entry(floats(), binary([](Lowerer& L, Value g, Value y) {
-              return L.b.mul(g, L.b.sub(one_like(L, y), L.b.mul(y, y)));
+              return L.b.mul(g, L.b.fma(L.b.neg(y), y, one_like(L, y)));
             }),
             true));
   add(r, {"threshold_backward", "threshold_backward.grad_input"},

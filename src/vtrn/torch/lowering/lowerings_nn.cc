@@ -25,7 +25,7 @@ DType matmul_dtype(Lowerer& L, Value a, Value b) {
 /// [b.., n, k] x [b.., k, m] with |batch| leading batch dims, in float32. Half-precision
 /// operands go in as they are, with a float32 result (their products are exact in float32
 /// either way): the executor then runs bf16 on the CPU's bf16 instructions.
-Value matmul(Lowerer& L, Value a, Value b, int batch) {
+Value matmul(Lowerer& L, Value a, Value b, int batch, bool sgemm = false) {
   const DType c = opmath(L.dtype(a));
   hlo::DotDims dims;
   for (int i = 0; i < batch; ++i) {
@@ -34,14 +34,15 @@ Value matmul(Lowerer& L, Value a, Value b, int batch) {
   }
   dims.lhs_contracting = {batch + 1};
   dims.rhs_contracting = {batch};
-  return L.b.dot_general(a, b, dims, c);
+  return L.b.dot_general(a, b, dims, c, sgemm);
 }
 
 std::vector<Value> mm(Lowerer& L, int batch) {
   Value a = L.tensor(0), b = L.tensor(1);
   const DType d = matmul_dtype(L, a, b);
   if (L.rank(a) != batch + 2 || L.rank(b) != batch + 2) throw Unsupported("matmul rank");
-  return {L.convert(matmul(L, a, b, batch), L.out_dtype(0, d))};
+  // torch.mm's and torch.bmm's own products (hlo::Op::sgemm).
+  return {L.convert(matmul(L, a, b, batch, true), L.out_dtype(0, d))};
 }
 
 /// The softmax axis of |x| (a 0-d tensor is treated as shape [1]).
