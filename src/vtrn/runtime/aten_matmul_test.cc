@@ -49,15 +49,32 @@ class AtenMatmulTest : public ::testing::Test {
   void TearDown() override { am::install(nullptr); }
 };
 
+// An expected sgemm call: the product's m, n, k and layouts, then the arguments.
+struct CallCase {
+  std::int64_t m, n, k;
+  bool lt, rt;
+  char ta, tb;
+  std::int64_t gm, gn, gk, lda, ldb, ldc;
+  bool a_is_lhs;
+};
+
+void expect_call(const am::SgemmCall& call, const CallCase& c) {
+  const std::string at = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" +
+                         std::to_string(c.n) + (c.lt ? " lhs^T" : "") + (c.rt ? " rhs^T" : "");
+  EXPECT_EQ(call.transa, c.ta) << at;
+  EXPECT_EQ(call.transb, c.tb) << at;
+  EXPECT_EQ(call.m, c.gm) << at;
+  EXPECT_EQ(call.n, c.gn) << at;
+  EXPECT_EQ(call.k, c.gk) << at;
+  EXPECT_EQ(call.lda, c.lda) << at;
+  EXPECT_EQ(call.ldb, c.ldb) << at;
+  EXPECT_EQ(call.ldc, c.ldc) << at;
+  EXPECT_EQ(call.a_is_lhs, c.a_is_lhs) << at;
+  EXPECT_FALSE(call.copy_a || call.copy_b) << at;
+}
+
 TEST(AtenSgemmCallTest, ArgumentsFollowAtensRules) {
-  struct Case {
-    std::int64_t m, n, k;
-    bool lt, rt;
-    char ta, tb;
-    std::int64_t gm, gn, gk, lda, ldb, ldc;
-    bool a_is_lhs;
-  };
-  const Case cases[] = {
+  const CallCase cases[] = {
       // Row-major result: computed as its transpose, rhs first.
       {4, 3, 5, false, false, 'N', 'N', 3, 4, 5, 3, 5, 3, false},
       {4, 3, 5, true, true, 'T', 'T', 3, 4, 5, 5, 4, 3, false},
@@ -68,50 +85,17 @@ TEST(AtenSgemmCallTest, ArgumentsFollowAtensRules) {
       // k == 1: the rhs [1, 3] (strides 3, 1) reads as not transposed with lda 3.
       {4, 3, 1, false, false, 'N', 'N', 3, 4, 1, 3, 1, 3, false},
   };
-  for (const Case& c : cases) {
-    const am::SgemmCall call = am::aten_sgemm_call(c.m, c.n, c.k, c.lt, c.rt);
-    const std::string at = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" +
-                           std::to_string(c.n) + (c.lt ? " lhs^T" : "") + (c.rt ? " rhs^T" : "");
-    EXPECT_EQ(call.transa, c.ta) << at;
-    EXPECT_EQ(call.transb, c.tb) << at;
-    EXPECT_EQ(call.m, c.gm) << at;
-    EXPECT_EQ(call.n, c.gn) << at;
-    EXPECT_EQ(call.k, c.gk) << at;
-    EXPECT_EQ(call.lda, c.lda) << at;
-    EXPECT_EQ(call.ldb, c.ldb) << at;
-    EXPECT_EQ(call.ldc, c.ldc) << at;
-    EXPECT_EQ(call.a_is_lhs, c.a_is_lhs) << at;
-    EXPECT_FALSE(call.copy_a || call.copy_b) << at;
-  }
+  for (const CallCase& c : cases) expect_call(am::aten_sgemm_call(c.m, c.n, c.k, c.lt, c.rt), c);
 }
 
 TEST(AtenSgemmCallTest, BmmArgumentsFollowBaddbmmWithGemm) {
-  struct Case {
-    std::int64_t m, n, k;
-    bool lt, rt;
-    char ta, tb;
-    std::int64_t gm, gn, gk, lda, ldb, ldc;
-  };
-  const Case cases[] = {
-      {4, 3, 5, false, false, 'N', 'N', 3, 4, 5, 3, 5, 3},
-      {4, 3, 5, true, true, 'T', 'T', 3, 4, 5, 5, 4, 3},
+  const CallCase cases[] = {
+      {4, 3, 5, false, false, 'N', 'N', 3, 4, 5, 3, 5, 3, false},
+      {4, 3, 5, true, true, 'T', 'T', 3, 4, 5, 5, 4, 3, false},
       // One result column: still the rhs first, unlike mm (whose call is 'T', 'T', 20, 1, 20).
-      {20, 1, 20, false, false, 'N', 'N', 1, 20, 20, 1, 20, 1},
+      {20, 1, 20, false, false, 'N', 'N', 1, 20, 20, 1, 20, 1, false},
   };
-  for (const Case& c : cases) {
-    const am::SgemmCall call = am::aten_bmm_call(c.m, c.n, c.k, c.lt, c.rt);
-    const std::string at = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" +
-                           std::to_string(c.n) + (c.lt ? " lhs^T" : "") + (c.rt ? " rhs^T" : "");
-    EXPECT_EQ(call.transa, c.ta) << at;
-    EXPECT_EQ(call.transb, c.tb) << at;
-    EXPECT_EQ(call.m, c.gm) << at;
-    EXPECT_EQ(call.n, c.gn) << at;
-    EXPECT_EQ(call.k, c.gk) << at;
-    EXPECT_EQ(call.lda, c.lda) << at;
-    EXPECT_EQ(call.ldb, c.ldb) << at;
-    EXPECT_EQ(call.ldc, c.ldc) << at;
-    EXPECT_FALSE(call.a_is_lhs) << at;
-  }
+  for (const CallCase& c : cases) expect_call(am::aten_bmm_call(c.m, c.n, c.k, c.lt, c.rt), c);
   const am::SgemmCall mm = am::aten_sgemm_call(20, 1, 20, false, false);
   EXPECT_EQ(mm.transa, 'T');
   EXPECT_TRUE(mm.a_is_lhs);
