@@ -108,3 +108,99 @@ def test_matmul_of_a_permuted_batch_is_the_cpus():
     want = p @ v.transpose(1, 2)
     got = (p.to("neuron") @ v.to("neuron").transpose(1, 2)).cpu()
     assert bits_equal(got, want)
+
+
+# torch.addmm and a linear layer with a bias: ATen's one sgemm onto the bias (beta 1), which
+# vtrn runs as the same call (compiler/aten_addmm.h). (1, k, 1) is left out: see docs/compiler.md.
+ADDMM_MKN = [(7, 5, 3), (5, 1, 4), (64, 64, 48), (333, 1000, 77), (1024, 256, 688), (64, 3072, 768)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mkn", ADDMM_MKN)
+def test_a_biased_linear_is_the_cpus(mkn, threads):
+    m, k, n = mkn
+    g = torch.Generator().manual_seed(k)
+    x, w, b = (
+        torch.randn(m, k, generator=g),
+        torch.randn(n, k, generator=g),
+        torch.randn(n, generator=g),
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        want = F.linear(x, w, b)
+        got = F.linear(x.to("neuron"), w.to("neuron"), b.to("neuron")).cpu()
+    finally:
+        torch.set_num_threads(before)
+    assert bits_equal(got, want)
+
+
+def test_the_product_and_then_the_bias_is_not_the_cpus():
+    """What vtrn computed before: the product, then the bias added. It differs from ATen's in
+    most elements at a GPT-2 MLP's shape, so the test above can tell the two apart."""
+    g = torch.Generator().manual_seed(0)
+    x, w, b = (
+        torch.randn(64, 3072, generator=g),
+        torch.randn(768, 3072, generator=g),
+        torch.randn(768, generator=g),
+    )
+    assert (F.linear(x, w, b) != x @ w.t() + b).float().mean() > 0.1
+
+
+@pytest.mark.parametrize(
+    "beta, alpha, self_shape, weight_transposed",
+    [
+        (1.0, 1.0, (48,), False),
+        (0.5, 1.5, (1, 48), True),
+        (2.0, -1.0, (33, 48), False),
+        (1.0, 0.25, (33, 1), True),
+    ],
+)
+def test_addmm_with_beta_alpha_and_broadcast_self_is_the_cpus(
+    beta, alpha, self_shape, weight_transposed
+):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(33, 200, generator=g)
+    w = layouts((200, 48), weight_transposed, g)
+    s = torch.randn(self_shape, generator=g)
+    want = torch.addmm(s, x, w, beta=beta, alpha=alpha)
+    got = torch.addmm(s.to("neuron"), x.to("neuron"), w.to("neuron"), beta=beta, alpha=alpha)
+    assert bits_equal(got.cpu(), want)
+
+
+def test_addmm_with_beta_0_never_reads_self():
+    g = torch.Generator().manual_seed(2)
+    x, w = torch.randn(20, 30, generator=g), torch.randn(30, 10, generator=g)
+    s = torch.full((20, 10), float("nan"))
+    got = torch.addmm(s.to("neuron"), x.to("neuron"), w.to("neuron"), beta=0).cpu()
+    assert not got.isnan().any()
+    assert bits_equal(got, torch.addmm(s, x, w, beta=0))
+
+
+def test_a_3d_linear_and_gpt2s_conv1d_are_the_cpus():
+    """at::linear folds a contiguous [b, s, k] input to one addmm; HF GPT-2's Conv1D calls
+    torch.addmm(bias, x.view(-1, k), weight) with the weight stored [k, n]."""
+    g = torch.Generator().manual_seed(3)
+    x, w, b = (
+        torch.randn(4, 50, 128, generator=g),
+        torch.randn(384, 128, generator=g),
+        torch.randn(384, generator=g),
+    )
+    got = F.linear(x.to("neuron"), w.to("neuron"), b.to("neuron")).cpu()
+    assert bits_equal(got, F.linear(x, w, b))
+    wc = torch.randn(128, 384, generator=g)
+    want = torch.addmm(b, x.view(-1, 128), wc)
+    assert bits_equal(
+        torch.addmm(b.to("neuron"), x.to("neuron").view(-1, 128), wc.to("neuron")).cpu(), want
+    )
+
+
+def test_a_compiled_linear_stack_is_the_cpus():
+    """torch.compile(backend="neuron"): the graph's t + addmm nodes lower to the same call, the
+    weight read where it lies."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.Tanh(), torch.nn.Linear(96, 32))
+    x = torch.randn(40, 64)
+    want = model(x)
+    compiled = torch.compile(model.to("neuron"), backend="neuron", fullgraph=True)
+    assert bits_equal(compiled(x.to("neuron")).cpu(), want)

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/compiler/passes.h"
@@ -160,6 +161,16 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
                         ? cost::flash_attention_forward(a)
                         : cost::flash_attention_backward(a);
     return model.estimate(fw);
+  }
+  if (is_aten_addmm(root)) {
+    // ATen's addmm: a float32 matmul, its bias read as the accumulator.
+    const AtenAddmmShape a = aten_addmm_shape(b, root);
+    w.batch = 1;
+    w.m = a.m;
+    w.n = a.n;
+    w.k = a.k;
+    w.tensor_dtype = hw::TensorEngineDType::kFP32;
+    return model.estimate(w);
   }
   if (root.kind == OpKind::kCustomCall && root.call_target_name == kCollectiveCallTarget) {
     // A collective: the collective model's time for its group, which the call carries. The

@@ -252,6 +252,13 @@ std::pair<Value, Value> Builder::rng_bit_generator(Value state, TensorType outpu
   return {r[0], r[1]};
 }
 
+const Op* Builder::defining_op(Value v) const {
+  for (auto it = block_.ops.rbegin(); it != block_.ops.rend(); ++it)
+    for (int r : it->results)
+      if (r == v.id) return &*it;
+  return nullptr;
+}
+
 std::vector<Value> Builder::custom_call(std::string target, std::vector<Value> operands,
                                         std::vector<TensorType> results,
                                         std::string backend_config) {

@@ -28,6 +28,8 @@ class Builder {
 
   Value param(TensorType type);
   const TensorType& type(Value v) const { return block_.type(v.id); }
+  /// The op that defined |v|, or nullptr for a parameter.
+  const Op* defining_op(Value v) const;
 
   // Elementwise.
   Value unary(OpKind kind, Value x);

@@ -128,6 +128,58 @@ SgemmCall aten_bmm_call(std::int64_t m, std::int64_t n, std::int64_t k, bool lhs
   return call;
 }
 
+namespace {
+
+// sgemm's call per batch, with ATen's row-major dense copies where neither layout fits.
+void call_sgemm(Sgemm sgemm, const SgemmCall& call, std::int64_t batch, std::int64_t m,
+                std::int64_t n, std::int64_t k, const float* lhs, bool lhs_transposed,
+                const float* rhs, bool rhs_transposed, float alpha, float beta, float* out) {
+  const int im = static_cast<int>(call.m), in = static_cast<int>(call.n),
+            ik = static_cast<int>(call.k), lda = static_cast<int>(call.lda),
+            ldb = static_cast<int>(call.ldb), ldc = static_cast<int>(call.ldc);
+  std::vector<float> copy_a, copy_b;
+  auto dense = [](const float* p, bool transposed, std::int64_t rows, std::int64_t cols,
+                  std::vector<float>& buf) -> const float* {
+    if (!transposed) return p;
+    buf.resize(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) buf[i * cols + j] = p[j * rows + i];
+    return buf.data();
+  };
+  for (std::int64_t bi = 0; bi < batch; ++bi) {
+    const float* l = lhs + bi * m * k;
+    const float* r = rhs + bi * k * n;
+    const float* a = call.a_is_lhs ? l : r;
+    const float* b = call.a_is_lhs ? r : l;
+    if (call.copy_a)
+      a = call.a_is_lhs ? dense(l, lhs_transposed, m, k, copy_a)
+                        : dense(r, rhs_transposed, k, n, copy_a);
+    if (call.copy_b)
+      b = call.a_is_lhs ? dense(r, rhs_transposed, k, n, copy_b)
+                        : dense(l, lhs_transposed, m, k, copy_b);
+    sgemm(&call.transa, &call.transb, &im, &in, &ik, &alpha, a, &lda, b, &ldb, &beta,
+          out + bi * m * n, &ldc);
+  }
+}
+
+}  // namespace
+
+bool addmm(std::int64_t m, std::int64_t n, std::int64_t k, const float* lhs, bool lhs_transposed,
+           const float* rhs, bool rhs_transposed, float alpha, float beta, float* out) {
+  const Sgemm sgemm = g_sgemm.load(std::memory_order_acquire);
+  if (sgemm == nullptr) return false;
+  // addmm_impl_cpu_ before any BLAS: nothing to compute, or (k == 0) zeros or self times beta.
+  if (m == 0 || n == 0) return true;
+  if (k == 0) {
+    for (float* p = out; p != out + m * n; ++p) *p = beta == 0.0f ? 0.0f : *p * beta;
+    return true;
+  }
+  const SgemmCall call = aten_sgemm_call(m, n, k, lhs_transposed, rhs_transposed);
+  if (!blas_accepts(call)) return false;
+  call_sgemm(sgemm, call, 1, m, n, k, lhs, lhs_transposed, rhs, rhs_transposed, alpha, beta, out);
+  return true;
+}
+
 bool matmul(bool batched, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
             const float* lhs, bool lhs_transposed, const float* rhs, bool rhs_transposed,
             float* out) {
@@ -170,30 +222,7 @@ bool matmul(bool batched, std::int64_t batch, std::int64_t m, std::int64_t n, st
                 &ldc, 1, &group);
     return true;
   }
-  // A row-major dense clone of an operand, as ATen makes when neither layout fits sgemm.
-  std::vector<float> copy_a, copy_b;
-  auto dense = [](const float* p, bool transposed, std::int64_t rows, std::int64_t cols,
-                  std::vector<float>& buf) -> const float* {
-    if (!transposed) return p;
-    buf.resize(static_cast<std::size_t>(rows * cols));
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t j = 0; j < cols; ++j) buf[i * cols + j] = p[j * rows + i];
-    return buf.data();
-  };
-  for (std::int64_t bi = 0; bi < batch; ++bi) {
-    const float* l = lhs + bi * m * k;
-    const float* r = rhs + bi * k * n;
-    const float* a = call.a_is_lhs ? l : r;
-    const float* b = call.a_is_lhs ? r : l;
-    if (call.copy_a)
-      a = call.a_is_lhs ? dense(l, lhs_transposed, m, k, copy_a)
-                        : dense(r, rhs_transposed, k, n, copy_a);
-    if (call.copy_b)
-      b = call.a_is_lhs ? dense(r, rhs_transposed, k, n, copy_b)
-                        : dense(l, lhs_transposed, m, k, copy_b);
-    sgemm(&call.transa, &call.transb, &im, &in, &ik, &one, a, &lda, b, &ldb, &zero,
-          out + bi * m * n, &ldc);
-  }
+  call_sgemm(sgemm, call, batch, m, n, k, lhs, lhs_transposed, rhs, rhs_transposed, one, zero, out);
   return true;
 }
 

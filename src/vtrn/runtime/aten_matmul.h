@@ -53,4 +53,12 @@ bool matmul(bool batched, std::int64_t batch, std::int64_t m, std::int64_t n, st
             const float* lhs, bool lhs_transposed, const float* rhs, bool rhs_transposed,
             float* out);
 
+/// torch.addmm's out [m, n] = alpha * lhs x rhs + beta * out as ATen computes it for float32:
+/// |out| holds `self` expanded on entry unless |beta| is 0 (then it is not read); one sgemm
+/// call with ATen's arguments, alpha and beta (addmm_impl_cpu_), or for k == 0 out * beta (0
+/// when beta is 0). False, |out| untouched, when no sgemm is installed or ATen would not call
+/// BLAS.
+bool addmm(std::int64_t m, std::int64_t n, std::int64_t k, const float* lhs, bool lhs_transposed,
+           const float* rhs, bool rhs_transposed, float alpha, float beta, float* out);
+
 }  // namespace vtrn::runtime::aten_matmul

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+
+#include "vtrn/compiler/aten_addmm.h"
 
 #include "vtrn/runtime/executor_test_util.h"
 
@@ -18,15 +21,18 @@ using namespace test;
 namespace am = aten_matmul;
 
 int g_sgemm_calls = 0;
+// The alpha and beta the stand-in expects: mm's and bmm's calls pass 1 and 0.
+float g_alpha = 1, g_beta = 0;
 
-// BLAS's column-major sgemm, for beta == 0: c[i + j*ldc] = sum_p op(a)[i, p] * op(b)[p, j].
+// BLAS's column-major sgemm: c[i + j*ldc] = alpha * sum_p op(a)[i, p] * op(b)[p, j] plus, unless
+// beta is 0, beta * c[i + j*ldc].
 void column_major_sgemm(const char* transa, const char* transb, const int* m, const int* n,
                         const int* k, const float* alpha, const float* a, const int* lda,
                         const float* b, const int* ldb, const float* beta, float* c,
                         const int* ldc) {
   ++g_sgemm_calls;
-  EXPECT_EQ(*alpha, 1.0f);
-  EXPECT_EQ(*beta, 0.0f);
+  EXPECT_EQ(*alpha, g_alpha);
+  EXPECT_EQ(*beta, g_beta);
   // The leading dimensions must be valid for BLAS, as ATen's use_blas_gemm requires.
   EXPECT_GE(*lda, std::max(1, *transa == 'N' ? *m : *k));
   EXPECT_GE(*ldb, std::max(1, *transb == 'N' ? *k : *n));
@@ -39,13 +45,18 @@ void column_major_sgemm(const char* transa, const char* transb, const int* m, co
         const float bv = *transb == 'N' ? b[p + j * *ldb] : b[j + p * *ldb];
         s += static_cast<double>(av) * bv;
       }
-      c[i + j * *ldc] = static_cast<float>(s);
+      float& out = c[i + j * *ldc];
+      out = static_cast<float>(*alpha * s + (*beta == 0.0f ? 0.0 : *beta * out));
     }
 }
 
 class AtenMatmulTest : public ::testing::Test {
  protected:
-  void SetUp() override { g_sgemm_calls = 0; }
+  void SetUp() override {
+    g_sgemm_calls = 0;
+    g_alpha = 1;
+    g_beta = 0;
+  }
   void TearDown() override { am::install(nullptr); }
 };
 
@@ -218,6 +229,85 @@ TEST_F(AtenMatmulTest, DotGeneralTakesItWhenMarkedAndFloat32) {
       EXPECT_EQ(g_sgemm_calls, d == DType::kF32 && marked ? 1 : 0)
           << hlo::dtype_name(d) << (marked ? " marked" : "");
     }
+  }
+}
+
+// addmm: the result holds self on entry, and sgemm gets ATen's alpha and beta to add the
+// product onto it; with beta 0 self is never read (NaN there stays out).
+TEST_F(AtenMatmulTest, AddmmAccumulatesOntoSelfWithAlphaAndBeta) {
+  am::install(column_major_sgemm);
+  const std::int64_t m = 5, n = 4, k = 3;
+  const auto lv = random_values(m * k, -1, 1, 7, DType::kF32);
+  const auto rv = random_values(k * n, -1, 1, 8, DType::kF32);
+  std::vector<float> l(lv.begin(), lv.end()), r(rv.begin(), rv.end());
+  for (float beta : {1.0f, 0.5f, 0.0f}) {
+    g_alpha = 1.5f;
+    g_beta = beta;
+    const float self = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN() : 2.0f;
+    std::vector<float> o(static_cast<std::size_t>(m * n), self);
+    g_sgemm_calls = 0;
+    ASSERT_TRUE(am::addmm(m, n, k, l.data(), false, r.data(), false, 1.5f, beta, o.data()));
+    EXPECT_EQ(g_sgemm_calls, 1);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double prod = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          prod += static_cast<double>(l[i * k + p]) * r[p * n + j];
+        const double want = 1.5 * prod + (beta == 0.0f ? 0.0 : beta * 2.0);
+        ASSERT_NEAR(o[i * n + j], want, 1e-5) << "beta " << beta;
+      }
+  }
+  // k == 0: no sgemm; self times beta, or zeros for beta 0 (addmm_impl_cpu_).
+  for (float beta : {0.5f, 0.0f}) {
+    std::vector<float> o(static_cast<std::size_t>(m * n), 3.0f);
+    g_sgemm_calls = 0;
+    ASSERT_TRUE(am::addmm(m, n, 0, l.data(), false, r.data(), false, 1.0f, beta, o.data()));
+    EXPECT_EQ(g_sgemm_calls, 0);
+    for (float v : o) EXPECT_EQ(v, beta == 0.0f ? 0.0f : 1.5f);
+  }
+  am::install(nullptr);
+  std::vector<float> o(static_cast<std::size_t>(m * n), 9.0f);
+  EXPECT_FALSE(am::addmm(m, n, k, l.data(), false, r.data(), false, 1.0f, 1.0f, o.data()));
+  EXPECT_EQ(o[0], 9.0f);
+}
+
+// The module form (compiler/aten_addmm.h), a weight read where it lies transposed: with the
+// sgemm installed one call of it, without one BLAS; both alpha * x w^T + beta * bias.
+TEST_F(AtenMatmulTest, AddmmCustomCallRunsWithAndWithoutAtensSgemm) {
+  const std::int64_t m = 6, n = 4, k = 5;
+  const auto xv = random_values(m * k, -1, 1, 9, DType::kF32);
+  const auto wv = random_values(n * k, -1, 1, 10, DType::kF32);
+  const auto bv = random_values(n, -1, 1, 11, DType::kF32);
+  for (bool installed : {true, false}) {
+    if (installed) am::install(column_major_sgemm);
+    g_alpha = 0.25f;
+    g_beta = 2.0f;
+    Builder b;
+    Value x = b.param(TensorType(DType::kF32, {m, k}));
+    Value w = b.param(TensorType(DType::kF32, {n, k}));
+    Value bias = b.param(TensorType(DType::kF32, {n}));
+    Value alpha = b.param(TensorType(DType::kF32, {}));
+    Value c = b.broadcast_in_dim(bias, {m, n}, {1});
+    const std::string config = compiler::aten_addmm_config({2.0, false, true});
+    hlo::Module mod =
+        b.finish(b.custom_call(std::string(compiler::kAtenAddmmTarget), {c, x, w, alpha},
+                               {TensorType(DType::kF32, {m, n})}, config));
+    g_sgemm_calls = 0;
+    auto out = run(mod, {HostTensor::from_doubles(TensorType(DType::kF32, {m, k}), xv),
+                         HostTensor::from_doubles(TensorType(DType::kF32, {n, k}), wv),
+                         HostTensor::from_doubles(TensorType(DType::kF32, {n}), bv),
+                         HostTensor::from_doubles(TensorType(DType::kF32, {}), {0.25})});
+    EXPECT_EQ(g_sgemm_calls, installed ? 1 : 0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double prod = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          prod += static_cast<double>(static_cast<float>(xv[i * k + p])) *
+                  static_cast<float>(wv[j * k + p]);
+        const double want = 0.25 * prod + 2.0 * static_cast<float>(bv[j]);
+        EXPECT_NEAR(out[0].get(i * n + j), want, 1e-5) << (installed ? "installed" : "BLAS");
+      }
+    am::install(nullptr);
   }
 }
 

@@ -12,9 +12,11 @@
 #include <thread>
 #include <unordered_map>
 
+#include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/executor_kernels.h"
+#include "vtrn/runtime/kernels_addmm.h"
 #include "vtrn/runtime/kernels_attention.h"
 
 namespace vtrn::runtime {
@@ -66,6 +68,7 @@ void run_nki_call(const CustomCallArgs& a) {
 std::map<std::string, CustomCallFn>& registry() {
   static std::map<std::string, CustomCallFn> r{
       {std::string(nki::kCustomCallTarget), run_nki_call},
+      {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},
       {std::string(compiler::kFlashAttentionBackwardTarget), kernels::flash_attention_backward}};
   return r;

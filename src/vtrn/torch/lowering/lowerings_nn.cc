@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/torch/lowering/families.h"
 
@@ -35,6 +36,33 @@ Value matmul(Lowerer& L, Value a, Value b, int batch, bool sgemm = false) {
   dims.lhs_contracting = {batch + 1};
   dims.rhs_contracting = {batch};
   return L.b.dot_general(a, b, dims, c, sgemm);
+}
+
+/// The buffer |v| reads where it is its last two dims swapped (a weight's .t(): a parameter
+/// stored transposed, or a transpose op in a compiled graph); nullopt otherwise.
+std::optional<Value> stored_transposed(Lowerer& L, Value v) {
+  const hlo::Op* op = L.b.defining_op(v);
+  if (op == nullptr || op->kind != hlo::OpKind::kTranspose || op->dims.size() != 2 ||
+      op->dims[0] != 1 || op->dims[1] != 0)
+    return std::nullopt;
+  return Value{op->operands[0]};
+}
+
+/// float32 addmm as ATen's one sgemm onto the bias (compiler/aten_addmm.h).
+Value aten_addmm(Lowerer& L, Value self, Value a, Value b) {
+  const std::int64_t m = L.shape(a)[0], n = L.shape(b)[1];
+  compiler::AtenAddmmConfig config;
+  config.beta = L.real(3);
+  std::vector<Value> operands;
+  if (config.beta != 0.0) operands.push_back(L.broadcast_to(self, {m, n}));
+  const std::optional<Value> lhs = stored_transposed(L, a), rhs = stored_transposed(L, b);
+  config.lhs_transposed = lhs.has_value();
+  config.rhs_transposed = rhs.has_value();
+  operands.push_back(lhs.value_or(a));
+  operands.push_back(rhs.value_or(b));
+  operands.push_back(L.scalar(4, DType::kF32));
+  return L.b.custom_call(std::string(compiler::kAtenAddmmTarget), std::move(operands),
+                         {TensorType(DType::kF32, {m, n})}, compiler::aten_addmm_config(config))[0];
 }
 
 std::vector<Value> mm(Lowerer& L, int batch) {
@@ -332,6 +360,7 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
     Value self = L.tensor(0), a = L.tensor(1), b = L.tensor(2);
     const DType d = matmul_dtype(L, a, b);
     if (L.dtype(self) != d || L.rank(a) != 2 || L.rank(b) != 2) throw Unsupported("addmm operands");
+    if (d == DType::kF32 && L.out_dtype(0, d) == DType::kF32) return {aten_addmm(L, self, a, b)};
     const DType c = opmath(d);
     Value prod = matmul(L, a, b, 0);
     prod = L.b.mul(prod, L.broadcast_to(L.scalar(4, c), L.shape(prod)));
