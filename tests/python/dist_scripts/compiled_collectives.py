@@ -158,7 +158,10 @@ say(f"streams {rank} {(on_side.cpu() - want).abs().max().item()!r} {total.cpu()[
 # backward TP modules each hold a matmul and a collective; one module holds all three kinds.
 dist.barrier()
 texts = [p.read_text() for p in pathlib.Path(os.environ["TORCH_NEURONX_HLO_CACHE_DIR"]).iterdir()]
-tp_modules = sum('"vtrn.collective"' in t and "dot_general" in t for t in texts)
+# A matmul is a dot_general, or a biased linear's ATen addmm call (compiler/aten_addmm.h).
+tp_modules = sum(
+    '"vtrn.collective"' in t and ("dot_general" in t or '"vtrn.aten_addmm"' in t) for t in texts
+)
 funcol_modules = sum(
     all(f"kind={k};" in t for k in ("all_gather", "reduce_scatter", "all_reduce")) for t in texts
 )
