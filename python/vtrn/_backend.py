@@ -22,10 +22,15 @@ def register():
         # the next ops: on 2 cores that cost the Llama step 25% (bench/bench_eager.py).
         os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
         from vtrn import (
-            _C,  # noqa: F401 - loading it runs the C++ registrations
+            _C,  # loading it runs the C++ registrations
             neuron,
         )
 
+        # float32 sums take ATen's order, which depends on the width of the vectors its kernels
+        # run on here (runtime/aten_sum.h).
+        _C._set_aten_vector_lanes(
+            16 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 8
+        )
         current = torch._C._get_privateuse1_backend_name()
         if current != DEVICE_TYPE:
             if current != "privateuseone":

@@ -180,9 +180,11 @@ Value Builder::reverse(Value x, std::vector<std::int64_t> dims) {
   return add_one(std::move(op));
 }
 
-Value Builder::reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind) {
+Value Builder::reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind,
+                      bool cascade_sum) {
   Op op = make(OpKind::kReduce, {x, init});
   op.dims = std::move(dims);
+  op.cascade_sum = cascade_sum;
   op.regions.push_back(make_reduce_region(kind, type(x).dtype));
   return add_one(std::move(op));
 }

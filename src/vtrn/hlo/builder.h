@@ -71,7 +71,9 @@ class Builder {
   Value reverse(Value x, std::vector<std::int64_t> dims);
 
   // Reductions and contractions.
-  Value reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind);
+  /// |cascade_sum|: the add of torch.sum or torch.mean over float32 (Op::cascade_sum).
+  Value reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind,
+               bool cascade_sum = false);
   /// |sgemm|: the dot of torch.mm or torch.bmm (Op::sgemm).
   Value dot_general(Value lhs, Value rhs, DotDims dims,
                     std::optional<DType> result_dtype = std::nullopt, bool sgemm = false);

@@ -246,6 +246,10 @@ struct Op {
   /// (runtime/aten_matmul.h). Written as the attribute `vtrn.math = "sgemm"`. Other dots (the
   /// lowerings' own, an attention's) keep the executor's kernels.
   bool sgemm = false;
+  /// reduce (an add over float32) lowered from torch.sum or torch.mean: each output's elements
+  /// summed in the order ATen's cascade sum takes a contiguous row (runtime/aten_sum.h), not in
+  /// the executor's own tree. Written as the attribute `vtrn.math = "cascade_sum"`.
+  bool cascade_sum = false;
   std::string call_target_name;                 ///< custom_call
   std::string backend_config;                   ///< custom_call
   Literal literal;                              ///< constant

@@ -125,12 +125,16 @@ class ParsedOpBuilder {
     for (int v : r.operands) in.push_back(b.type(v));
     const std::string& n = r.name;
     if (const Attr* a = r.attr(syntax::kVtrnMath)) {
-      const bool dot = r.kind == OpKind::kDotGeneral;
-      const std::string_view want = dot ? syntax::kVtrnMathSgemm : syntax::kVtrnMathVml;
+      const bool dot = r.kind == OpKind::kDotGeneral, reduce = r.kind == OpKind::kReduce;
+      const std::string_view want = dot      ? syntax::kVtrnMathSgemm
+                                    : reduce ? syntax::kVtrnMathCascadeSum
+                                             : syntax::kVtrnMathVml;
       if (a->kind != Attr::kString || a->s != want)
         error(n + ": " + std::string(syntax::kVtrnMath) + " must be \"" + std::string(want) + "\"",
               r.pos);
-      (dot ? op.sgemm : op.vml) = true;  // verify.cc checks the op may carry it
+      (dot      ? op.sgemm
+       : reduce ? op.cascade_sum
+                : op.vml) = true;  // verify.cc checks the op may carry it
     }
     switch (r.kind) {
       case OpKind::kCompare: {

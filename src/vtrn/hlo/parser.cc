@@ -754,7 +754,8 @@ class Parser : public AttributeParser {
     d.kind = Attr::kList;
     for (std::int64_t v : int_list()) d.items.push_back(Attr::integer(v));
     r.attrs.emplace_back(syntax::kDimensions, d);
-    if (peek("{")) parse_dict();
+    if (peek("{"))
+      for (auto& a : parse_dict()) r.attrs.push_back(std::move(a));
     op_types(r);
     if (r.applies) return;
     if (!accept_word("reducer"))

@@ -150,6 +150,21 @@ module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 :
 #loc2 = loc("y")
 )";
 
+// A pretty-form reduce keeps the attributes after its dimensions: vtrn.math marks ATen's sum.
+TEST(ParserTest, PrettyReduceReadsItsAttributes) {
+  const Module m = parse_module(R"(func.func @main(%a: tensor<2x4xf32>) -> tensor<2xf32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [1] {vtrn.math = "cascade_sum"} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %1 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %2 = stablehlo.add %0, %1 : tensor<2xf32>
+  return %2 : tensor<2xf32>
+})");
+  std::vector<bool> marks;
+  for (const Op& op : m.main.ops)
+    if (op.kind == OpKind::kReduce) marks.push_back(op.cascade_sum);
+  EXPECT_EQ(marks, (std::vector<bool>{true, false}));
+}
+
 TEST(ParserTest, ReadsJaxPrettyText) {
   Module m = parse_module(kJaxPretty);
   EXPECT_EQ(m.name, "jit_f");
@@ -402,6 +417,19 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
   return %0 : tensor<4xf32>
 })",
        "stablehlo.exponential: vtrn.math must be \"vml\""},
+      {"cascade_sum on a max", R"(func.func @main(%a: tensor<4xf32>) -> tensor<f32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.maximum across dimensions = [0] {vtrn.math = "cascade_sum"} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+})",
+       "stablehlo.reduce: vtrn.math = \"cascade_sum\" is an attribute of a reduce adding one "
+       "float32 operand only"},
+      {"sgemm on a reduce", R"(func.func @main(%a: tensor<4xf32>) -> tensor<f32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [0] {vtrn.math = "sgemm"} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+})",
+       "stablehlo.reduce: vtrn.math must be \"cascade_sum\""},
       {"another vtrn.math", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.exponential %a {vtrn.math = "sleef"} : tensor<4xf32>
   return %0 : tensor<4xf32>

@@ -288,8 +288,12 @@ class Printer {
                attr(s::kEdgePaddingHigh, array_attr(op.edge_padding_high)) + ", " +
                attr(s::kInteriorPadding, array_attr(op.interior_padding));
       case OpKind::kReverse:
-      case OpKind::kReduce:
         return attr(s::kDimensions, array_attr(op.dims));
+      case OpKind::kReduce:
+        return attr(s::kDimensions, array_attr(op.dims)) +
+               (op.cascade_sum
+                    ? ", " + attr(s::kVtrnMath, quote(std::string(s::kVtrnMathCascadeSum)))
+                    : "");
       case OpKind::kDotGeneral: {
         std::string fields;
         auto field = [&](std::string_view n, const std::vector<std::int64_t>& v) {

@@ -46,7 +46,8 @@ namespace {
         !(x.scatter == y.scatter))
       return op_differ("dimension numbers");
     if (x.is_stable != y.is_stable || x.indices_are_sorted != y.indices_are_sorted ||
-        x.unique_indices != y.unique_indices || x.vml != y.vml || x.sgemm != y.sgemm)
+        x.unique_indices != y.unique_indices || x.vml != y.vml || x.sgemm != y.sgemm ||
+        x.cascade_sum != y.cascade_sum)
       return op_differ("flags");
     if (x.rng_algorithm != y.rng_algorithm) return op_differ("rng algorithms");
     if (x.call_target_name != y.call_target_name || x.backend_config != y.backend_config)
@@ -135,6 +136,16 @@ TEST(PrinterTest, VmlOpsCarryTheVtrnMathAttribute) {
             std::string::npos)
       << print_module(dm);
   EXPECT_TRUE(ReparsesToSameModule(dm));
+
+  Builder r("r");
+  Value rx = r.param(mt);
+  const Module rm =
+      r.finish({r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd, true),
+                r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd)});
+  EXPECT_NE(print_module(rm).find("{dimensions = array<i64: 1>, vtrn.math = \"cascade_sum\"}"),
+            std::string::npos)
+      << print_module(rm);
+  EXPECT_TRUE(ReparsesToSameModule(rm));
 }
 
 TEST(PrinterTest, ExactTextOfRegionsAndAttributes) {

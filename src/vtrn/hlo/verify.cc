@@ -259,6 +259,11 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
   if (op.sgemm && k != OpKind::kDotGeneral)
     fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathSgemm) +
                  "\" is an attribute of dot_general only");
+  if (op.cascade_sum &&
+      (k != OpKind::kReduce || in.size() != 2 || in[0].dtype != DType::kF32 || op.regions.empty() ||
+       match_reduce_region(*op.regions[0]) != ReduceKind::kAdd))
+    fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathCascadeSum) +
+                 "\" is an attribute of a reduce adding one float32 operand only");
   if (op.vml && !has_vml_form(k))
     fail(op, std::string(syntax::kVtrnMath) +
                  " is an attribute of exponential, log, sqrt, sine, cosine and tanh only");

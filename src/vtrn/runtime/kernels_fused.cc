@@ -168,6 +168,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       out_n_ = out.num_elements();
       output_value_ = op.results[0];
       reduce_layout_ = ReduceLayout(hlo::match_reduce_region(*op.regions[0]), domain_, op.dims);
+      reduce_layout_.cascade_sum = op.cascade_sum && b.type(op.operands[0]).dtype == DType::kF32;
       continue;
     }
     Instr in{op.kind, -1};

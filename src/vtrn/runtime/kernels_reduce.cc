@@ -5,12 +5,20 @@
 #include <bit>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/kernels_elementwise.h"
 
 namespace vtrn::runtime::kernels {
 
 using hlo::ReduceKind;
+
+namespace {
+// ATen's GRAIN_SIZE: a reduction to one output over this many elements is split between its
+// threads (TensorIterator's two-pass reduction), in an order that depends on their number.
+constexpr std::int64_t kAtenParallelGrain = 32768;
+}  // namespace
 
 ReduceLayout::ReduceLayout(ReduceKind k, const std::vector<std::int64_t>& dims,
                            const std::vector<std::int64_t>& reduced_dims)
@@ -339,8 +347,24 @@ class InOrderReducer final : public Reducer {
   bool lanes_;  ///< combined in lanes: max and min
 };
 
-// Float sums over trailing reduced dims: one PairwiseSum for the output in progress.
-template <typename T>
+// A float32 row summed in ATen's order (aten_sum.h), with PairwiseSum's interface: a row given
+// in pieces is gathered first.
+class AtenRowSum {
+ public:
+  void reset() { row_.clear(); }
+  void add(const float* x, std::int64_t n) { row_.insert(row_.end(), x, x + n); }
+  float sum() const {
+    return aten_sum::row_sum(row_.data(), static_cast<std::int64_t>(row_.size()));
+  }
+  static float of(const float* x, std::int64_t n) { return aten_sum::row_sum(x, n); }
+
+ private:
+  std::vector<float> row_;
+};
+
+// Float sums over trailing reduced dims: one Row (PairwiseSum, or AtenRowSum for a reduce
+// marked cascade_sum) for the output in progress; a row a chunk holds whole is summed in place.
+template <typename T, typename Row = PairwiseSum<T>>
 class TrailingSumReducer final : public Reducer {
  public:
   TrailingSumReducer(const ReduceLayout& l, T* acc) : n_(l.red_n), acc_(acc) {}
@@ -351,7 +375,7 @@ class TrailingSumReducer final : public Reducer {
       const std::int64_t g = start + i, o = g / n_, pos = g - o * n_;
       const std::int64_t m = std::min(n - i, n_ - pos);
       if (pos == 0 && m == n_) {
-        acc_[o] = acc_[o] + PairwiseSum<T>::of(v + i, m);
+        acc_[o] = acc_[o] + Row::of(v + i, m);
       } else {
         if (pos == 0) open_.reset();
         open_.add(v + i, m);
@@ -365,7 +389,7 @@ class TrailingSumReducer final : public Reducer {
  private:
   std::int64_t n_;
   T* acc_;
-  PairwiseSum<T> open_;
+  Row open_;
 };
 
 // Float sums over any other layout: per output, a part block and the binary counter's levels,
@@ -446,6 +470,9 @@ template <typename T>
 std::unique_ptr<Reducer> make_reducer(const ReduceLayout& l, T* acc) {
   if constexpr (!std::is_same_v<T, std::int64_t>) {
     if (l.kind == ReduceKind::kAdd) {
+      if constexpr (std::is_same_v<T, float>)
+        if (l.trailing && l.cascade_sum && (l.out_n > 1 || l.red_n < kAtenParallelGrain))
+          return std::make_unique<TrailingSumReducer<float, AtenRowSum>>(l, acc);
       if (l.trailing) return std::make_unique<TrailingSumReducer<T>>(l, acc);
       return std::make_unique<StridedSumReducer<T>>(l, acc);
     }

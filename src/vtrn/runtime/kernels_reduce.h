@@ -20,6 +20,9 @@
 // roundings (125 at n = 2e7, against 29 here). Accumulators are float32 for float32, bfloat16 and
 // float16 values (ATen's acc_type on CPU), float64 for float64. Products, max, min, and/or and
 // integer sums are exact or order-free and are combined in order.
+//
+// A reduce marked cascade_sum (torch.sum and torch.mean over float32) sums each row in ATen's
+// order instead (aten_sum.h), where ATen's order does not depend on its threads.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,10 @@ struct ReduceLayout {
   /// The reduced dims are the trailing ones (size-1 dims aside): output o reads the |red_n|
   /// consecutive elements from o * red_n.
   bool trailing = false;
+  /// The reduce is marked Op::cascade_sum: a float32 sum over trailing dims is taken in ATen's
+  /// order for a contiguous row (aten_sum.h), except one output of 2^15 elements or more, which
+  /// ATen splits between its threads.
+  bool cascade_sum = false;
   /// The domain with size-1 dims dropped and neighbours of the same kind (kept or reduced)
   /// merged; for each merged dim its size, output stride and stride in the reduced index.
   std::vector<std::int64_t> merged, merged_out_strides, merged_red_strides;

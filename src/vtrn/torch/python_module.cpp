@@ -16,6 +16,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/torch/aten_mkl.h"
@@ -59,6 +60,11 @@ PYBIND11_MODULE(_C, m) {
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "
       "vmsExp, vmsLn, vmsSqrt, vmsSin, vmsCos, vmsTanh and sgemm_, where torch links MKL; "
       "else none.");
+  m.def(
+      "_set_aten_vector_lanes", [](int lanes) { vtrn::runtime::aten_sum::set_vector_lanes(lanes); },
+      "The float lanes of ATen's vectors on this CPU (8 for its AVX2 kernels, 16 for AVX-512): "
+      "the order of its float32 sums (runtime/aten_sum.h).");
+  m.def("_aten_vector_lanes", [] { return vtrn::runtime::aten_sum::vector_lanes(); });
   m.def("device_count", [] { return adapter::device_count(); });
   m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
   m.def("set_device", [](int index) { adapter::set_device(static_cast<c10::DeviceIndex>(index)); });

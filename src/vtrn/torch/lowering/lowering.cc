@@ -361,7 +361,8 @@ std::int64_t Lowerer::wrap_dim(std::int64_t dim, int r) const {
   return dim < 0 ? dim + n : dim;
 }
 
-Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim) {
+Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim,
+                      bool cascade_sum) {
   const DType d = dtype(x);
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
@@ -384,7 +385,7 @@ Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind k
     default:
       throw Unsupported("reduce kind");
   }
-  Value r = dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind);
+  Value r = dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind, cascade_sum);
   if (keepdim && !dims.empty()) {
     std::vector<std::int64_t> s = shape(x);
     for (std::int64_t k : dims) s[static_cast<std::size_t>(k)] = 1;

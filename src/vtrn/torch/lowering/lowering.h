@@ -214,7 +214,9 @@ class Lowerer {
   /// Wraps a negative dim; throws Unsupported-free IndexError text for out of range.
   std::int64_t wrap_dim(std::int64_t dim, int rank) const;
   /// Reduces |x| over |dims| with |kind|, keeping size-1 dims when |keepdim|.
-  Value reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim);
+  /// |cascade_sum|: an add over float32 that torch.sum or torch.mean asked for (Op::cascade_sum).
+  Value reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim,
+               bool cascade_sum = false);
   /// Throws Unsupported when |dtype| is not among the entry's dtypes.
   void require_claimed(DType dtype) const;
 

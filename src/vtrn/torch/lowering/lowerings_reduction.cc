@@ -71,7 +71,9 @@ LowerFn sum_like(bool mean, bool skip_nan = false) {
     Value a = L.convert(x, acc);
     if (skip_nan && hlo::is_float(in))
       a = L.b.select(L.b.compare(Comparison::kNE, a, a), L.full_like(a, 0.0), a);
-    Value s = L.reduce(a, dims, ReduceKind::kAdd, L.flag(2));
+    // ATen's own order where it sums float32 in float32 (its cascade sum of a row).
+    const bool cascade = in == DType::kF32 && acc == DType::kF32;
+    Value s = L.reduce(a, dims, ReduceKind::kAdd, L.flag(2), cascade);
     if (mean) s = L.b.div(s, L.full_like(s, static_cast<double>(count(L, x, dims))));
     return {L.convert(s, result)};
   };

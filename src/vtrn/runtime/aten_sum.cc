@@ -1,0 +1,99 @@
+#include "vtrn/runtime/aten_sum.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace vtrn::runtime::aten_sum {
+namespace {
+
+std::atomic<int> g_lanes{8};
+
+constexpr int kLevels = 4;  // multi_row_sum's num_levels
+constexpr int kIlp = 4;     // row_sum's ilp_factor
+
+int ceil_log2(std::int64_t x) {
+  int p = 0;
+  while ((std::int64_t{1} << p) < x) ++p;
+  return p;
+}
+
+// W float lanes added lane by lane.
+template <int W>
+struct Lanes {
+  float v[W];
+  void zero() { std::fill(v, v + W, 0.0f); }
+  void add(const float* x) {
+    for (int l = 0; l < W; ++l) v[l] = v[l] + x[l];
+  }
+  void add(const Lanes& o) { add(o.v); }
+};
+
+// multi_row_sum<vacc, 4>: |size| rows of 4 vectors (row i at x + i * 4 * W), into 4
+// accumulators through 4 levels.
+template <int W>
+void multi_row_sum(const float* x, std::int64_t size, Lanes<W> out[kIlp]) {
+  const int level_power = std::max(4, ceil_log2(size) / kLevels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  Lanes<W> acc[kLevels][kIlp];
+  for (auto& level : acc)
+    for (auto& a : level) a.zero();
+  std::int64_t i = 0;
+  while (i + level_step <= size) {
+    for (std::int64_t j = 0; j < level_step; ++j, ++i)
+      for (int k = 0; k < kIlp; ++k) acc[0][k].add(x + (i * kIlp + k) * W);
+    for (int j = 1; j < kLevels; ++j) {
+      for (int k = 0; k < kIlp; ++k) {
+        acc[j][k].add(acc[j - 1][k]);
+        acc[j - 1][k].zero();
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < size; ++i)
+    for (int k = 0; k < kIlp; ++k) acc[0][k].add(x + (i * kIlp + k) * W);
+  for (int j = 1; j < kLevels; ++j)
+    for (int k = 0; k < kIlp; ++k) acc[0][k].add(acc[j][k]);
+  for (int k = 0; k < kIlp; ++k) out[k] = acc[0][k];
+}
+
+// row_sum over |size| elements of W lanes each (W == 1: scalars).
+template <int W>
+Lanes<W> ilp_row_sum(const float* x, std::int64_t size) {
+  Lanes<W> partial[kIlp];
+  const std::int64_t size_ilp = size / kIlp;
+  if (size_ilp > 0) {
+    multi_row_sum<W>(x, size_ilp, partial);
+  } else {
+    for (auto& p : partial) p.zero();
+  }
+  for (std::int64_t i = size_ilp * kIlp; i < size; ++i) partial[0].add(x + i * W);
+  for (int k = 1; k < kIlp; ++k) partial[0].add(partial[k]);
+  return partial[0];
+}
+
+template <int W>
+float inner_sum(const float* x, std::int64_t n) {
+  const std::int64_t vectors = n / W;
+  const Lanes<W> lanes = ilp_row_sum<W>(x, vectors);
+  float total = 0;
+  for (std::int64_t k = vectors * W; k < n; ++k) total = total + x[k];
+  for (int l = 0; l < W; ++l) total = total + lanes.v[l];
+  return total;
+}
+
+}  // namespace
+
+void set_vector_lanes(int lanes) {
+  if (lanes == 8 || lanes == 16) g_lanes.store(lanes, std::memory_order_relaxed);
+}
+
+int vector_lanes() { return g_lanes.load(std::memory_order_relaxed); }
+
+float row_sum(const float* x, std::int64_t n) {
+  const int w = vector_lanes();
+  if (n < w) return ilp_row_sum<1>(x, n).v[0];  // scalar_inner_sum
+  return w == 16 ? inner_sum<16>(x, n) : inner_sum<8>(x, n);
+}
+
+}  // namespace vtrn::runtime::aten_sum

@@ -1,0 +1,25 @@
+// float32 sums in the order ATen's CPU kernel takes a contiguous row (SumKernel.cpp's
+// cascade_sum: vectorized_inner_sum, or for rows shorter than a vector row_sum over scalars).
+//
+// A row of n elements is read as n / W vectors of W lanes (W = Vectorized<float>::size() of the
+// kernels ATen dispatches to: 8 on AVX2, 16 on AVX-512) and a scalar tail. The vectors go to 4
+// accumulators in turn (vector i to accumulator i % 4), each summed through 4 levels that carry
+// every 2^p additions into the next (p = max(4, ceil(log2(n / W / 4)) / 4)), the leftover
+// vectors added to the first, the accumulators added in order; then the tail in order, from 0,
+// and the W lanes added to it in order. Each lane adds in float32.
+//
+// The torch layer sets W from torch's CPU capability; without it W is 8.
+#pragma once
+
+#include <cstdint>
+
+namespace vtrn::runtime::aten_sum {
+
+/// Sets W; 8 or 16 (anything else is ignored).
+void set_vector_lanes(int lanes);
+int vector_lanes();
+
+/// The sum of x[0, n) as ATen's sum of a contiguous float32 row.
+float row_sum(const float* x, std::int64_t n);
+
+}  // namespace vtrn::runtime::aten_sum
