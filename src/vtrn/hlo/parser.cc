@@ -560,11 +560,16 @@ class Parser : public AttributeParser {
     expect(")", "')' to close the operands");
   }
 
+  // A dict of attributes after the op (or its `<{...}>` properties), added to the op's own.
+  void read_attrs(ParsedOp& r) {
+    const AttrDict d = parse_dict();
+    r.attrs.insert(r.attrs.end(), d.begin(), d.end());
+  }
+
   void generic_op(ParsedOp& r, Scope& scope) {
     operand_list(r, scope, "'" + r.name + "'");
     if (accept("<")) {
-      auto props = parse_dict();
-      r.attrs.insert(r.attrs.end(), props.begin(), props.end());
+      read_attrs(r);
       expect(">", "'>' after the properties");
     }
     if (peek("(")) {
@@ -573,10 +578,7 @@ class Parser : public AttributeParser {
       while (accept(","));
       expect(")", "')' after the regions");
     }
-    if (peek("{")) {
-      auto d = parse_dict();
-      r.attrs.insert(r.attrs.end(), d.begin(), d.end());
-    }
+    if (peek("{")) read_attrs(r);
     op_types(r);
   }
 
@@ -612,18 +614,12 @@ class Parser : public AttributeParser {
         while (accept(","));
         expect(")", "')'");
       }
-      if (peek("{")) {
-        auto d = parse_dict();
-        r.attrs.insert(r.attrs.end(), d.begin(), d.end());
-      }
+      if (peek("{")) read_attrs(r);
       op_types(r);
       return;
     }
     if (r.kind == OpKind::kConstant) {
-      if (peek("{")) {
-        auto d = parse_dict();
-        r.attrs.insert(r.attrs.end(), d.begin(), d.end());
-      }
+      if (peek("{")) read_attrs(r);
       ws();
       const std::size_t s = p_;
       Attr v = parse_attr();
@@ -680,10 +676,7 @@ class Parser : public AttributeParser {
       if (r.kind == OpKind::kSlice && peek("[")) continue;
       if (!accept(",")) break;
     }
-    if (peek("{")) {
-      auto d = parse_dict();
-      r.attrs.insert(r.attrs.end(), d.begin(), d.end());
-    }
+    if (peek("{")) read_attrs(r);
     op_types(r);
   }
 
@@ -711,10 +704,7 @@ class Parser : public AttributeParser {
       expect("=", "'=' after window");
       r.attrs.emplace_back(syntax::kPrettyWindow, parse_attr());
     }
-    if (peek("{")) {
-      auto d = parse_dict();
-      r.attrs.insert(r.attrs.end(), d.begin(), d.end());
-    }
+    if (peek("{")) read_attrs(r);
     op_types(r);
   }
 
@@ -754,8 +744,7 @@ class Parser : public AttributeParser {
     d.kind = Attr::kList;
     for (std::int64_t v : int_list()) d.items.push_back(Attr::integer(v));
     r.attrs.emplace_back(syntax::kDimensions, d);
-    if (peek("{"))
-      for (auto& a : parse_dict()) r.attrs.push_back(std::move(a));
+    if (peek("{")) read_attrs(r);
     op_types(r);
     if (r.applies) return;
     if (!accept_word("reducer"))
