@@ -11,7 +11,10 @@ import torch
 
 import vtrn  # noqa: F401 - registers the device
 
-LENGTHS = [1, 3, 5, 7, 8, 9, 31, 33, 64, 100, 128, 255, 256, 257, 688, 1000, 4097, 20000, 40000]
+# Rows within one chunk of a reduce's loop, then longer: up to 16384 one chunk of their own, past
+# it gathered from chunks.
+LENGTHS = [1, 3, 5, 7, 8, 9, 31, 33, 64, 100, 128, 255, 256, 257, 688, 1000]
+LENGTHS += [1025, 4097, 16384, 16385, 20000, 40000]
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -38,6 +41,23 @@ def test_row_sums_and_means_are_the_cpus(n, threads):
     xn = x.to("neuron")
     assert bits_equal(xn.sum(-1).cpu(), x.sum(-1))
     assert bits_equal(xn.mean(-1, keepdim=True).cpu(), x.mean(-1, keepdim=True))
+
+
+@pytest.mark.parametrize("n", [1025, 4096, 16384, 16385])
+def test_rows_of_values_computed_in_the_loop_are_the_cpus(n, threads):
+    """Rows longer than a chunk of an elementwise loop, at and past the longest one summed as one
+    chunk, read in place (eager) and computed by the reduce's own loop (compiled: the square is
+    fused into the reduce)."""
+    x = torch.randn(5, n, generator=torch.Generator().manual_seed(n))
+    xn = x.to("neuron")
+    assert bits_equal(xn.sum(-1).cpu(), x.sum(-1))
+    square_sum = lambda t: (t * t).sum(-1)  # noqa: E731
+    square_mean = lambda t: (t * t).mean(-1)  # noqa: E731
+    assert bits_equal(square_sum(xn).cpu(), square_sum(x))
+    compiled_sum = torch.compile(square_sum, backend="neuron", fullgraph=True)
+    compiled_mean = torch.compile(square_mean, backend="neuron", fullgraph=True)
+    assert bits_equal(compiled_sum(xn).cpu(), square_sum(x))
+    assert bits_equal(compiled_mean(xn).cpu(), square_mean(x))
 
 
 @pytest.mark.parametrize("n", [100, 5000, 32767])

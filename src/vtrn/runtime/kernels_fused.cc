@@ -35,13 +35,16 @@ using elementwise::unary_int;
 using elementwise::wrap_i64;
 
 namespace {
-// A reduce folds chunks of kChunk elements (its sums' order must not change). An elementwise
-// loop's chunk is as long as keeps its scratch slots within kChunkScratchBytes (in L1 with the
-// chunk's inputs and output), up to kMaxChunk: a chunk's fixed work (each load and instruction
-// set up, the output's overlap check) cost a quarter of a float32 add at 1024 elements.
+// A reduce folds chunks of kChunk elements, or of one ATen-order row (kMaxCascadeRow); its sums
+// do not depend on the chunks. An elementwise loop's chunk is as long as keeps its scratch slots
+// within kChunkScratchBytes (in L1 with the chunk's inputs and output), up to kMaxChunk: a
+// chunk's fixed work (each load and instruction set up, the output's overlap check) cost a
+// quarter of a float32 add at 1024 elements.
 constexpr std::int64_t kChunk = 1024;
 constexpr std::int64_t kMaxChunk = 8192;
 constexpr std::int64_t kChunkScratchBytes = 16384;
+// The longest row a cascade-sum reduce takes as one chunk (64 KiB of float32 per slot).
+constexpr std::int64_t kMaxCascadeRow = 16384;
 
 /// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
 /// thread-local: in a shared library each is reached through a __tls_get_addr call).
@@ -217,6 +220,12 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     }
   }
   chunk_ = kChunk;
+  // A row summed in ATen's order is gathered whole before it is summed (AtenRowSum): a chunk
+  // that holds whole rows is summed where it lies instead of copied piece by piece, which cost
+  // three times the sum itself on 4096-element rows. The order does not depend on the chunks.
+  if (reduce_ && reduce_layout_.trailing && reduce_layout_.cascade_sum &&
+      reduce_layout_.red_n > kChunk && reduce_layout_.red_n <= kMaxCascadeRow)
+    chunk_ = reduce_layout_.red_n;
   if (!reduce_) {
     // Bytes per element of the slots a chunk may write: all but loads read in place and a
     // float32 root computed straight into the output.
