@@ -4,12 +4,11 @@
 #include <atomic>
 #include <cstring>
 
-// row_sum is cloned per instruction set and every helper inlined into it, so that a W-lane
-// accumulator is one vector register where the CPU has one (the scalar x86-64 build adds it as
-// 4-lane SSE pieces, 5x slower on a row). Only additions: the order, and so every bit, is the
-// same in each clone.
-#define VTRN_ROW_SUM_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#include "vtrn/runtime/isa_clones.h"
+
+// row_sum is cloned per instruction set (isa_clones.h) with every helper inlined into it, so
+// that a W-lane accumulator is one vector register where the CPU has one (the baseline build adds
+// it as 4-lane SSE pieces, 5x slower on a row).
 #define VTRN_INLINE __attribute__((always_inline)) inline
 
 namespace vtrn::runtime::aten_sum {
@@ -118,7 +117,7 @@ void set_vector_lanes(int lanes) {
 
 int vector_lanes() { return g_lanes.load(std::memory_order_relaxed); }
 
-VTRN_ROW_SUM_CLONES float row_sum(const float* x, std::int64_t n) {
+VTRN_CLONES float row_sum(const float* x, std::int64_t n) {
   const int w = vector_lanes();
   if (n < w) return ilp_row_sum<1>(x, n).lane(0);  // scalar_inner_sum
   return w == 16 ? inner_sum<16>(x, n) : inner_sum<8>(x, n);

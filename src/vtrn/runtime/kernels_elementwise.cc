@@ -1,4 +1,5 @@
-// The loops a fused kernel runs over one chunk of values (see kernels_elementwise.h).
+// The loops a fused kernel runs over one chunk of values (see kernels_elementwise.h), each
+// cloned per instruction set (isa_clones.h).
 #include "vtrn/runtime/kernels_elementwise.h"
 
 #include <algorithm>
@@ -8,13 +9,8 @@
 #include <type_traits>
 
 #include "vtrn/runtime/executor.h"
+#include "vtrn/runtime/isa_clones.h"
 #include "vtrn/runtime/vecmath.h"
-
-// The loops are cloned for AVX-512 and AVX2 machines and picked at load time (GCC's
-// target_clones), as ATen builds its CPU kernels per capability: the baseline x86-64 target
-// has 4-lane SSE only. CMakeLists.txt compiles this file with -ffp-contract=off, so a clone
-// never fuses a multiply and an add into one rounding: every clone gives the same bits.
-#define VTRN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 namespace vtrn::runtime::kernels::elementwise {
 
