@@ -18,6 +18,7 @@
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_addmm.h"
 #include "vtrn/runtime/kernels_attention.h"
+#include "vtrn/runtime/strided_copy.h"
 
 namespace vtrn::runtime {
 
@@ -178,6 +179,7 @@ struct RunVectors {
     const std::uint8_t* lo;
     const std::uint8_t* hi;
     std::size_t input;
+    bool view;  ///< a strided input (never written over)
   };
   std::vector<kernels::Buf> values;
   std::vector<std::uint8_t*> direct;
@@ -268,6 +270,9 @@ struct LoadedExecutable::Impl {
       constants;  ///< by value number (empty if not a needed constant)
   std::vector<std::int64_t> arg_bytes, result_bytes;
   std::vector<char> is_arg;  ///< by value number
+  /// Per input: only fused loops outside row chains read it (through their loads), so a
+  /// strided view of it is read where it lies.
+  std::vector<char> reads_view_in_place;
 
   void materialize_constants() {
     std::call_once(constants_once, [this] {
@@ -323,6 +328,32 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     impl_->arg_bytes.push_back(b.type(a).byte_size());
   }
   for (int r : b.results) impl_->result_bytes.push_back(b.type(r).byte_size());
+  // Values something other than a plain fused loop reads: a returned value, a dot (an
+  // epilogue's head), a row chain's loops (their overlap checks take dense extents), any other
+  // kernel.
+  std::vector<char> read_densely(b.types.size(), 0);
+  for (int r : b.results) read_densely[r] = 1;
+  for (std::size_t si = 0; si < impl_->steps.size(); ++si) {
+    const Step& s = impl_->steps[si];
+    if (s.chain) {
+      for (std::size_t j = si; j < si + s.chain_steps; ++j) {
+        const Step& t = impl_->steps[j];
+        if (t.fused)
+          for (int v : t.fused->inputs()) read_densely[v] = 1;
+        else
+          for (int v : b.ops[t.op].operands) read_densely[v] = 1;
+      }
+      si += s.chain_steps - 1;
+      continue;
+    }
+    if (s.fused) {
+      if (s.head >= 0)
+        for (int v : b.ops[s.head].operands) read_densely[v] = 1;
+      continue;
+    }
+    for (int v : b.ops[s.op].operands) read_densely[v] = 1;
+  }
+  for (int a : b.args) impl_->reads_view_in_place.push_back(read_densely[a] ? 0 : 1);
   for (int v : needed)  // std::set: sorted, as materialize_constants() expects
     if (constant_of[v]) impl_->constant_values.push_back(v);
 }
@@ -347,7 +378,15 @@ std::vector<hlo::TensorType> LoadedExecutable::output_types() const {
 
 void LoadedExecutable::run(std::span<const void* const> inputs,
                            std::span<void* const> outputs) const {
+  run(inputs, outputs, {});
+}
+
+void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* const> outputs,
+                           std::span<const std::int64_t* const> input_strides) const {
   const hlo::Block& b = impl_->exe.module.main;
+  if (!input_strides.empty() && input_strides.size() != inputs.size())
+    throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " +
+                    std::to_string(input_strides.size()) + " strides given");
   if (inputs.size() != b.args.size())
     throw ExecError("the executable takes " + std::to_string(b.args.size()) + " inputs, " +
                     std::to_string(inputs.size()) + " given");
@@ -367,6 +406,34 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
       plan.arena_bytes > 0 ? owned.take(static_cast<std::size_t>(plan.arena_bytes)) : nullptr;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     values[b.args[i]].ptr = static_cast<const std::uint8_t*>(inputs[i]);
+  // A strided input: its bytes' extent, and where its elements are read from (in place, or a
+  // dense copy).
+  auto view_extent = [&](std::size_t i) -> std::int64_t {
+    const hlo::TensorType& t = b.type(b.args[i]);
+    std::int64_t last = 0;
+    for (std::size_t d = 0; d < t.dims.size(); ++d) {
+      if (t.dims[d] == 0) return 0;
+      last += (t.dims[d] - 1) * input_strides[i][d];
+    }
+    return (last + 1) * hlo::dtype_size(t.dtype);
+  };
+  for (std::size_t i = 0; i < input_strides.size(); ++i) {
+    if (input_strides[i] == nullptr) continue;
+    const int a = b.args[i];
+    if (impl_->reads_view_in_place[i]) {
+      values[a].strides = input_strides[i];
+      continue;
+    }
+    const hlo::TensorType& t = b.type(a);
+    std::uint8_t* dense =
+        owned.take(static_cast<std::size_t>(std::max<std::int64_t>(t.byte_size(), 1)));
+    if (t.num_elements() > 0)
+      strided_copy(dense, StridedView{0, kernels::strides_of(t.dims)}, values[a].ptr,
+                   StridedView{0, std::vector<std::int64_t>(input_strides[i],
+                                                            input_strides[i] + t.dims.size())},
+                   t.dims, hlo::dtype_size(t.dtype), threads);
+    values[a].ptr = dense;
+  }
   for (std::size_t v = 0; v < impl_->constants.size(); ++v)
     if (!impl_->constants[v].empty()) values[v].ptr = impl_->constants[v].data();
   // Results computed straight into the caller's buffers. One that overlaps an input is written
@@ -385,8 +452,9 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
   spans.clear();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto* in = static_cast<const std::uint8_t*>(inputs[i]);
-    const std::int64_t m = impl_->arg_bytes[i];
-    if (m > 0) spans.push_back({in, in + m, i});
+    const bool view = !input_strides.empty() && input_strides[i] != nullptr;
+    const std::int64_t m = view ? view_extent(i) : impl_->arg_bytes[i];
+    if (m > 0) spans.push_back({in, in + m, i, view});
   }
   std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
   std::vector<const std::uint8_t*>& reach = rv.reach;
@@ -405,7 +473,8 @@ void LoadedExecutable::run(std::span<const void* const> inputs,
           spans.begin());
       while (k-- > 0 && reach[k] > o && !staged[j])
         if (spans[k].hi > o)
-          staged[j] = !(spans[k].lo == o && plan.can_write_over(j, spans[k].input));
+          staged[j] =
+              spans[k].view || !(spans[k].lo == o && plan.can_write_over(j, spans[k].input));
     }
     if (!staged[j] && !impl_->is_arg[r] && !has_direct[r]) {
       direct[r] = static_cast<std::uint8_t*>(outputs[j]);

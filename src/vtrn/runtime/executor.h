@@ -79,6 +79,13 @@ class LoadedExecutable {
   /// computed in scratch and copied in after every kernel has run, so the results are the
   /// same as with separate buffers.
   void run(std::span<const void* const> inputs, std::span<void* const> outputs) const;
+  /// As above, with |input_strides| empty or one entry per input: nullptr for a dense input,
+  /// else the element strides (non-negative) of each dim of its declared type, the buffer
+  /// pointing at its first element: a view of a larger buffer (a slice with a step, a
+  /// transpose, an expand). The fused loops read such a view where it lies; an input that any
+  /// other kernel reads, or that is returned, is first copied to a dense buffer.
+  void run(std::span<const void* const> inputs, std::span<void* const> outputs,
+           std::span<const std::int64_t* const> input_strides) const;
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;
   /// Runs with the module's donations: each result the buffer assignment gives a donated input
   /// (BufferAssignment::donor_of_result) is computed in place in that input's storage, which

@@ -14,6 +14,10 @@ namespace vtrn::runtime::kernels {
 struct Buf {
   const std::uint8_t* ptr = nullptr;
   std::uint8_t* mut = nullptr;  ///< same as ptr when writable
+  /// An input read where it lies as a strided view (LoadedExecutable::run's input strides):
+  /// the element stride of each dim of the value's type, |ptr| its first element. Only fused
+  /// loops see such a value; nullptr: dense, row-major.
+  const std::int64_t* strides = nullptr;
 };
 
 /// A fused elementwise loop (optionally ending in a reduce), built once per kernel.
@@ -67,6 +71,9 @@ class FusedProgram {
     /// broadcast over [8, 8, 128, 16] is [64] of stride 0 by [2048] of stride 1): runs along
     /// the last walked dim are as long as the source allows, not one domain row.
     std::vector<std::int64_t> walk_dims, walk_strides;
+    /// mode 2: per domain dim, the dim of the source it steps through (-1: broadcast along it);
+    /// a strided source (Buf::strides) is walked with its own strides through this map.
+    std::vector<int> source_dim;
     double cd = 0;  ///< mode 3
     std::int64_t ci = 0;
   };

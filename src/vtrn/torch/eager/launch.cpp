@@ -80,17 +80,24 @@ void Launch::execute() const {
     return;
   }
   c10::SmallVector<const void*, 8> in(inputs.size());
-  c10::SmallVector<at::Tensor, 2> keep;
+  // A non-contiguous input (a rotary embedding's even or odd half, a transposed head split,
+  // an expand) is passed as the view it is: the executable's fused loops read it where it
+  // lies, and copy it first only for the kernels that need it dense.
+  c10::SmallVector<const int64_t*, 8> strides;
+  const hlo::Block& main = executable->executable().module.main;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferRef& b = inputs[i];
     if (b.is_scalar) {
       in[i] = b.scalar.data();
-    } else if (b.contiguous) {
-      in[i] = b.base();
-    } else {
-      keep.push_back(b.cpu().contiguous());
-      in[i] = keep.back().const_data_ptr();
+      continue;
     }
+    in[i] = b.base();
+    if (b.contiguous) continue;
+    const std::vector<int64_t>& dims = main.type(main.args[i]).dims;
+    TORCH_INTERNAL_ASSERT(std::equal(dims.begin(), dims.end(), b.sizes.begin(), b.sizes.end()),
+                          "an input view's sizes differ from its parameter's");
+    if (strides.empty()) strides.assign(inputs.size(), nullptr);
+    strides[i] = b.strides.data();
   }
   c10::SmallVector<void*, 4> out(outputs.size());
   c10::SmallVector<at::Tensor, 4> staging(outputs.size());
@@ -103,7 +110,8 @@ void Launch::execute() const {
     }
   }
   executable->run(std::span<const void* const>(in.data(), in.size()),
-                  std::span<void* const>(out.data(), out.size()));
+                  std::span<void* const>(out.data(), out.size()),
+                  std::span<const int64_t* const>(strides.data(), strides.size()));
   for (size_t j = 0; j < outputs.size(); ++j) {
     if (!staged[j]) continue;
     at::Tensor dst = outputs[j].cpu();
