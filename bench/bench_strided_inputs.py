@@ -10,10 +10,10 @@ ratios; the machines are noisy, so only ratios within one run mean much.
     python bench/bench_strided_inputs.py
 """
 
-import time
 import warnings
 
 import torch
+from bench_row_reduce import seconds_per_call  # the same timing loop
 
 SAMPLES = 7
 SECONDS_PER_SAMPLE = 0.2
@@ -33,16 +33,6 @@ def inputs(device):
     }
 
 
-def seconds_per_call(fn, x, calls, pack):
-    start = time.perf_counter()
-    for _ in range(calls):
-        r = fn(x.contiguous() if pack else x)
-    if x.device.type == "neuron":
-        torch.neuron.synchronize()
-    del r
-    return (time.perf_counter() - start) / calls
-
-
 def main() -> None:
     warnings.filterwarnings("ignore", message=".*fell back to CPU")
     import vtrn  # noqa: F401  registers the neuron device
@@ -53,17 +43,22 @@ def main() -> None:
         f"{'case':20s} {'cpu us':>8s} {'neuron us':>10s} {'packed us':>10s} "
         f"{'neuron/cpu':>11s} {'neuron/packed':>14s}"
     )
+
+    def case(m, name):
+        fn, x = cases[modes[m][0]][name]
+        return (lambda a: fn(a.contiguous())) if modes[m][1] else fn, x
+
     for name in cases["cpu"]:
         calls, best = {}, {}
-        for m, (d, pack) in modes.items():  # warm up (compile on neuron) and size a sample
-            fn, x = cases[d][name]
-            seconds_per_call(fn, x, 3, pack)
-            calls[m] = max(1, int(SECONDS_PER_SAMPLE / max(seconds_per_call(fn, x, 5, pack), 1e-7)))
+        for m in modes:  # warm up (compile on neuron) and size a sample
+            fn, x = case(m, name)
+            seconds_per_call(fn, x, 3)
+            calls[m] = max(1, int(SECONDS_PER_SAMPLE / max(seconds_per_call(fn, x, 5), 1e-7)))
             best[m] = float("inf")
         for _ in range(SAMPLES):
-            for m, (d, pack) in modes.items():
-                fn, x = cases[d][name]
-                best[m] = min(best[m], seconds_per_call(fn, x, calls[m], pack))
+            for m in modes:
+                fn, x = case(m, name)
+                best[m] = min(best[m], seconds_per_call(fn, x, calls[m]))
         print(
             f"{name:20s} {best['cpu'] * 1e6:8.1f} {best['neuron'] * 1e6:10.1f} "
             f"{best['packed'] * 1e6:10.1f} {best['neuron'] / best['cpu']:10.2f}x "
