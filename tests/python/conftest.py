@@ -20,6 +20,20 @@ for _extension in ("model", "hlo", "plan"):
     getattr(_native, _extension)  # raises NativeModuleMissing, naming the extension
 
 
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape and the same float32 bits (so -0.0 differs from 0.0, and NaNs compare)."""
+    return a.shape == b.shape and torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request):
+    """Runs the test with torch.set_num_threads(1), then (2)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def clean_tracking():
     """Op tracking starts empty, so each test sees only the ops it ran."""

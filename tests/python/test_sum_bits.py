@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
@@ -15,18 +16,6 @@ import vtrn  # noqa: F401 - registers the device
 # it gathered from chunks.
 LENGTHS = [1, 3, 5, 7, 8, 9, 31, 33, 64, 100, 128, 255, 256, 257, 688, 1000]
 LENGTHS += [1025, 4097, 16384, 16385, 20000, 40000]
-
-
-def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(a.view(torch.int32), b.view(torch.int32))
-
-
-@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
-def threads(request):
-    before = torch.get_num_threads()
-    torch.set_num_threads(request.param)
-    yield request.param
-    torch.set_num_threads(before)
 
 
 def test_the_vector_width_is_atens():

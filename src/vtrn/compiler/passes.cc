@@ -64,8 +64,9 @@ std::string op_key(const Block& block, const Op& op) {
       op.gather.offset_dims, op.gather.collapsed_slice_dims, op.gather.start_index_map,
       op.gather.index_vector_dim, op.scatter.update_window_dims, op.scatter.inserted_window_dims,
       op.scatter.scatter_dims_to_operand_dims, op.scatter.index_vector_dim,
-      static_cast<std::int64_t>(op.cascade_sum * 32 + op.sgemm * 16 + op.vml * 8 +
-                                op.is_stable * 4 + op.indices_are_sorted * 2 + op.unique_indices),
+      static_cast<std::int64_t>(op.sleef * 128 + op.vec_sum * 64 + op.cascade_sum * 32 +
+                                op.sgemm * 16 + op.vml * 8 + op.is_stable * 4 +
+                                op.indices_are_sorted * 2 + op.unique_indices),
       static_cast<std::int64_t>(op.rng_algorithm), op.call_target_name, op.backend_config);
   if (op.kind == OpKind::kConvolution) {
     const hlo::ConvAttrs& c = op.conv;

@@ -58,6 +58,12 @@ Value Builder::unary(OpKind kind, Value x) {
   return add_one(make(kind, {x}));
 }
 
+Value Builder::sleef_exp(Value x) {
+  Op op = make(OpKind::kExp, {x});
+  op.sleef = true;
+  return add_one(std::move(op));
+}
+
 Value Builder::vml_unary(OpKind kind, Value x) {
   if (!has_vml_form(kind))
     throw Error("Builder::vml_unary: '" + std::string(op_name(kind)) + "' has no vml form");
@@ -181,10 +187,11 @@ Value Builder::reverse(Value x, std::vector<std::int64_t> dims) {
 }
 
 Value Builder::reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind,
-                      bool cascade_sum) {
+                      bool cascade_sum, bool vec_sum) {
   Op op = make(OpKind::kReduce, {x, init});
   op.dims = std::move(dims);
   op.cascade_sum = cascade_sum;
+  op.vec_sum = vec_sum;
   op.regions.push_back(make_reduce_region(kind, type(x).dtype));
   return add_one(std::move(op));
 }

@@ -35,6 +35,8 @@ class Builder {
   Value unary(OpKind kind, Value x);
   /// A unary op computed as ATen's own kernel for it computes float32 (Op::vml).
   Value vml_unary(OpKind kind, Value x);
+  /// exp computed with SLEEF on every element, as inside ATen's softmax (Op::sleef).
+  Value sleef_exp(Value x);
   Value binary(OpKind kind, Value a, Value b);
   Value add(Value a, Value b) { return binary(OpKind::kAdd, a, b); }
   Value sub(Value a, Value b) { return binary(OpKind::kSubtract, a, b); }
@@ -71,9 +73,10 @@ class Builder {
   Value reverse(Value x, std::vector<std::int64_t> dims);
 
   // Reductions and contractions.
-  /// |cascade_sum|: the add of torch.sum or torch.mean over float32 (Op::cascade_sum).
+  /// |cascade_sum|: the add of torch.sum or torch.mean over float32 (Op::cascade_sum);
+  /// |vec_sum|: the add of a softmax over its last dim (Op::vec_sum).
   Value reduce(Value x, Value init, std::vector<std::int64_t> dims, ReduceKind kind,
-               bool cascade_sum = false);
+               bool cascade_sum = false, bool vec_sum = false);
   /// |sgemm|: the dot of torch.mm or torch.bmm (Op::sgemm).
   Value dot_general(Value lhs, Value rhs, DotDims dims,
                     std::optional<DType> result_dtype = std::nullopt, bool sgemm = false);

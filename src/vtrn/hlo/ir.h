@@ -242,6 +242,11 @@ struct Op {
   /// that op computes it (runtime/aten_unary.h), not as ATen computes it inside other ops.
   /// Written as the attribute `vtrn.math = "vml"`.
   bool vml = false;
+  /// exponential on float32 computed with SLEEF's vector function for every element, a tail as
+  /// a partial vector, as ATen's Vectorized<float>::exp computes it inside softmax and
+  /// log_softmax (vec::map): not with the libm tail of its cpu_kernel_vec ops, the executor's
+  /// default. Written as the attribute `vtrn.math = "sleef"`.
+  bool sleef = false;
   /// dot_general lowered from torch.mm or torch.bmm: computed as ATen computes those
   /// (runtime/aten_matmul.h). Written as the attribute `vtrn.math = "sgemm"`. Other dots (the
   /// lowerings' own, an attention's) keep the executor's kernels.
@@ -250,6 +255,10 @@ struct Op {
   /// summed in the order ATen's cascade sum takes a contiguous row (runtime/aten_sum.h), not in
   /// the executor's own tree. Written as the attribute `vtrn.math = "cascade_sum"`.
   bool cascade_sum = false;
+  /// reduce (an add over float32) lowered from softmax or log_softmax over the last dim, or
+  /// their backwards: each output's elements summed in the order of ATen's vec::reduce_all
+  /// (runtime/aten_sum.h). Written as the attribute `vtrn.math = "vec_sum"`.
+  bool vec_sum = false;
   std::string call_target_name;                 ///< custom_call
   std::string backend_config;                   ///< custom_call
   Literal literal;                              ///< constant

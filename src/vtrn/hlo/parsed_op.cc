@@ -129,12 +129,21 @@ class ParsedOpBuilder {
       const std::string_view want = dot      ? syntax::kVtrnMathSgemm
                                     : reduce ? syntax::kVtrnMathCascadeSum
                                              : syntax::kVtrnMathVml;
-      if (a->kind != Attr::kString || a->s != want)
-        error(n + ": " + std::string(syntax::kVtrnMath) + " must be \"" + std::string(want) + "\"",
+      // The second value a reduce (vec_sum) or an exponential (sleef) may carry instead.
+      const bool exp = r.kind == OpKind::kExp;
+      const std::string_view other = reduce ? syntax::kVtrnMathVecSum
+                                     : exp  ? syntax::kVtrnMathSleef
+                                            : std::string_view();
+      const bool is_other = !other.empty() && a->kind == Attr::kString && a->s == other;
+      if (!is_other && (a->kind != Attr::kString || a->s != want))
+        error(n + ": " + std::string(syntax::kVtrnMath) + " must be \"" + std::string(want) + "\"" +
+                  (other.empty() ? "" : " or \"" + std::string(other) + "\""),
               r.pos);
-      (dot      ? op.sgemm
-       : reduce ? op.cascade_sum
-                : op.vml) = true;  // verify.cc checks the op may carry it
+      (dot                  ? op.sgemm
+       : reduce && is_other ? op.vec_sum
+       : reduce             ? op.cascade_sum
+       : is_other           ? op.sleef
+                            : op.vml) = true;  // verify.cc checks the op may carry it
     }
     switch (r.kind) {
       case OpKind::kCompare: {

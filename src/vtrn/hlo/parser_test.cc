@@ -156,13 +156,19 @@ TEST(ParserTest, PrettyReduceReadsItsAttributes) {
   %c = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [1] {vtrn.math = "cascade_sum"} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
   %1 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
-  %2 = stablehlo.add %0, %1 : tensor<2xf32>
-  return %2 : tensor<2xf32>
+  %2 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [1] {vtrn.math = "vec_sum"} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %3 = stablehlo.add %0, %1 : tensor<2xf32>
+  %4 = stablehlo.add %3, %2 : tensor<2xf32>
+  return %4 : tensor<2xf32>
 })");
-  std::vector<bool> marks;
+  std::vector<bool> cascade, vec;
   for (const Op& op : m.main.ops)
-    if (op.kind == OpKind::kReduce) marks.push_back(op.cascade_sum);
-  EXPECT_EQ(marks, (std::vector<bool>{true, false}));
+    if (op.kind == OpKind::kReduce) {
+      cascade.push_back(op.cascade_sum);
+      vec.push_back(op.vec_sum);
+    }
+  EXPECT_EQ(cascade, (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(vec, (std::vector<bool>{false, false, true}));
 }
 
 TEST(ParserTest, ReadsJaxPrettyText) {
@@ -416,7 +422,7 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
   %0 = stablehlo.exponential %a {vtrn.math = "sgemm"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 })",
-       "stablehlo.exponential: vtrn.math must be \"vml\""},
+       "stablehlo.exponential: vtrn.math must be \"vml\" or \"sleef\""},
       {"cascade_sum on a max", R"(func.func @main(%a: tensor<4xf32>) -> tensor<f32> {
   %c = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = stablehlo.reduce(%a init: %c) applies stablehlo.maximum across dimensions = [0] {vtrn.math = "cascade_sum"} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
@@ -424,17 +430,35 @@ TEST(ParserTest, MalformedInputGivesClearErrors) {
 })",
        "stablehlo.reduce: vtrn.math = \"cascade_sum\" is an attribute of a reduce adding one "
        "float32 operand only"},
+      {"vec_sum on an integer sum", R"(func.func @main(%a: tensor<4xi32>) -> tensor<i32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [0] {vtrn.math = "vec_sum"} : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
+  return %0 : tensor<i32>
+})",
+       "stablehlo.reduce: vtrn.math = \"vec_sum\" is an attribute of a reduce adding one "
+       "float32 operand only"},
       {"sgemm on a reduce", R"(func.func @main(%a: tensor<4xf32>) -> tensor<f32> {
   %c = stablehlo.constant dense<0.0> : tensor<f32>
   %0 = stablehlo.reduce(%a init: %c) applies stablehlo.add across dimensions = [0] {vtrn.math = "sgemm"} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
 })",
-       "stablehlo.reduce: vtrn.math must be \"cascade_sum\""},
+       "stablehlo.reduce: vtrn.math must be \"cascade_sum\" or \"vec_sum\""},
       {"another vtrn.math", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = stablehlo.exponential %a {vtrn.math = "sleef"} : tensor<4xf32>
+  %0 = stablehlo.exponential %a {vtrn.math = "svml"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 })",
-       "stablehlo.exponential: vtrn.math must be \"vml\""},
+       "stablehlo.exponential: vtrn.math must be \"vml\" or \"sleef\""},
+      {"sleef on a log", R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.log %a {vtrn.math = "sleef"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+       "stablehlo.log: vtrn.math must be \"vml\""},
+      {"sleef on a float64 exp", R"(func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = stablehlo.exponential %a {vtrn.math = "sleef"} : tensor<4xf64>
+  return %0 : tensor<4xf64>
+})",
+       "stablehlo.exponential: vtrn.math = \"sleef\" is an attribute of a float32 exponential "
+       "only"},
       {"integer fma", R"(func.func @main(%a: tensor<4xi32>) -> tensor<4xi32> {
   %0 = math.fma %a, %a, %a : tensor<4xi32>
   return %0 : tensor<4xi32>

@@ -254,6 +254,7 @@ class Printer {
   static std::string attrs(const Op& op) {
     namespace s = syntax;
     if (op.vml) return attr(s::kVtrnMath, quote(std::string(s::kVtrnMathVml)));
+    if (op.sleef) return attr(s::kVtrnMath, quote(std::string(s::kVtrnMathSleef)));
     const std::string sgemm =
         op.sgemm ? ", " + attr(s::kVtrnMath, quote(std::string(s::kVtrnMathSgemm))) : "";
     switch (op.kind) {
@@ -293,7 +294,8 @@ class Printer {
         return attr(s::kDimensions, array_attr(op.dims)) +
                (op.cascade_sum
                     ? ", " + attr(s::kVtrnMath, quote(std::string(s::kVtrnMathCascadeSum)))
-                    : "");
+                : op.vec_sum ? ", " + attr(s::kVtrnMath, quote(std::string(s::kVtrnMathVecSum)))
+                             : "");
       case OpKind::kDotGeneral: {
         std::string fields;
         auto field = [&](std::string_view n, const std::vector<std::int64_t>& v) {

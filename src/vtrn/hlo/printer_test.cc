@@ -47,7 +47,7 @@ namespace {
       return op_differ("dimension numbers");
     if (x.is_stable != y.is_stable || x.indices_are_sorted != y.indices_are_sorted ||
         x.unique_indices != y.unique_indices || x.vml != y.vml || x.sgemm != y.sgemm ||
-        x.cascade_sum != y.cascade_sum)
+        x.cascade_sum != y.cascade_sum || x.vec_sum != y.vec_sum || x.sleef != y.sleef)
       return op_differ("flags");
     if (x.rng_algorithm != y.rng_algorithm) return op_differ("rng algorithms");
     if (x.call_target_name != y.call_target_name || x.backend_config != y.backend_config)
@@ -128,6 +128,14 @@ TEST(PrinterTest, VmlOpsCarryTheVtrnMathAttribute) {
   EXPECT_TRUE(ReparsesToSameModule(m));
   EXPECT_THROW(b.vml_unary(OpKind::kLog1p, x), Error);
 
+  Builder e("e");
+  Value ex = e.param(t);
+  const Module em = e.finish({e.sleef_exp(ex)});
+  EXPECT_NE(print_module(em).find("stablehlo.exponential %arg0 {vtrn.math = \"sleef\"}"),
+            std::string::npos)
+      << print_module(em);
+  EXPECT_TRUE(ReparsesToSameModule(em));
+
   Builder d("d");
   TensorType mt(DType::kF32, {2, 2});
   Value p = d.param(mt);
@@ -141,8 +149,12 @@ TEST(PrinterTest, VmlOpsCarryTheVtrnMathAttribute) {
   Value rx = r.param(mt);
   const Module rm =
       r.finish({r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd, true),
-                r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd)});
+                r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd),
+                r.reduce(rx, r.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd, false, true)});
   EXPECT_NE(print_module(rm).find("{dimensions = array<i64: 1>, vtrn.math = \"cascade_sum\"}"),
+            std::string::npos)
+      << print_module(rm);
+  EXPECT_NE(print_module(rm).find("{dimensions = array<i64: 1>, vtrn.math = \"vec_sum\"}"),
             std::string::npos)
       << print_module(rm);
   EXPECT_TRUE(ReparsesToSameModule(rm));

@@ -11,10 +11,12 @@ namespace vtrn::hlo::syntax {
 inline constexpr std::string_view kOpPrefix = "stablehlo.";
 
 // Attribute names, by the op that carries them.
-inline constexpr std::string_view kVtrnMath = "vtrn.math";              // unary math (Op::vml)
-inline constexpr std::string_view kVtrnMathVml = "vml";                 // its value on unary math
-inline constexpr std::string_view kVtrnMathSgemm = "sgemm";             // its value on dot_general
+inline constexpr std::string_view kVtrnMath = "vtrn.math";   // unary math (Op::vml)
+inline constexpr std::string_view kVtrnMathVml = "vml";      // its value on unary math
+inline constexpr std::string_view kVtrnMathSleef = "sleef";  // or this one on exponential
+inline constexpr std::string_view kVtrnMathSgemm = "sgemm";  // its value on dot_general
 inline constexpr std::string_view kVtrnMathCascadeSum = "cascade_sum";  // its value on reduce
+inline constexpr std::string_view kVtrnMathVecSum = "vec_sum";          // or this one on reduce
 inline constexpr std::string_view kComparisonDirection = "comparison_direction";  // compare
 inline constexpr std::string_view kCompareType = "compare_type";                  // compare
 inline constexpr std::string_view kValue = "value";                               // constant

@@ -259,11 +259,16 @@ std::vector<TensorType> infer_result_types(const Op& op, const std::vector<Tenso
   if (op.sgemm && k != OpKind::kDotGeneral)
     fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathSgemm) +
                  "\" is an attribute of dot_general only");
-  if (op.cascade_sum &&
+  if ((op.cascade_sum || op.vec_sum) &&
       (k != OpKind::kReduce || in.size() != 2 || in[0].dtype != DType::kF32 || op.regions.empty() ||
-       match_reduce_region(*op.regions[0]) != ReduceKind::kAdd))
-    fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathCascadeSum) +
-                 "\" is an attribute of a reduce adding one float32 operand only");
+       match_reduce_region(*op.regions[0]) != ReduceKind::kAdd || (op.cascade_sum && op.vec_sum)))
+    fail(op,
+         std::string(syntax::kVtrnMath) + " = \"" +
+             std::string(op.cascade_sum ? syntax::kVtrnMathCascadeSum : syntax::kVtrnMathVecSum) +
+             "\" is an attribute of a reduce adding one float32 operand only");
+  if (op.sleef && (k != OpKind::kExp || in.size() != 1 || in[0].dtype != DType::kF32 || op.vml))
+    fail(op, std::string(syntax::kVtrnMath) + " = \"" + std::string(syntax::kVtrnMathSleef) +
+                 "\" is an attribute of a float32 exponential only");
   if (op.vml && !has_vml_form(k))
     fail(op, std::string(syntax::kVtrnMath) +
                  " is an attribute of exponential, log, sqrt, sine, cosine and tanh only");

@@ -109,6 +109,24 @@ VTRN_INLINE float inner_sum(const float* x, std::int64_t n) {
   return total;
 }
 
+// vec::reduce_all's order over W lanes: the first W elements start the lanes, each further
+// whole vector is added lane by lane, the tail's k elements to the first k lanes; then the lanes
+// fold in halves (lane l += lane l + W/2, then + W/4, ... as vec_reduce_all's shuffles pair them)
+// and lane 0 is the sum.
+template <int W>
+VTRN_INLINE float reduce_all_sum(const float* x, std::int64_t n) {
+  Lanes<W> acc;
+  std::memcpy(&acc.v, x, sizeof(acc.v));
+  std::int64_t d = W;
+  for (; d + W <= n; d += W) acc.add(x + d);
+  float lane[W];
+  std::memcpy(lane, &acc.v, sizeof(lane));
+  for (std::int64_t k = 0; d + k < n; ++k) lane[k] = lane[k] + x[d + k];
+  for (int half = W / 2; half >= 1; half /= 2)
+    for (int l = 0; l < half; ++l) lane[l] = lane[l] + lane[l + half];
+  return lane[0];
+}
+
 }  // namespace
 
 void set_vector_lanes(int lanes) {
@@ -121,6 +139,16 @@ VTRN_CLONES float row_sum(const float* x, std::int64_t n) {
   const int w = vector_lanes();
   if (n < w) return ilp_row_sum<1>(x, n).lane(0);  // scalar_inner_sum
   return w == 16 ? inner_sum<16>(x, n) : inner_sum<8>(x, n);
+}
+
+VTRN_CLONES float reduce_all_row_sum(const float* x, std::int64_t n) {
+  const int w = vector_lanes();
+  if (n < w) {  // vec_reduce_all's slow path: lane 0 adds the others in order
+    float total = n > 0 ? x[0] : 0.0f;
+    for (std::int64_t k = 1; k < n; ++k) total = total + x[k];
+    return total;
+  }
+  return w == 16 ? reduce_all_sum<16>(x, n) : reduce_all_sum<8>(x, n);
 }
 
 }  // namespace vtrn::runtime::aten_sum

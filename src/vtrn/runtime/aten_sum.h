@@ -1,5 +1,6 @@
-// float32 sums in the order ATen's CPU kernel takes a contiguous row (SumKernel.cpp's
-// cascade_sum: vectorized_inner_sum, or for rows shorter than a vector row_sum over scalars).
+// float32 sums in the orders ATen's CPU kernels take a contiguous row: torch.sum's
+// (SumKernel.cpp's cascade_sum: vectorized_inner_sum, or for rows shorter than a vector row_sum
+// over scalars) and softmax's (vec::reduce_all, below).
 //
 // A row of n elements is read as n / W vectors of W lanes (W = Vectorized<float>::size() of the
 // kernels ATen dispatches to: 8 on AVX2, 16 on AVX-512) and a scalar tail. The vectors go to 4
@@ -21,5 +22,12 @@ int vector_lanes();
 
 /// The sum of x[0, n) as ATen's sum of a contiguous float32 row.
 float row_sum(const float* x, std::int64_t n);
+
+/// The sum of x[0, n) as ATen's vec::reduce_all adds it (functional_base.h), the row sums of
+/// its softmax and log_softmax kernels over the last dim and of their backwards: the first W
+/// elements start W lanes, each further whole vector is added lane by lane and the k tail
+/// elements to the first k lanes; then lane l adds lane l + W/2, then l + W/4, ... down to
+/// lane 0, the sum (vec_reduce_all's shuffles). A row shorter than W is added in order.
+float reduce_all_row_sum(const float* x, std::int64_t n);
 
 }  // namespace vtrn::runtime::aten_sum

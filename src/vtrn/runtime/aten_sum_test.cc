@@ -1,6 +1,7 @@
 // ATen's order for a float32 row sum (runtime/aten_sum.h), on values chosen so that each
 // grouping the order implies gives a sum no other grouping gives, worked out by hand; and a
-// reduce marked cascade_sum taking it, in rows, where an unmarked one keeps the executor's tree.
+// reduce marked cascade_sum taking it, in rows, where an unmarked one keeps the executor's tree;
+// and vec::reduce_all's order (softmax's row sums), by hand and through a reduce marked vec_sum.
 #include "vtrn/runtime/aten_sum.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,15 @@ class AtenSumTest : public ::testing::Test {
 };
 
 constexpr float kBig = 1e8f;  // float spacing 8 there: adding 1 to it is lost
+
+// |n| values of mixed magnitude (every seventh about 1e6 times the rest), whose sums round
+// differently in different orders.
+std::vector<double> spiky(std::int64_t n) {
+  std::vector<double> xs(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = (i % 7 == 0 ? 3e6 : 1.0) * std::sin(static_cast<double>(i));
+  return xs;
+}
 
 // Shorter than a vector: row_sum over scalars, x[i] to accumulator i % 4, the leftover x[4]
 // to the first, then the accumulators in order: (((x0 + x4) + x1) + x2) + x3. Here
@@ -74,15 +84,92 @@ TEST_F(AtenSumTest, OnlyEightOrSixteenLanes) {
   EXPECT_EQ(aten_sum::vector_lanes(), 16);
 }
 
+// vec::reduce_all's order (softmax's row sums): the lanes fold in halves, so lane 0 meets lane
+// 4 first. 1e8 (lane 0) and -1e8 (lane 1) each swallow the one of lanes 4 and 5 before they
+// cancel: 0. Left to right, or lanes in order (row_sum), they cancel first and the ones survive.
+TEST_F(AtenSumTest, ReduceAllFoldsLanesInHalves) {
+  std::vector<float> x(16, 0.0f);
+  x[0] = kBig;
+  x[1] = -kBig;
+  x[4] = 1;
+  x[5] = 1;
+  EXPECT_EQ(aten_sum::reduce_all_row_sum(x.data(), 16), 0.0f);
+  EXPECT_EQ(aten_sum::row_sum(x.data(), 16), 2.0f);
+}
+
+// A tail of k elements goes into the first k lanes before the fold: x[16] = -1e8 cancels lane
+// 0's 1e8 at once, and the ones of lanes 1 and 2 survive: 2. Left to right they are lost
+// against 1e8 before it cancels: 0.
+TEST_F(AtenSumTest, ReduceAllAddsTheTailToTheFirstLanes) {
+  std::vector<float> x(17, 0.0f);
+  x[0] = kBig;
+  x[1] = 1;
+  x[2] = 1;
+  x[16] = -kBig;
+  EXPECT_EQ(aten_sum::reduce_all_row_sum(x.data(), 17), 2.0f);
+  float in_order = 0;
+  for (float v : x) in_order += v;
+  EXPECT_EQ(in_order, 0.0f);
+  // With 16 lanes x[16] is the tail too, added to lane 0: the same 2.
+  aten_sum::set_vector_lanes(16);
+  EXPECT_EQ(aten_sum::reduce_all_row_sum(x.data(), 17), 2.0f);
+}
+
+// The vector width decides the order: a 12-element row is shorter than 16 lanes and adds in
+// order (the seven ones are lost against 1e8 before -1e8 cancels it: 3), while 8 lanes take
+// y[0..7] as lanes and add the tail y[8..11] to lanes 0..3 (lanes 0, 2, 2, 2, 1, 1, 1, 1),
+// which fold to (0 + 1) + (2 + 1) + (2 + 1) + (2 + 1) in halves: 10.
+TEST_F(AtenSumTest, ReduceAllDependsOnTheVectorWidth) {
+  const std::vector<float> y{kBig, 1, 1, 1, 1, 1, 1, 1, -kBig, 1, 1, 1};
+  EXPECT_EQ(aten_sum::reduce_all_row_sum(y.data(), 12), 10.0f);
+  aten_sum::set_vector_lanes(16);
+  EXPECT_EQ(aten_sum::reduce_all_row_sum(y.data(), 12), 3.0f);
+}
+
+// A reduce marked vec_sum gives reduce_all_row_sum of each row, alone or fused with the exp
+// that feeds it (softmax's), including rows past the reduce's in-place chunk (20000).
+TEST_F(AtenSumTest, VecSumReduceTakesReduceAllPerRow) {
+  for (std::int64_t n : {5, 1000, 20000}) {
+    const std::int64_t rows = 3;
+    const std::vector<double> xs = spiky(rows * n);
+    const TensorType t(DType::kF32, {rows, n});
+    const HostTensor input = HostTensor::from_doubles(t, xs);
+    const float* in = input.as<float>();
+    for (bool exp : {false, true}) {
+      Builder b;
+      Value x = b.param(t);
+      if (exp) x = b.exp(b.mul(x, b.broadcast_to(b.scalar(DType::kF32, 1e-7), {rows, n})));
+      hlo::Module m = b.finish(
+          {b.reduce(x, b.scalar(DType::kF32, 0), {1}, hlo::ReduceKind::kAdd, false, true)});
+      const auto out = run(m, {input});
+      // The row's values as the loop computes them: the same ops, one module per element kind.
+      std::vector<float> row(static_cast<std::size_t>(n));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        if (exp) {
+          Builder e;
+          Value v = e.param(TensorType(DType::kF32, {n}));
+          v = e.exp(e.mul(v, e.broadcast_to(e.scalar(DType::kF32, 1e-7), {n})));
+          const HostTensor one_row = HostTensor::from_doubles(
+              TensorType(DType::kF32, {n}),
+              std::vector<double>(xs.begin() + r * n, xs.begin() + (r + 1) * n));
+          const auto values = run(e.finish({v}), {one_row});
+          for (std::int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(values[0].get(i));
+        } else {
+          row.assign(in + r * n, in + (r + 1) * n);
+        }
+        EXPECT_EQ(static_cast<float>(out[0].get(r)), aten_sum::reduce_all_row_sum(row.data(), n))
+            << "n " << n << ", row " << r << (exp ? ", exp" : "");
+      }
+    }
+  }
+}
+
 // A reduce marked cascade_sum gives row_sum of each row, fused with its producer or alone; an
 // unmarked one keeps the executor's tree, which rounds the same rows otherwise.
 TEST_F(AtenSumTest, MarkedReduceTakesAtensOrderPerRow) {
   const std::int64_t rows = 3, n = 1000;
-  std::vector<double> xs(static_cast<std::size_t>(rows * n));
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    xs[i] = (i % 7 == 0 ? 3e6 : 1.0) * std::sin(static_cast<double>(i));
   const TensorType t(DType::kF32, {rows, n});
-  const HostTensor input = HostTensor::from_doubles(t, xs);
+  const HostTensor input = HostTensor::from_doubles(t, spiky(rows * n));
   const float* in = input.as<float>();
   int differs = 0;
   for (bool marked : {true, false})

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "vtrn/runtime/executor_test_util.h"
+#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime {
 namespace {
@@ -577,6 +578,45 @@ TEST(ExecutorTest, FmaRoundsOnce) {
         }
         EXPECT_GT(rounded_twice_differs, n / 50) << hlo::dtype_name(d);
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vtrn::runtime
+
+namespace vtrn::runtime {
+namespace {
+
+// An exponential marked sleef (softmax's) takes SLEEF's vector exp for every element, a tail
+// included; an unmarked one gives a loop's last len % 32 elements libm's exp (the tail of
+// ATen's cpu_kernel_vec ops). 37 elements: 32 in vector steps, a tail of 5. The references are
+// vecmath's and libm's own results on the same inputs.
+TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
+  const std::int64_t n = 37;
+  const test::TensorType t(test::DType::kF32, {n});
+  // The tail's inputs are ones where SLEEF and libm round differently, found by scanning.
+  std::vector<float> scan(20001);
+  for (std::size_t i = 0; i < scan.size(); ++i) scan[i] = -10.0f + 0.001f * static_cast<float>(i);
+  std::vector<float> scanned(scan.size());
+  vecmath::apply(vecmath::Fn::kExp, scan.data(), scanned.data(),
+                 static_cast<std::int64_t>(scan.size()));
+  std::vector<double> xs;
+  for (std::int64_t i = 0; i < 32; ++i) xs.push_back(-9.0 + 0.37 * static_cast<double>(i));
+  for (std::size_t i = 0; i < scan.size() && xs.size() < static_cast<std::size_t>(n); ++i)
+    if (scanned[i] != std::exp(scan[i])) xs.push_back(scan[i]);
+  ASSERT_EQ(xs.size(), static_cast<std::size_t>(n)) << "SLEEF and libm agree on the whole scan";
+  const HostTensor input = HostTensor::from_doubles(t, xs);
+  std::vector<float> sleef(static_cast<std::size_t>(n));
+  vecmath::apply(vecmath::Fn::kExp, input.as<float>(), sleef.data(), n);
+  for (bool marked : {true, false}) {
+    test::Builder b;
+    test::Value x = b.param(t);
+    const auto out = test::run(b.finish({marked ? b.sleef_exp(x) : b.exp(x)}), {input});
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float want =
+          marked || i < 32 ? sleef[static_cast<std::size_t>(i)] : std::exp(input.as<float>()[i]);
+      ASSERT_EQ(static_cast<float>(out[0].get(i)), want) << i << (marked ? " marked" : "");
     }
   }
 }

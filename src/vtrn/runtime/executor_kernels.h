@@ -94,6 +94,8 @@ class FusedProgram {
     bool scales = false;
     /// Computed with ATen's own kernel's function for the op (hlo::Op::vml), where installed.
     bool vml = false;
+    /// exp with SLEEF on every element (hlo::Op::sleef).
+    bool sleef = false;
   };
 
  private:

@@ -14,6 +14,7 @@
 #include "vtrn/runtime/kernels_elementwise.h"
 #include "vtrn/runtime/kernels_reduce.h"
 #include "vtrn/runtime/thread_pool.h"
+#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime::kernels {
 
@@ -192,6 +193,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       output_value_ = op.results[0];
       reduce_layout_ = ReduceLayout(hlo::match_reduce_region(*op.regions[0]), domain_, op.dims);
       reduce_layout_.cascade_sum = op.cascade_sum && b.type(op.operands[0]).dtype == DType::kF32;
+      reduce_layout_.vec_sum = op.vec_sum && b.type(op.operands[0]).dtype == DType::kF32;
       continue;
     }
     Instr in{op.kind, -1};
@@ -199,6 +201,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     if (op.kind == OpKind::kSelect) in.in_dtype = b.type(op.operands[1]).dtype;
     if (op.kind == OpKind::kCompare) in.cmp = op.comparison;
     in.vml = op.vml;
+    in.sleef = op.sleef;
     in.a = input_slot(op.operands[0]);
     if (op.operands.size() > 1) in.b = input_slot(op.operands[1]);
     if (op.operands.size() > 2) in.c = input_slot(op.operands[2]);
@@ -243,8 +246,9 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   // A row summed in ATen's order is gathered whole before it is summed (AtenRowSum): a chunk
   // that holds whole rows is summed where it lies instead of copied piece by piece, which cost
   // three times the sum itself on 4096-element rows. The order does not depend on the chunks.
-  if (reduce_ && reduce_layout_.trailing && reduce_layout_.cascade_sum &&
-      reduce_layout_.red_n > kChunk && reduce_layout_.red_n <= kMaxCascadeRow)
+  if (reduce_ && reduce_layout_.trailing &&
+      (reduce_layout_.cascade_sum || reduce_layout_.vec_sum) && reduce_layout_.red_n > kChunk &&
+      reduce_layout_.red_n <= kMaxCascadeRow)
     chunk_ = reduce_layout_.red_n;
   if (!reduce_) {
     // Bytes per element of the slots a chunk may write: all but loads read in place and a
@@ -403,6 +407,11 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
       fma(static_cast<double*>(pa), static_cast<double*>(pb), static_cast<double*>(pc),
           static_cast<double*>(o), len);
     }
+    return;
+  }
+  if (in.sleef && ci == Cls::kF32) {
+    vecmath::apply(vecmath::Fn::kExp, static_cast<const float*>(pa), static_cast<float*>(o), len);
+    round_f32(od, static_cast<float*>(o), len);
     return;
   }
   if (in.vml && in.in_dtype == DType::kF32 &&

@@ -347,16 +347,15 @@ class InOrderReducer final : public Reducer {
   bool lanes_;  ///< combined in lanes: max and min
 };
 
-// A float32 row summed in ATen's order (aten_sum.h), with PairwiseSum's interface: a row given
-// in pieces is gathered first.
+// A float32 row summed in one of ATen's orders (aten_sum.h: |RowSum| is row_sum or
+// reduce_all_row_sum), with PairwiseSum's interface: a row given in pieces is gathered first.
+template <float (*RowSum)(const float*, std::int64_t)>
 class AtenRowSum {
  public:
   void reset() { row_.clear(); }
   void add(const float* x, std::int64_t n) { row_.insert(row_.end(), x, x + n); }
-  float sum() const {
-    return aten_sum::row_sum(row_.data(), static_cast<std::int64_t>(row_.size()));
-  }
-  static float of(const float* x, std::int64_t n) { return aten_sum::row_sum(x, n); }
+  float sum() const { return RowSum(row_.data(), static_cast<std::int64_t>(row_.size())); }
+  static float of(const float* x, std::int64_t n) { return RowSum(x, n); }
 
  private:
   std::vector<float> row_;
@@ -472,7 +471,11 @@ std::unique_ptr<Reducer> make_reducer(const ReduceLayout& l, T* acc) {
     if (l.kind == ReduceKind::kAdd) {
       if constexpr (std::is_same_v<T, float>)
         if (l.trailing && l.cascade_sum && (l.out_n > 1 || l.red_n < kAtenParallelGrain))
-          return std::make_unique<TrailingSumReducer<float, AtenRowSum>>(l, acc);
+          return std::make_unique<TrailingSumReducer<float, AtenRowSum<aten_sum::row_sum>>>(l, acc);
+      if constexpr (std::is_same_v<T, float>)
+        if (l.trailing && l.vec_sum)
+          return std::make_unique<
+              TrailingSumReducer<float, AtenRowSum<aten_sum::reduce_all_row_sum>>>(l, acc);
       if (l.trailing) return std::make_unique<TrailingSumReducer<T>>(l, acc);
       return std::make_unique<StridedSumReducer<T>>(l, acc);
     }

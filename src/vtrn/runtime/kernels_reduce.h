@@ -53,6 +53,9 @@ struct ReduceLayout {
   /// order for a contiguous row (aten_sum.h), except one output of 2^15 elements or more, which
   /// ATen splits between its threads.
   bool cascade_sum = false;
+  /// The reduce is marked Op::vec_sum: a float32 sum over trailing dims is taken in the order of
+  /// ATen's vec::reduce_all over a contiguous row (aten_sum::reduce_all_row_sum).
+  bool vec_sum = false;
   /// The domain with size-1 dims dropped and neighbours of the same kind (kept or reduced)
   /// merged; for each merged dim its size, output stride and stride in the reduced index.
   std::vector<std::int64_t> merged, merged_out_strides, merged_red_strides;

@@ -362,7 +362,7 @@ std::int64_t Lowerer::wrap_dim(std::int64_t dim, int r) const {
 }
 
 Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim,
-                      bool cascade_sum) {
+                      bool cascade_sum, bool vec_sum) {
   const DType d = dtype(x);
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
@@ -385,7 +385,8 @@ Value Lowerer::reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind k
     default:
       throw Unsupported("reduce kind");
   }
-  Value r = dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind, cascade_sum);
+  Value r =
+      dims.empty() ? x : b.reduce(x, b.constant(std::move(init)), dims, kind, cascade_sum, vec_sum);
   if (keepdim && !dims.empty()) {
     std::vector<std::int64_t> s = shape(x);
     for (std::int64_t k : dims) s[static_cast<std::size_t>(k)] = 1;

@@ -216,7 +216,7 @@ class Lowerer {
   /// Reduces |x| over |dims| with |kind|, keeping size-1 dims when |keepdim|.
   /// |cascade_sum|: an add over float32 that torch.sum or torch.mean asked for (Op::cascade_sum).
   Value reduce(Value x, std::vector<std::int64_t> dims, hlo::ReduceKind kind, bool keepdim,
-               bool cascade_sum = false);
+               bool cascade_sum = false, bool vec_sum = false);
   /// Throws Unsupported when |dtype| is not among the entry's dtypes.
   void require_claimed(DType dtype) const;
 

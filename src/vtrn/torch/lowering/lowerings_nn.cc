@@ -95,17 +95,23 @@ LowerFn softmax(bool log) {
     const DType result = L.out_dtype(0, L.flag(2) ? DType::kF32 : in);
     const std::int64_t dim = softmax_dim(L, x0, 1);
     Value x = as_vector_if_scalar(L, L.convert(x0, opmath(in)));
+    // Over the last dim the CPU's float32 kernel sums each row in vec::reduce_all's order and
+    // (softmax) multiplies by the sum's reciprocal; its other kernels divide by the sum.
+    const bool lastdim_f32 = in == DType::kF32 && dim == L.rank(x) - 1;
     Value m = L.reduce(x, {dim}, ReduceKind::kMax, true);
     // A row of -inf has max -inf; subtracting it would give NaN where the CPU also gives NaN.
     Value shifted = L.b.sub(x, broadcast_back(L, m, x));
-    Value e = L.b.exp(shifted);
-    Value s = L.reduce(e, {dim}, ReduceKind::kAdd, true);
+    // That kernel's exp is SLEEF's on every element (vec::map), a row's tail included.
+    Value e = lastdim_f32 ? L.b.sleef_exp(shifted) : L.b.exp(shifted);
+    Value s = L.reduce(e, {dim}, ReduceKind::kAdd, true, false, lastdim_f32);
     Value y;
     if (log) {
       // Over the last dim the CPU kernel keeps the sum and its log in the input's type.
       const bool round = opmath(in) != in && dim == L.rank(x) - 1;
       auto rounded = [&](Value v) { return round ? L.convert(L.convert(v, in), opmath(in)) : v; };
       y = L.b.sub(shifted, broadcast_back(L, rounded(L.b.unary(OpKind::kLog, rounded(s))), x));
+    } else if (lastdim_f32) {
+      y = L.b.mul(e, broadcast_back(L, L.b.div(L.full_like(s, 1.0), s), x));
     } else {
       y = L.b.div(e, broadcast_back(L, s, x));
     }
@@ -129,12 +135,22 @@ LowerFn softmax_backward(bool log) {
     const std::int64_t dim = softmax_dim(L, g0, 2);
     Value g = as_vector_if_scalar(L, L.convert(g0, c)),
           y = as_vector_if_scalar(L, L.convert(y0, c));
+    // Over the last dim the CPU's float32 kernel sums each row in vec::reduce_all's order, and
+    // (log_softmax) takes SLEEF's exp on every element.
+    const bool lastdim_f32 =
+        grad_dtype == DType::kF32 && L.dtype(y0) == DType::kF32 && dim == L.rank(g) - 1;
     Value gi;
     if (log) {
-      Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true);
-      gi = L.b.sub(g, L.b.mul(L.b.exp(y), broadcast_back(L, s, g)));
+      Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true, false, lastdim_f32);
+      if (lastdim_f32) {
+        // ATen's kernel computes x - y.exp() * sum, which its compiler contracts to one fused
+        // multiply-add: g + exp(y) * -sum, rounded once.
+        gi = L.b.fma(L.b.sleef_exp(y), L.b.neg(broadcast_back(L, s, g)), g);
+      } else {
+        gi = L.b.sub(g, L.b.mul(L.b.exp(y), broadcast_back(L, s, g)));
+      }
     } else {
-      Value s = L.reduce(L.b.mul(g, y), {dim}, ReduceKind::kAdd, true);
+      Value s = L.reduce(L.b.mul(g, y), {dim}, ReduceKind::kAdd, true, false, lastdim_f32);
       gi = L.b.mul(y, L.b.sub(g, broadcast_back(L, s, g)));
     }
     if (L.rank(g0) == 0) gi = L.b.reshape(gi, {});
