@@ -58,8 +58,9 @@ struct RunState {
   std::vector<char> live, need, spread;
   std::vector<std::int64_t> idx;
   /// Per load, the walk of a strided input (Buf::strides) in this run; empty where the load
-  /// walks as built.
-  std::vector<std::vector<std::int64_t>> view_strides, view_dims, view_walk_strides;
+  /// walks as built. |view_per_dim|: the stride per domain dim a walk is built from.
+  std::vector<std::vector<std::int64_t>> view_dims, view_walk_strides;
+  std::vector<std::int64_t> view_per_dim;
   /// Slot scratch: a fresh allocation per loop cost more than a small loop's arithmetic (its
   /// malloc consolidated the fastbins each time).
   std::unique_ptr<std::int64_t[]> scratch;
@@ -480,7 +481,6 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   // the domain's dims, a broadcast one through its source dims.
   const std::size_t nl = loads_.size();
   if (st.view_dims.size() < nl) {
-    st.view_strides.resize(nl);
     st.view_dims.resize(nl);
     st.view_walk_strides.resize(nl);
   }
@@ -489,7 +489,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     st.view_dims[li].clear();
     const std::int64_t* vs = values[l.value].strides;
     if (vs == nullptr || (l.mode != 0 && l.mode != 2)) continue;
-    std::vector<std::int64_t>& per_dim = st.view_strides[li];
+    std::vector<std::int64_t>& per_dim = st.view_per_dim;
     per_dim.assign(domain_.size(), 0);
     for (std::size_t d = 0; d < domain_.size(); ++d)
       per_dim[d] = l.mode == 0 ? vs[d] : (l.source_dim[d] < 0 ? 0 : vs[l.source_dim[d]]);
