@@ -312,8 +312,12 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         m = L.b.select(none, L.full_like(m, 0.0), m);
         Value e = L.b.exp(L.b.sub(s, L.broadcast_to(m, L.shape(s))));
         Value l = L.reduce(e, {3}, ReduceKind::kAdd, true);
+        // A row with a visible key sums to at least 1 (its largest term is exp(0)), so max(l, 1)
+        // is l there; a row with none has e == 0 and sum 0, and 0 / 1 gives its zero weights
+        // without a select over the scores (a NaN sum stays NaN). The rows' chain then has no
+        // second output (kernels_chain.cc).
+        l = L.b.max(l, L.full_like(l, 1.0));
         Value p = L.b.div(e, L.broadcast_to(l, L.shape(e)));
-        p = L.b.select(L.broadcast_to(none, L.shape(p)), L.full_like(p, 0.0), p);
         Value o = batched_matmul(L, p, repeat_heads(L, L.convert(v, c), groups), false, false);
         return {L.convert(o, d), L.convert(p, d)};
       }));
