@@ -11,8 +11,11 @@ rounded-twice formula differs from it on the same inputs (the test would catch a
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+from conftest import run_python
 
 N = 100_003  # vector bodies, a tail, and more than one parallel chunk
 
@@ -118,6 +121,42 @@ def test_optimizer_steps_follow_the_cpu_bit_for_bit(make):
 
     for got, want in zip(run("neuron"), run("cpu")):
         assert bits_equal(got, want), f"{mismatches(got, want)} of {want.numel()} differ"
+
+
+def test_optimizer_steps_under_aee_follow_the_cpu_bit_for_bit():
+    """Each _foreach_ op of a step is one module whose fused loops read its scalars (learning
+    rate, betas, the bias corrections) as scalars and write the parameters and moments where
+    they lie (an output over its own input), with AEE on as in a training run: the CPU's bits."""
+    code = """
+        import torch, vtrn
+        def run(device, make):
+            torch.manual_seed(0)
+            ps = [torch.randn(s).to(device).requires_grad_() for s in ((300, 37), (513,), (4, 2500))]
+            opt = make(ps)
+            g = torch.Generator().manual_seed(1)
+            for _ in range(4):
+                for p in ps:
+                    p.grad = torch.randn(p.shape, generator=g).to(device)
+                opt.step()
+            return [p.detach().cpu() for p in ps]
+        makes = {
+            "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.1, foreach=True),
+            "adam-amsgrad": lambda ps: torch.optim.Adam(ps, lr=1e-3, amsgrad=True, foreach=True),
+            "sgd-momentum": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, foreach=True),
+        }
+        for name, make in makes.items():
+            for got, want in zip(run("neuron", make), run("cpu", make)):
+                same = (got == want) | (got.isnan() & want.isnan())
+                print(name, int((~same).sum()), want.numel())
+    """
+    env = dict(os.environ, TORCH_NEURONX_ENABLE_CONCATENATION="1")
+    proc = run_python(code, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.split()
+    assert len(lines) == 3 * 3 * 3, proc.stdout
+    for line in proc.stdout.splitlines():
+        name, differ, total = line.split()
+        assert differ == "0", f"{name}: {differ} of {total} elements differ"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 
+#include "vtrn/hlo/parser.h"
 #include "vtrn/runtime/executor_test_util.h"
 #include "vtrn/runtime/vecmath.h"
 
@@ -439,6 +440,129 @@ TEST(ExecutorTest, AMultiplyByAScalarOneReadsItsOtherOperand) {
         }
         ASSERT_EQ(fused[1].get(i), scaled) << hlo::dtype_name(d) << " alpha " << av << " i " << i;
       }
+    }
+  }
+}
+
+// A float op with one scalar operand reads the scalar itself, on either side, not a chunk
+// filled with it: every element is the op written out in the loop's arithmetic (float for
+// float32 and bfloat16, rounded to the dtype; double for float64), -0, infinities, NaN and
+// subnormals included, and a max or min with a NaN is NaN.
+TEST(ExecutorTest, AScalarOperandOnEitherSideGivesTheOpWrittenOut) {
+  const OpKind kinds[] = {OpKind::kAdd,    OpKind::kSubtract, OpKind::kMultiply,
+                          OpKind::kDivide, OpKind::kMaximum,  OpKind::kMinimum};
+  const double specials[] = {-0.0, 0.0, INFINITY, -INFINITY, NAN, 1e-40, -3e-39, 1e30, 2.5};
+  for (DType d : {DType::kF32, DType::kF64, DType::kBF16}) {
+    Builder b;
+    TensorType t(d, {3, 1100}), s(d, {});
+    Value x = b.param(t), w = b.param(s);
+    Value wb = b.broadcast_in_dim(w, t.dims, {});
+    std::vector<Value> outs;
+    for (OpKind k : kinds) {
+      outs.push_back(b.binary(k, x, wb));
+      outs.push_back(b.binary(k, wb, x));
+    }
+    hlo::Module m = b.finish(outs);
+    auto xs = random_values(t.num_elements(), -3, 3, 46, d);
+    for (std::size_t i = 0; i < std::size(specials); ++i) xs[i * 331] = specials[i];
+    auto round_to = [&](double v) {
+      return HostTensor::from_doubles(TensorType(d, {}), {v}).get(0);
+    };
+    auto apply = [&](OpKind k, double a, double c) -> double {
+      if (d != DType::kF64) {
+        const auto fa = static_cast<float>(a), fc = static_cast<float>(c);
+        switch (k) {
+          case OpKind::kAdd:
+            return round_to(fa + fc);
+          case OpKind::kSubtract:
+            return round_to(fa - fc);
+          case OpKind::kMultiply:
+            return round_to(fa * fc);
+          case OpKind::kDivide:
+            return round_to(fa / fc);
+          default:
+            break;
+        }
+      } else {
+        switch (k) {
+          case OpKind::kAdd:
+            return a + c;
+          case OpKind::kSubtract:
+            return a - c;
+          case OpKind::kMultiply:
+            return a * c;
+          case OpKind::kDivide:
+            return a / c;
+          default:
+            break;
+        }
+      }
+      if (std::isnan(a) || std::isnan(c)) return NAN;
+      return k == OpKind::kMaximum ? (a > c ? a : c) : (a < c ? a : c);
+    };
+    for (double wv : {0.75, -2.0, 0.0, -0.0, double(INFINITY), double(NAN), 1e-39}) {
+      std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                    HostTensor::from_doubles(s, {wv})};
+      const auto out = run(m, in, true);
+      const double sv = in[1].get(0);
+      for (std::size_t j = 0; j < std::size(kinds); ++j)
+        for (int side = 0; side < 2; ++side)
+          for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+            const double xv = in[0].get(i);
+            const double want = side == 0 ? apply(kinds[j], xv, sv) : apply(kinds[j], sv, xv);
+            const double got = out[2 * j + side].get(i);
+            const std::string what = std::string(hlo::dtype_name(d)) + " " +
+                                     std::string(hlo::op_name(kinds[j])) +
+                                     (side ? " (s, x)" : " (x, s)") + " s " + std::to_string(wv) +
+                                     " i " + std::to_string(i);
+            if (std::isnan(want)) {
+              ASSERT_TRUE(std::isnan(got)) << what;
+              continue;
+            }
+            ASSERT_EQ(got, want) << what;
+            // Which zero a max or min of -0 and +0 keeps is the order's (fmax_nan): not pinned.
+            if (want != 0 || kinds[j] == OpKind::kAdd || kinds[j] == OpKind::kSubtract ||
+                kinds[j] == OpKind::kMultiply || kinds[j] == OpKind::kDivide)
+              ASSERT_EQ(std::signbit(got), std::signbit(want)) << what;
+          }
+    }
+  }
+}
+
+// An in-place update, x = x + w * (y - x) with x's buffer also the output (torch's lerp_):
+// over many chunks, the last instruction writes each element after every read of it, and a
+// select on a scalar that picks that result writes it straight into the output.
+TEST(ExecutorTest, AnInPlaceUpdateOverItsInputIsTheOpWrittenOut) {
+  const hlo::Module m = hlo::parse_module(R"(
+func.func @main(%x: tensor<4x3000xf32> {jax.buffer_donor = true}, %y: tensor<4x3000xf32>,
+                %w: tensor<f32>) -> tensor<4x3000xf32> {
+  %wb = stablehlo.broadcast_in_dim %w, dims = [] : (tensor<f32>) -> tensor<4x3000xf32>
+  %half = stablehlo.constant dense<0.5> : tensor<4x3000xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<4x3000xf32>
+  %d = stablehlo.subtract %y, %x : tensor<4x3000xf32>
+  %low = math.fma %wb, %d, %x : tensor<4x3000xf32>
+  %wm1 = stablehlo.subtract %wb, %one : tensor<4x3000xf32>
+  %high = math.fma %wm1, %d, %y : tensor<4x3000xf32>
+  %aw = stablehlo.abs %wb : tensor<4x3000xf32>
+  %lt = stablehlo.compare LT, %aw, %half : (tensor<4x3000xf32>, tensor<4x3000xf32>) -> tensor<4x3000xi1>
+  %r = stablehlo.select %lt, %low, %high : tensor<4x3000xi1>, tensor<4x3000xf32>
+  return %r : tensor<4x3000xf32>
+})");
+  LoadedExecutable exe(compiler::compile(m));
+  const TensorType t(DType::kF32, {4, 3000}), s(DType::kF32, {});
+  const auto xs = random_values(t.num_elements(), -3, 3, 47, DType::kF32),
+             ys = random_values(t.num_elements(), -3, 3, 48, DType::kF32);
+  for (double wv : {0.1, 0.9}) {
+    HostTensor x = HostTensor::from_doubles(t, xs), y = HostTensor::from_doubles(t, ys),
+               w = HostTensor::from_doubles(s, {wv});
+    const std::vector<const void*> inputs{x.data.data(), y.data.data(), w.data.data()};
+    const std::vector<void*> outputs{x.data.data()};
+    exe.run(inputs, outputs);
+    const auto wf = static_cast<float>(wv);
+    for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+      const auto xf = static_cast<float>(xs[i]), yf = static_cast<float>(ys[i]);
+      const float want = wf < 0.5f ? std::fma(wf, yf - xf, xf) : std::fma(wf - 1, yf - xf, yf);
+      ASSERT_EQ(x.get(i), want) << "w " << wv << " i " << i;
     }
   }
 }

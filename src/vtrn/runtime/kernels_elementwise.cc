@@ -288,6 +288,55 @@ VTRN_CLONES void binary_float(OpKind k, const T* __restrict a, const T* __restri
   }
 }
 
+bool has_binary_scalar_float(OpKind k) {
+  switch (k) {
+    case OpKind::kAdd:
+    case OpKind::kSubtract:
+    case OpKind::kMultiply:
+    case OpKind::kDivide:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Each op keeps its operands in binary_float's order, so a NaN's payload is the same too.
+#define VTRN_SCALAR_LOOP(expr_left, expr_right)               \
+  if (s_left)                                                 \
+    for (std::int64_t i = 0; i < n; ++i) o[i] = (expr_left);  \
+  else                                                        \
+    for (std::int64_t i = 0; i < n; ++i) o[i] = (expr_right); \
+  return;
+
+template <typename T>
+VTRN_CLONES void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left,
+                                     T* __restrict o, std::int64_t n) {
+  switch (k) {
+    case OpKind::kAdd:
+      VTRN_SCALAR_LOOP(s + a[i], a[i] + s)
+    case OpKind::kSubtract:
+      VTRN_SCALAR_LOOP(s - a[i], a[i] - s)
+    case OpKind::kMultiply:
+      VTRN_SCALAR_LOOP(s * a[i], a[i] * s)
+    case OpKind::kDivide:
+      VTRN_SCALAR_LOOP(s / a[i], a[i] / s)
+    case OpKind::kMaximum:
+      VTRN_SCALAR_LOOP(fmax_nan(s, a[i]), fmax_nan(a[i], s))
+    case OpKind::kMinimum:
+      VTRN_SCALAR_LOOP(fmin_nan(s, a[i]), fmin_nan(a[i], s))
+    default:
+      throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " has no scalar-operand loop");
+  }
+}
+
+#undef VTRN_SCALAR_LOOP
+
+template void binary_scalar_float<float>(OpKind, const float*, float, bool, float*, std::int64_t);
+template void binary_scalar_float<double>(OpKind, const double*, double, bool, double*,
+                                          std::int64_t);
+
 namespace {
 
 std::int64_t int_pow(std::int64_t a, std::int64_t b) {
@@ -445,6 +494,12 @@ VTRN_CLONES void fma(const T* a, const T* b, const T* c, T* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(a[i], b[i], c[i]);
 }
 
+template <typename T>
+VTRN_CLONES void fma_scalar(T s, const T* __restrict b, const T* __restrict c, T* __restrict o,
+                            std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(s, b[i], c[i]);
+}
+
 namespace {
 
 // As PyTorch's CPU kernels convert (x86's truncating conversions): NaN and values outside the
@@ -549,6 +604,8 @@ template void fill<double>(double*, double, std::int64_t);
 template void fill<std::int64_t>(std::int64_t*, std::int64_t, std::int64_t);
 template void clamp<float>(const float*, const float*, const float*, float*, std::int64_t);
 template void fma<float>(const float*, const float*, const float*, float*, std::int64_t);
+template void fma_scalar<float>(float, const float*, const float*, float*, std::int64_t);
+template void fma_scalar<double>(double, const double*, const double*, double*, std::int64_t);
 template void fma<double>(const double*, const double*, const double*, double*, std::int64_t);
 template void clamp<double>(const double*, const double*, const double*, double*, std::int64_t);
 template void clamp<std::int64_t>(const std::int64_t*, const std::int64_t*, const std::int64_t*,

@@ -111,6 +111,15 @@ void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t 
 template <typename T>
 void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o,
                   std::int64_t n);
+/// Whether binary_scalar_float takes |k|.
+bool has_binary_scalar_float(OpKind k);
+/// binary_float with one operand the same value |s| at every element: the left one when
+/// |s_left|, else the right one. The same bits as binary_float given a chunk filled with |s|,
+/// without the chunk: a fused loop's scalar operands (an optimizer's learning rate and betas,
+/// add's alpha) then cost no fill and no load per element.
+template <typename T>
+void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left, T* __restrict o,
+                         std::int64_t n);
 /// Integer ops in int64 with the semantics of |d| (unsigned division, pred `not`, ...).
 void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::int64_t n);
 void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,
@@ -125,6 +134,10 @@ void clamp(const T* lo, const T* x, const T* hi, T* o, std::int64_t n);
 /// o = a * b + c rounded once (std::fma), for T float or double.
 template <typename T>
 void fma(const T* a, const T* b, const T* c, T* o, std::int64_t n);
+/// fma with a multiplicand the same value |s| at every element (either one: the product is
+/// exact, so fma(s, b, c) and fma(b, s, c) are the same bits).
+template <typename T>
+void fma_scalar(T s, const T* __restrict b, const T* __restrict c, T* __restrict o, std::int64_t n);
 /// o[0, n) = v, in the widest vectors the CPU has: a scalar operand's slot is filled per loop.
 /// T is float, double or int64.
 template <typename T>

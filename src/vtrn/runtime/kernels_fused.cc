@@ -8,35 +8,24 @@
 #include <xmmintrin.h>
 #endif
 
-#include "vtrn/runtime/aten_unary.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_elementwise.h"
+#include "vtrn/runtime/kernels_instr.h"
 #include "vtrn/runtime/kernels_reduce.h"
 #include "vtrn/runtime/thread_pool.h"
-#include "vtrn/runtime/vecmath.h"
 
 namespace vtrn::runtime::kernels {
 
 using hlo::DType;
 using hlo::OpKind;
 using Cls = FusedProgram::Cls;
-using elementwise::binary_float;
-using elementwise::binary_int;
-using elementwise::clamp;
 using elementwise::cls_of;
-using elementwise::compare;
-using elementwise::convert;
 using elementwise::fill;
-using elementwise::fma;
 using elementwise::load_contiguous;
 using elementwise::load_elem;
-using elementwise::round_f32;
 using elementwise::select;
 using elementwise::store_contiguous;
-using elementwise::unary_float;
-using elementwise::unary_int;
-using elementwise::wrap_i64;
 
 namespace {
 // A reduce folds chunks of kChunk elements, or of one ATen-order row (kMaxCascadeRow); its sums
@@ -56,6 +45,8 @@ struct RunState {
   std::vector<void*> in_place;
   std::vector<int> alias;
   std::vector<char> live, need, spread;
+  /// Per instruction: 0, or which operand (1 the left, 2 the right) it reads as a scalar.
+  std::vector<char> scalar_side;
   std::vector<std::int64_t> idx;
   /// Per load, the walk of a strided input (Buf::strides) in this run; empty where the load
   /// walks as built. |view_per_dim|: the stride per domain dim a walk is built from.
@@ -336,116 +327,6 @@ void load_run(DType d, Cls c, const std::uint8_t* p, std::int64_t off, std::int6
   }
 }
 
-aten_unary::Fn aten_unary_fn(OpKind k) {
-  switch (k) {
-    case OpKind::kExp:
-      return aten_unary::Fn::kExp;
-    case OpKind::kLog:
-      return aten_unary::Fn::kLog;
-    case OpKind::kSqrt:
-      return aten_unary::Fn::kSqrt;
-    case OpKind::kSine:
-      return aten_unary::Fn::kSin;
-    case OpKind::kCosine:
-      return aten_unary::Fn::kCos;
-    default:
-      return aten_unary::Fn::kTanh;  // hlo::has_vml_form admits no other
-  }
-}
-
-// One instruction over |len| elements: operands |pa|, |pb|, |pc| (as many as it has), result
-// |o| of dtype |od|.
-void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void* pc, void* o,
-               std::int64_t len) {
-  const Cls ci = cls_of(in.in_dtype);
-  if (in.kind == OpKind::kConvert) {
-    convert(in.in_dtype, od, pa, o, len);
-    return;
-  }
-  if (in.kind == OpKind::kCompare) {
-    auto* po = static_cast<std::int64_t*>(o);
-    if (ci == Cls::kF32)
-      compare(in.cmp, static_cast<float*>(pa), static_cast<float*>(pb), po, len);
-    else if (ci == Cls::kF64)
-      compare(in.cmp, static_cast<double*>(pa), static_cast<double*>(pb), po, len);
-    else if (in.in_dtype == DType::kU64) {
-      const auto* a = static_cast<const std::uint64_t*>(pa);
-      const auto* b = static_cast<const std::uint64_t*>(pb);
-      compare(in.cmp, a, b, po, len);
-    } else
-      compare(in.cmp, static_cast<std::int64_t*>(pa), static_cast<std::int64_t*>(pb), po, len);
-    return;
-  }
-  if (in.kind == OpKind::kSelect) {
-    const auto* p = static_cast<const std::int64_t*>(pa);
-    if (ci == Cls::kF32)
-      select(p, static_cast<float*>(pb), static_cast<float*>(pc), static_cast<float*>(o), len);
-    else if (ci == Cls::kF64)
-      select(p, static_cast<double*>(pb), static_cast<double*>(pc), static_cast<double*>(o), len);
-    else
-      select(p, static_cast<std::int64_t*>(pb), static_cast<std::int64_t*>(pc),
-             static_cast<std::int64_t*>(o), len);
-    return;
-  }
-  if (in.kind == OpKind::kClamp) {
-    if (ci == Cls::kF32)
-      clamp(static_cast<float*>(pa), static_cast<float*>(pb), static_cast<float*>(pc),
-            static_cast<float*>(o), len);
-    else if (ci == Cls::kF64)
-      clamp(static_cast<double*>(pa), static_cast<double*>(pb), static_cast<double*>(pc),
-            static_cast<double*>(o), len);
-    else
-      clamp(static_cast<std::int64_t*>(pa), static_cast<std::int64_t*>(pb),
-            static_cast<std::int64_t*>(pc), static_cast<std::int64_t*>(o), len);
-    return;
-  }
-  if (in.kind == OpKind::kFma) {  // float operands (verify.cc)
-    if (ci == Cls::kF32) {
-      fma(static_cast<float*>(pa), static_cast<float*>(pb), static_cast<float*>(pc),
-          static_cast<float*>(o), len);
-      round_f32(od, static_cast<float*>(o), len);
-    } else {
-      fma(static_cast<double*>(pa), static_cast<double*>(pb), static_cast<double*>(pc),
-          static_cast<double*>(o), len);
-    }
-    return;
-  }
-  if (in.sleef && ci == Cls::kF32) {
-    vecmath::apply(vecmath::Fn::kExp, static_cast<const float*>(pa), static_cast<float*>(o), len);
-    round_f32(od, static_cast<float*>(o), len);
-    return;
-  }
-  if (in.vml && in.in_dtype == DType::kF32 &&
-      aten_unary::apply(aten_unary_fn(in.kind), static_cast<const float*>(pa),
-                        static_cast<float*>(o), len)) {
-    round_f32(od, static_cast<float*>(o), len);
-    return;
-  }
-  const bool bin = in.b >= 0;
-  if (ci == Cls::kF32) {
-    auto* fo = static_cast<float*>(o);
-    if (bin)
-      binary_float(in.kind, static_cast<float*>(pa), static_cast<float*>(pb), fo, len);
-    else
-      unary_float(in.kind, static_cast<float*>(pa), fo, len);
-    round_f32(od, fo, len);
-  } else if (ci == Cls::kF64) {
-    auto* fo = static_cast<double*>(o);
-    if (bin)
-      binary_float(in.kind, static_cast<double*>(pa), static_cast<double*>(pb), fo, len);
-    else
-      unary_float(in.kind, static_cast<double*>(pa), fo, len);
-  } else {
-    auto* io = static_cast<std::int64_t*>(o);
-    if (bin)
-      binary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(pa),
-                 static_cast<std::int64_t*>(pb), io, len);
-    else
-      unary_int(in.kind, in.in_dtype, static_cast<std::int64_t*>(pa), io, len);
-    wrap_i64(od, io, len);
-  }
-}
-
 }  // namespace
 
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
@@ -573,6 +454,15 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       live[k] = 0;
     }
   }
+  // A float binary op with one uniform operand takes it as a scalar (binary_scalar_float).
+  std::vector<char>& scalar_side = st.scalar_side;
+  scalar_side.assign(instrs_.size(), 0);
+  auto uniform = [&](int s) { return slots_[alias[static_cast<std::size_t>(s)]].uniform; };
+  for (std::size_t k = 0; k < instrs_.size(); ++k) {
+    const Instr& in = instrs_[k];
+    if (!live[k] || !takes_scalar(in) || (in.c >= 0 && uniform(in.c))) continue;
+    if (uniform(in.a) != uniform(in.b)) scalar_side[k] = uniform(in.a) ? 1 : 2;
+  }
   // A uniform slot is spread over the chunk only where something reads it per element: a live
   // instruction, the root or an extra output (a scalar that only feeds other scalars is not).
   std::vector<char>& spread = st.spread;
@@ -584,8 +474,8 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   };
   for (std::size_t k = 0; k < instrs_.size(); ++k) {
     if (!live[k]) continue;
-    reads(instrs_[k].a);
-    reads(instrs_[k].b);
+    if (scalar_side[k] != 1) reads(instrs_[k].a);
+    if (scalar_side[k] != 2) reads(instrs_[k].b);
     reads(instrs_[k].c);
   }
   reads(root_slot_);
@@ -602,7 +492,15 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       fill(static_cast<std::int64_t*>(p), *static_cast<std::int64_t*>(p), n);
   }
   // The root computed straight into the output (below) must be the last instruction run.
-  const bool root_last = !instrs_.empty() && live.back() && instrs_.back().dst == root_slot_;
+  // The slot the root reads as (a picking select's is the operand it picked), and whether the
+  // last instruction run computes it.
+  const int root = alias[static_cast<std::size_t>(root_slot_)];
+  bool root_last = false;
+  for (std::size_t k = instrs_.size(); k-- > 0;)
+    if (live[k]) {
+      root_last = instrs_[k].dst == root;
+      break;
+    }
   for (std::int64_t start = lo; start < hi; start += chunk) {
     const std::int64_t len = std::min(chunk, hi - start);
     for (std::size_t li = 0; li < nl; ++li) {
@@ -688,29 +586,39 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       }
     }
     // A float32 result is computed straight into the output, unless the output overlaps an
-    // input read in place in this chunk (the loops take their pointers as __restrict).
-    if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root_slot_].dtype == DType::kF32 &&
-        slots_[root_slot_].cls == Cls::kF32 && root_last) {
+    // input read in place in this chunk (the loops take their pointers as __restrict) other
+    // than exactly (an in-place update, x.mul_(2): each element is read before the last
+    // instruction writes it, at the same index).
+    bool direct = false;
+    if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root].dtype == DType::kF32 &&
+        slots_[root].cls == Cls::kF32 && root_last) {
       std::uint8_t* dst = out + start * 4;
       bool overlap = false;
       for (std::size_t k = 0; k < ns && !overlap; ++k) {
-        if (k == static_cast<std::size_t>(root_slot_) || in_place[k] == nullptr) continue;
+        if (k == static_cast<std::size_t>(root) || in_place[k] == nullptr) continue;
         const auto* p = static_cast<const std::uint8_t*>(in_place[k]);
-        overlap = p < dst + len * 4 && dst < p + len * hlo::dtype_size(slots_[k].dtype);
+        const int size = hlo::dtype_size(slots_[k].dtype);
+        overlap = !(p == dst && size == 4) && p < dst + len * 4 && dst < p + len * size;
       }
-      in_place[static_cast<std::size_t>(root_slot_)] = overlap ? nullptr : dst;
+      direct = !overlap;
+      in_place[static_cast<std::size_t>(root)] = direct ? dst : nullptr;
     }
     for (std::size_t k = 0; k < instrs_.size(); ++k) {
       if (!live[k]) continue;
       const Instr& in = instrs_[k];
+      if (scalar_side[k] != 0) {
+        run_scalar_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), slot_ptr(in.b),
+                         in.c >= 0 ? slot_ptr(in.c) : nullptr, scalar_side[k] == 1,
+                         slot_ptr(in.dst), len);
+        continue;
+      }
       run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,
                 in.c >= 0 ? slot_ptr(in.c) : nullptr, slot_ptr(in.dst), len);
     }
     for (std::size_t e = 0; e < extra_values_.size(); ++e)
       store_contiguous(extra_dtypes_[e], slot_ptr(extra_slots_[e]), len, extra[e], start);
     if (!reduce_) {
-      if (in_place[static_cast<std::size_t>(root_slot_)] == nullptr)
-        store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
+      if (!direct) store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
       continue;
     }
     reducer->add(slot_ptr(root_slot_), len, start);

@@ -1,0 +1,26 @@
+// Internal to the executor: one instruction of a fused loop over one chunk of values
+// (FusedProgram::run_range, kernels_fused.cc), dispatched to the loops of kernels_elementwise.h.
+#pragma once
+
+#include <cstdint>
+
+#include "vtrn/runtime/executor_kernels.h"
+
+namespace vtrn::runtime::kernels {
+
+/// |in| over |len| elements: operands |pa|, |pb|, |pc| (nullptr where it has fewer) and result
+/// |o| are chunks of their slots' classes; the result is rounded or wrapped to |od|.
+void run_instr(const FusedProgram::Instr& in, hlo::DType od, void* pa, void* pb, void* pc, void* o,
+               std::int64_t len);
+
+/// Whether |in| can read one uniform operand as a scalar instead of a filled chunk: a float
+/// binary op of elementwise::binary_scalar_float, or an fma with a uniform multiplicand.
+bool takes_scalar(const FusedProgram::Instr& in);
+
+/// run_instr for an instruction of takes_scalar() whose left (|s_left|) or right operand is
+/// uniform: element 0 of that operand's chunk is the scalar, the rest of it is not read. The
+/// same bits as run_instr with the chunk filled.
+void run_scalar_instr(const FusedProgram::Instr& in, hlo::DType od, const void* pa, const void* pb,
+                      const void* pc, bool s_left, void* o, std::int64_t len);
+
+}  // namespace vtrn::runtime::kernels
