@@ -567,6 +567,47 @@ func.func @main(%x: tensor<4x3000xf32> {jax.buffer_donor = true}, %y: tensor<4x3
   }
 }
 
+// One loop with two outputs (two updates sharing a broadcast scalar, as a foreach op's are),
+// each given the buffer of an input it reads (the plan allows it: the loop reads both inputs
+// elementwise and nothing reads them after it). The output computed first is written straight
+// over its input only where no later instruction still reads that input: below, x * w lands in
+// x's buffer while the second output still reads x, and must not be seen by it.
+TEST(ExecutorTest, AnExtraOutputOverAnInputIsWrittenOnlyOnceNothingReadsIt) {
+  for (bool x_read_last : {true, false}) {
+    const std::string second = x_read_last ? "%x" : "%y";
+    const hlo::Module m = hlo::parse_module(R"(
+func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>)
+    -> (tensor<3x2500xf32>, tensor<3x2500xf32>) {
+  %wb = stablehlo.broadcast_in_dim %w, dims = [] : (tensor<f32>) -> tensor<3x2500xf32>
+  %w2 = stablehlo.add %wb, %wb : tensor<3x2500xf32>
+  %a = stablehlo.multiply %x, %w2 : tensor<3x2500xf32>
+  %yw = stablehlo.multiply %y, %w2 : tensor<3x2500xf32>
+  %b = stablehlo.add )" + second + R"(, %yw : tensor<3x2500xf32>
+  return %a, %b : tensor<3x2500xf32>, tensor<3x2500xf32>
+})");
+    const compiler::Executable compiled = compiler::compile(m);
+    int loops = 0;
+    for (const compiler::Kernel& k : compiled.kernels)
+      loops += k.kind == compiler::KernelKind::kFused;
+    ASSERT_EQ(loops, 1);  // both outputs from one loop
+    LoadedExecutable exe(compiled);
+    const TensorType t(DType::kF32, {3, 2500}), s(DType::kF32, {});
+    const auto xs = random_values(t.num_elements(), -3, 3, 49, DType::kF32),
+               ys = random_values(t.num_elements(), -3, 3, 50, DType::kF32);
+    HostTensor x = HostTensor::from_doubles(t, xs), y = HostTensor::from_doubles(t, ys),
+               w = HostTensor::from_doubles(s, {0.75});
+    const std::vector<const void*> inputs{x.data.data(), y.data.data(), w.data.data()};
+    const std::vector<void*> outputs{x.data.data(), y.data.data()};
+    exe.run(inputs, outputs);
+    for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+      const auto xf = static_cast<float>(xs[i]), yf = static_cast<float>(ys[i]);
+      ASSERT_EQ(x.get(i), xf * 1.5f) << "x read last " << x_read_last << " i " << i;
+      ASSERT_EQ(y.get(i), (x_read_last ? xf : yf) + yf * 1.5f)
+          << "x read last " << x_read_last << " i " << i;
+    }
+  }
+}
+
 // A loop whose every instruction reads only scalars: computed once, spread over the output.
 TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
   Builder b;

@@ -47,6 +47,18 @@ struct RunState {
   std::vector<char> live, need, spread;
   /// Per instruction: 0, or which operand (1 the left, 2 the right) it reads as a scalar.
   std::vector<char> scalar_side;
+  /// Per slot, the last live instruction that reads it (instructions count when the chunk's
+  /// stores and reducer read it); per extra output, the live instruction computing it (-1).
+  std::vector<std::int64_t> last_read;
+  std::vector<int> extra_producer;
+  std::vector<char> extra_direct;
+  std::vector<int> run_order;
+  struct InPlaceLoad {
+    int slot;
+    const std::uint8_t* base;
+    int size;
+  };
+  std::vector<InPlaceLoad> dense_in;
   std::vector<std::int64_t> idx;
   /// Per load, the walk of a strided input (Buf::strides) in this run; empty where the load
   /// walks as built. |view_per_dim|: the stride per domain dim a walk is built from.
@@ -352,9 +364,14 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   std::vector<int>& alias = st.alias;
   alias.resize(ns);
   for (std::size_t k = 0; k < ns; ++k) alias[k] = static_cast<int>(k);
+  // (Raw pointers: GCC recomputes the address of the thread-local RunState, a call to
+  // __tls_get_addr in a shared library, at each use of a reference into it, which cost a fifth
+  // of a small loop's time.)
+  void** const in_place_at = in_place.data();
+  const int* const alias_of = alias.data();
   auto slot_ptr = [&](int s) -> void* {
-    s = alias[static_cast<std::size_t>(s)];
-    void* p = in_place[static_cast<std::size_t>(s)];
+    s = alias_of[s];
+    void* p = in_place_at[s];
     return p != nullptr ? p : scratch + static_cast<std::size_t>(s) * stride;
   };
   const int rank = static_cast<int>(domain_.size());
@@ -501,6 +518,83 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       root_last = instrs_[k].dst == root;
       break;
     }
+  // Outputs written straight from an instruction: what reads an input after the instruction.
+  const auto n_instrs = static_cast<std::int64_t>(instrs_.size());
+  std::vector<std::int64_t>& last_read = st.last_read;
+  last_read.assign(ns, -1);
+  for (std::int64_t k = 0; k < n_instrs; ++k) {
+    if (!live[k]) continue;
+    for (int o : {instrs_[k].a, instrs_[k].b, instrs_[k].c})
+      if (o >= 0) last_read[alias[static_cast<std::size_t>(o)]] = k;
+  }
+  last_read[root] = n_instrs;
+  std::vector<int>& extra_producer = st.extra_producer;
+  extra_producer.assign(extra_slots_.size(), -1);
+  for (std::size_t e = 0; e < extra_slots_.size(); ++e) {
+    const int se = alias[static_cast<std::size_t>(extra_slots_[e])];
+    last_read[se] = n_instrs;
+    if (extra_dtypes_[e] != DType::kF32 || slots_[se].dtype != DType::kF32 ||
+        slots_[se].cls != Cls::kF32)
+      continue;
+    for (std::int64_t k = 0; k < n_instrs; ++k)
+      if (live[k] && instrs_[k].dst == se) extra_producer[e] = static_cast<int>(k);
+  }
+  // A dense load that would only copy (same type in memory and in the loop) reads the input in
+  // place; a reduce only reads its root slot.
+  auto reads_in_place = [&](const Load& l) {
+    const Cls c = slots_[l.slot].cls;
+    const bool same = (c == Cls::kF32 && l.dtype == DType::kF32) ||
+                      (c == Cls::kF64 && l.dtype == DType::kF64) ||
+                      (c == Cls::kI64 && l.dtype == DType::kI64);
+    return same && (reduce_ || l.slot != root_slot_);
+  };
+  // Loads read in place below (dense, and of the loop's own type), with their buffers.
+  std::vector<RunState::InPlaceLoad>& dense_in = st.dense_in;
+  dense_in.clear();
+  for (std::size_t li = 0; li < nl; ++li) {
+    const Load& l = loads_[li];
+    if (l.mode == 0 && st.view_dims[li].empty() && reads_in_place(l))
+      dense_in.push_back({l.slot, values[l.value].ptr, hlo::dtype_size(l.dtype)});
+  }
+  // Whether instruction |k| may write float32 elements [lo, hi) of |base| directly: they
+  // overlap no input read in place but one exactly, at the same index, that nothing reads after
+  // k (an in-place update, x.mul_(2), out over x: each element read before it is written). The
+  // loops take their pointers as __restrict; a same-index alias is what they do elementwise.
+  auto writable = [&](std::int64_t k, int slot, const std::uint8_t* base) {
+    for (const RunState::InPlaceLoad& in : dense_in) {
+      if (in.slot == slot || in.base + lo * in.size >= base + hi * 4 ||
+          base + lo * 4 >= in.base + hi * in.size)
+        continue;
+      if (in.base != base || in.size != 4 || last_read[in.slot] > k) return false;
+    }
+    return true;
+  };
+  // Float32 outputs computed straight into their buffers: the root when the last instruction
+  // computes it, an extra output by the instruction computing it.
+  const bool root_direct = !reduce_ && out_dtype_ == DType::kF32 &&
+                           slots_[root].dtype == DType::kF32 && slots_[root].cls == Cls::kF32 &&
+                           root_last && writable(n_instrs, root, out);
+  std::vector<char>& extra_direct = st.extra_direct;
+  extra_direct.assign(extra_slots_.size(), 0);
+  const std::int64_t out_size = hlo::dtype_size(out_dtype_);
+  for (std::size_t e = 0; e < extra_slots_.size(); ++e) {
+    const std::uint8_t* base = extra[e];
+    // (A reduce stores its outputs elsewhere.)
+    const bool apart =
+        reduce_ || base + lo * 4 >= out + hi * out_size || out + lo * out_size >= base + hi * 4;
+    extra_direct[e] =
+        extra_producer[e] >= 0 && apart &&
+        alias[static_cast<std::size_t>(extra_slots_[e])] != root &&
+        writable(extra_producer[e], alias[static_cast<std::size_t>(extra_slots_[e])], base);
+  }
+  // The instructions each chunk runs, in order.
+  std::vector<int>& run_order = st.run_order;
+  run_order.clear();
+  for (std::int64_t k = 0; k < n_instrs; ++k)
+    if (live[k]) run_order.push_back(static_cast<int>(k));
+  const int* const run_first = run_order.data();
+  const int* const run_last = run_first + run_order.size();
+  const char* const scalar_at = scalar_side.data();
   for (std::int64_t start = lo; start < hi; start += chunk) {
     const std::int64_t len = std::min(chunk, hi - start);
     for (std::size_t li = 0; li < nl; ++li) {
@@ -511,11 +605,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       const std::uint8_t* p = values[l.value].ptr;
       const bool view = !st.view_dims[li].empty();
       if (l.mode == 0 && !view) {
-        const bool same = (c == Cls::kF32 && l.dtype == DType::kF32) ||
-                          (c == Cls::kF64 && l.dtype == DType::kF64) ||
-                          (c == Cls::kI64 && l.dtype == DType::kI64);
-        // (A reduce only reads its root slot.)
-        if (same && (reduce_ || l.slot != root_slot_)) {
+        if (reads_in_place(l)) {
           in_place[static_cast<std::size_t>(l.slot)] =
               const_cast<std::uint8_t*>(p) + start * hlo::dtype_size(l.dtype);
           continue;
@@ -585,40 +675,27 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         carry(wr - 1);
       }
     }
-    // A float32 result is computed straight into the output, unless the output overlaps an
-    // input read in place in this chunk (the loops take their pointers as __restrict) other
-    // than exactly (an in-place update, x.mul_(2): each element is read before the last
-    // instruction writes it, at the same index).
-    bool direct = false;
-    if (!reduce_ && out_dtype_ == DType::kF32 && slots_[root].dtype == DType::kF32 &&
-        slots_[root].cls == Cls::kF32 && root_last) {
-      std::uint8_t* dst = out + start * 4;
-      bool overlap = false;
-      for (std::size_t k = 0; k < ns && !overlap; ++k) {
-        if (k == static_cast<std::size_t>(root) || in_place[k] == nullptr) continue;
-        const auto* p = static_cast<const std::uint8_t*>(in_place[k]);
-        const int size = hlo::dtype_size(slots_[k].dtype);
-        overlap = !(p == dst && size == 4) && p < dst + len * 4 && dst < p + len * size;
-      }
-      direct = !overlap;
-      in_place[static_cast<std::size_t>(root)] = direct ? dst : nullptr;
-    }
-    for (std::size_t k = 0; k < instrs_.size(); ++k) {
-      if (!live[k]) continue;
-      const Instr& in = instrs_[k];
-      if (scalar_side[k] != 0) {
+    for (std::size_t e = 0; e < extra_slots_.size(); ++e)
+      if (extra_direct[e])
+        in_place[static_cast<std::size_t>(alias[static_cast<std::size_t>(extra_slots_[e])])] =
+            extra[e] + start * 4;
+    if (root_direct) in_place[static_cast<std::size_t>(root)] = out + start * 4;
+    for (const int* k = run_first; k != run_last; ++k) {
+      const Instr& in = instrs_[static_cast<std::size_t>(*k)];
+      if (scalar_at[*k] != 0) {
         run_scalar_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), slot_ptr(in.b),
-                         in.c >= 0 ? slot_ptr(in.c) : nullptr, scalar_side[k] == 1,
-                         slot_ptr(in.dst), len);
+                         in.c >= 0 ? slot_ptr(in.c) : nullptr, scalar_at[*k] == 1, slot_ptr(in.dst),
+                         len);
         continue;
       }
       run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,
                 in.c >= 0 ? slot_ptr(in.c) : nullptr, slot_ptr(in.dst), len);
     }
     for (std::size_t e = 0; e < extra_values_.size(); ++e)
-      store_contiguous(extra_dtypes_[e], slot_ptr(extra_slots_[e]), len, extra[e], start);
+      if (!extra_direct[e])
+        store_contiguous(extra_dtypes_[e], slot_ptr(extra_slots_[e]), len, extra[e], start);
     if (!reduce_) {
-      if (!direct) store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
+      if (!root_direct) store_contiguous(out_dtype_, slot_ptr(root_slot_), len, out, start);
       continue;
     }
     reducer->add(slot_ptr(root_slot_), len, start);
