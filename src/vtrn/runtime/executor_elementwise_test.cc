@@ -608,6 +608,47 @@ func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>)
   }
 }
 
+// A per-row value broadcast along its row (a softmax's max) is read one scalar per row, on
+// either side of the op, with rows that do not divide a chunk (1000 elements), and still
+// filled per element for an op that cannot take it so (a compare, or eager subtract's
+// fma(row, -alpha, x) with its scalar multiplicand): every element is the arithmetic written
+// out.
+TEST(ExecutorTest, APerRowValueIsReadOneScalarPerRow) {
+  for (DType d : {DType::kF32, DType::kF64}) {
+    const TensorType t(d, {5, 1000}), r(d, {5});
+    const auto xs = random_values(t.num_elements(), -3, 3, 51, d);
+    const auto ms = random_values(r.num_elements(), 0.5, 2, 52, d);
+    const TensorType scalar(d, {});
+    const std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                        HostTensor::from_doubles(r, ms),
+                                        HostTensor::from_doubles(scalar, {1.5})};
+    auto f = [&](double v) { return d == DType::kF32 ? double(static_cast<float>(v)) : v; };
+    // One loop per case: a broadcast read by one loop is that loop's load.
+    for (int c = 0; c < 4; ++c) {
+      Builder b;
+      Value x = b.param(t), m = b.param(r), alpha = b.param(scalar);
+      Value mb = b.broadcast_in_dim(m, t.dims, {0});
+      Value out = c == 0   ? b.sub(mb, x)
+                  : c == 1 ? b.div(x, mb)
+                  : c == 2 ? b.select(b.compare(hlo::Comparison::kGT, x, mb), b.sub(x, mb), mb)
+                           : b.fma(mb, b.neg(b.broadcast_to(alpha, t.dims)), x);
+      hlo::Module mod = b.finish({out});
+      const auto got = run(mod, in, true);
+      for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+        const double xv = in[0].get(i), mv = in[1].get(i / 1000);
+        const double want =
+            c == 0   ? f(mv - xv)
+            : c == 1 ? f(xv / mv)
+            : c == 2 ? (xv > mv ? f(xv - mv) : mv)
+            : d == DType::kF32
+                ? double(std::fma(static_cast<float>(mv), -1.5f, static_cast<float>(xv)))
+                : std::fma(mv, -1.5, xv);
+        ASSERT_EQ(got[0].get(i), want) << hlo::dtype_name(d) << " case " << c << " i " << i;
+      }
+    }
+  }
+}
+
 // A loop whose every instruction reads only scalars: computed once, spread over the output.
 TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
   Builder b;

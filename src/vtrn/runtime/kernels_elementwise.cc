@@ -303,39 +303,58 @@ bool has_binary_scalar_float(OpKind k) {
 }
 
 // Each op keeps its operands in binary_float's order, so a NaN's payload is the same too.
-#define VTRN_SCALAR_LOOP(expr_left, expr_right)               \
-  if (s_left)                                                 \
-    for (std::int64_t i = 0; i < n; ++i) o[i] = (expr_left);  \
-  else                                                        \
-    for (std::int64_t i = 0; i < n; ++i) o[i] = (expr_right); \
+#define VTRN_ROWS_LOOP(expr_left, expr_right)                               \
+  for (std::int64_t i0 = 0, r = 0, pos = first_pos; i0 < n; ++r, pos = 0) { \
+    const std::int64_t m = std::min(row_len - pos, n - i0);                 \
+    const T s = rows[r * row_stride];                                       \
+    const T* __restrict x = a + i0;                                         \
+    T* __restrict y = o + i0;                                               \
+    if (s_left)                                                             \
+      for (std::int64_t i = 0; i < m; ++i) y[i] = (expr_left);              \
+    else                                                                    \
+      for (std::int64_t i = 0; i < m; ++i) y[i] = (expr_right);             \
+    i0 += m;                                                                \
+  }                                                                         \
   return;
 
 template <typename T>
-VTRN_CLONES void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left,
-                                     T* __restrict o, std::int64_t n) {
+VTRN_CLONES void binary_rows_float(OpKind k, const T* __restrict a, const T* rows,
+                                   std::int64_t row_stride, std::int64_t row_len,
+                                   std::int64_t first_pos, bool s_left, T* __restrict o,
+                                   std::int64_t n) {
   switch (k) {
     case OpKind::kAdd:
-      VTRN_SCALAR_LOOP(s + a[i], a[i] + s)
+      VTRN_ROWS_LOOP(s + x[i], x[i] + s)
     case OpKind::kSubtract:
-      VTRN_SCALAR_LOOP(s - a[i], a[i] - s)
+      VTRN_ROWS_LOOP(s - x[i], x[i] - s)
     case OpKind::kMultiply:
-      VTRN_SCALAR_LOOP(s * a[i], a[i] * s)
+      VTRN_ROWS_LOOP(s * x[i], x[i] * s)
     case OpKind::kDivide:
-      VTRN_SCALAR_LOOP(s / a[i], a[i] / s)
+      VTRN_ROWS_LOOP(s / x[i], x[i] / s)
     case OpKind::kMaximum:
-      VTRN_SCALAR_LOOP(fmax_nan(s, a[i]), fmax_nan(a[i], s))
+      VTRN_ROWS_LOOP(fmax_nan(s, x[i]), fmax_nan(x[i], s))
     case OpKind::kMinimum:
-      VTRN_SCALAR_LOOP(fmin_nan(s, a[i]), fmin_nan(a[i], s))
+      VTRN_ROWS_LOOP(fmin_nan(s, x[i]), fmin_nan(x[i], s))
     default:
       throw ExecError("stablehlo." + std::string(hlo::op_name(k)) + " has no scalar-operand loop");
   }
 }
 
-#undef VTRN_SCALAR_LOOP
+#undef VTRN_ROWS_LOOP
+
+template <typename T>
+void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left, T* __restrict o,
+                         std::int64_t n) {
+  binary_rows_float(k, a, &s, 0, n, 0, s_left, o, n);
+}
 
 template void binary_scalar_float<float>(OpKind, const float*, float, bool, float*, std::int64_t);
 template void binary_scalar_float<double>(OpKind, const double*, double, bool, double*,
                                           std::int64_t);
+template void binary_rows_float<float>(OpKind, const float*, const float*, std::int64_t,
+                                       std::int64_t, std::int64_t, bool, float*, std::int64_t);
+template void binary_rows_float<double>(OpKind, const double*, const double*, std::int64_t,
+                                        std::int64_t, std::int64_t, bool, double*, std::int64_t);
 
 namespace {
 

@@ -120,6 +120,13 @@ bool has_binary_scalar_float(OpKind k);
 template <typename T>
 void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left, T* __restrict o,
                          std::int64_t n);
+/// binary_scalar_float with one scalar per row of |row_len| elements: element i of the |n| is
+/// at position first_pos + i of the rows, and row r's scalar is rows[r * row_stride] (a
+/// per-row value broadcast along the row: a softmax's max and sum, a norm's scale).
+template <typename T>
+void binary_rows_float(OpKind k, const T* __restrict a, const T* rows, std::int64_t row_stride,
+                       std::int64_t row_len, std::int64_t first_pos, bool s_left, T* __restrict o,
+                       std::int64_t n);
 /// Integer ops in int64 with the semantics of |d| (unsigned division, pred `not`, ...).
 void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::int64_t n);
 void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,

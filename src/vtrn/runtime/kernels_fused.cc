@@ -53,6 +53,8 @@ struct RunState {
   std::vector<int> extra_producer;
   std::vector<char> extra_direct;
   std::vector<int> run_order;
+  std::vector<int> row_load;
+  std::vector<char> filled;
   struct InPlaceLoad {
     int slot;
     const std::uint8_t* base;
@@ -480,6 +482,36 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     if (!live[k] || !takes_scalar(in) || (in.c >= 0 && uniform(in.c))) continue;
     if (uniform(in.a) != uniform(in.b)) scalar_side[k] = uniform(in.a) ? 1 : 2;
   }
+  // A float binary op reading a per-row value broadcast along the row (a load walking [rows,
+  // row] with stride 0 along the row: a softmax's max or sum, a norm's scale) takes one scalar
+  // per row (binary_rows_float, side 3 left or 4 right); the load then fills no chunk unless
+  // something else reads it per element.
+  std::vector<int>& row_load = st.row_load;  // per slot: its row-broadcast load, or -1
+  row_load.assign(ns, -1);
+  for (std::size_t li = 0; li < nl; ++li) {
+    const Load& l = loads_[li];
+    const Cls c = slots_[l.slot].cls;
+    if (l.mode == 2 && st.view_dims[li].empty() && l.walk_dims.size() == 2 &&
+        l.walk_strides[1] == 0 &&
+        ((c == Cls::kF32 && l.dtype == DType::kF32) || (c == Cls::kF64 && l.dtype == DType::kF64)))
+      row_load[l.slot] = static_cast<int>(li);
+  }
+  auto row_value = [&](int s) { return row_load[alias[static_cast<std::size_t>(s)]] >= 0; };
+  std::vector<char>& filled = st.filled;  // per slot: a row-broadcast load fills its chunk
+  filled.assign(ns, 0);
+  for (std::size_t k = 0; k < instrs_.size(); ++k) {
+    const Instr& in = instrs_[k];
+    if (!live[k]) continue;
+    if (scalar_side[k] == 0 && takes_scalar(in) && in.c < 0 && row_value(in.a) != row_value(in.b) &&
+        !uniform(in.a) && !uniform(in.b)) {
+      scalar_side[k] = row_value(in.a) ? 3 : 4;
+      continue;
+    }
+    for (int o : {in.a, in.b, in.c})
+      if (o >= 0) filled[alias[static_cast<std::size_t>(o)]] = 1;
+  }
+  filled[alias[static_cast<std::size_t>(root_slot_)]] = 1;
+  for (int e : extra_slots_) filled[alias[static_cast<std::size_t>(e)]] = 1;
   // A uniform slot is spread over the chunk only where something reads it per element: a live
   // instruction, the root or an extra output (a scalar that only feeds other scalars is not).
   std::vector<char>& spread = st.spread;
@@ -600,6 +632,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     for (std::size_t li = 0; li < nl; ++li) {
       const Load& l = loads_[li];
       if (l.mode == 3 || l.mode == 1) continue;
+      if (row_load[l.slot] == static_cast<int>(li) && !filled[l.slot]) continue;
       void* dst = slot_ptr(l.slot);
       const Cls c = slots_[l.slot].cls;
       const std::uint8_t* p = values[l.value].ptr;
@@ -682,6 +715,15 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     if (root_direct) in_place[static_cast<std::size_t>(root)] = out + start * 4;
     for (const int* k = run_first; k != run_last; ++k) {
       const Instr& in = instrs_[static_cast<std::size_t>(*k)];
+      if (scalar_at[*k] >= 3) {  // one operand a row-broadcast load
+        const bool left = scalar_at[*k] == 3;
+        const Load& l = loads_[static_cast<std::size_t>(row_load[alias_of[left ? in.a : in.b]])];
+        const std::int64_t row = l.walk_dims[1], row_stride = l.walk_strides[0];
+        run_rows_instr(in, slots_[in.dst].dtype, slot_ptr(left ? in.b : in.a), values[l.value].ptr,
+                       (start / row) * row_stride, row_stride, row, start % row, left,
+                       slot_ptr(in.dst), len);
+        continue;
+      }
       if (scalar_at[*k] != 0) {
         run_scalar_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), slot_ptr(in.b),
                          in.c >= 0 ? slot_ptr(in.c) : nullptr, scalar_at[*k] == 1, slot_ptr(in.dst),

@@ -169,4 +169,20 @@ void run_scalar_instr(const FusedProgram::Instr& in, DType od, const void* pa, c
   }
 }
 
+void run_rows_instr(const FusedProgram::Instr& in, DType od, const void* v,
+                    const std::uint8_t* rows, std::int64_t first, std::int64_t row_stride,
+                    std::int64_t row_len, std::int64_t first_pos, bool s_left, void* o,
+                    std::int64_t len) {
+  if (cls_of(in.in_dtype) == Cls::kF32) {
+    elementwise::binary_rows_float(in.kind, static_cast<const float*>(v),
+                                   reinterpret_cast<const float*>(rows) + first, row_stride,
+                                   row_len, first_pos, s_left, static_cast<float*>(o), len);
+    round_f32(od, static_cast<float*>(o), len);
+  } else {
+    elementwise::binary_rows_float(in.kind, static_cast<const double*>(v),
+                                   reinterpret_cast<const double*>(rows) + first, row_stride,
+                                   row_len, first_pos, s_left, static_cast<double*>(o), len);
+  }
+}
+
 }  // namespace vtrn::runtime::kernels
