@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/compiler/passes.h"
@@ -162,6 +163,8 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
                         : cost::flash_attention_backward(a);
     return model.estimate(fw);
   }
+  // Attention through HBM: what the ops it stands for cost (attention_through_memory.h).
+  if (is_attention_call(root)) return attention_call_cost(b, root, model);
   if (is_aten_addmm(root)) {
     // ATen's addmm: a float32 matmul, its bias read as the accumulator.
     const AtenAddmmShape a = aten_addmm_shape(b, root);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/executor_kernels.h"
@@ -70,6 +71,7 @@ std::map<std::string, CustomCallFn>& registry() {
   static std::map<std::string, CustomCallFn> r{
       {std::string(nki::kCustomCallTarget), run_nki_call},
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
+      {std::string(compiler::kAttentionTarget), kernels::attention_forward},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},
       {std::string(compiler::kFlashAttentionBackwardTarget), kernels::flash_attention_backward}};
   return r;

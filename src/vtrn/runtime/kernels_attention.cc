@@ -8,6 +8,7 @@
 
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/runtime/host_matmul.h"
+#include "vtrn/runtime/isa_clones.h"
 #include "vtrn/runtime/thread_pool.h"
 #include "vtrn/runtime/vecmath.h"
 
@@ -130,7 +131,128 @@ void exp_row(float* row, std::int64_t visible, std::int64_t len, float scale, fl
   std::fill(row + visible, row + len, 0.0f);
 }
 
+// |x| [B, Hk, S, D] as [B, H, S, D], query head h reading key/value head h / (H / Hk): each
+// (batch, head) pair then has its own operands, one batch of a product.
+const float* repeat_heads(const Dims& d, const float* x, std::vector<float>& buf) {
+  if (d.kv_heads == d.heads) return x;
+  const std::int64_t groups = d.heads / d.kv_heads, n = d.kv_len * d.d;
+  buf.resize(static_cast<std::size_t>(d.batch * d.heads * n));
+  for (std::int64_t bh = 0; bh < d.batch * d.heads; ++bh) {
+    const std::int64_t b = bh / d.heads, h = bh % d.heads;
+    std::copy_n(x + (b * d.kv_heads + h / groups) * n, n, buf.data() + bh * n);
+  }
+  return buf.data();
+}
+
+// Scores attention_forward computes at once: 1 MiB of float32, so that a step's scores are
+// still in cache when the softmax and the second product read them (256 Ki).
+constexpr std::int64_t kStepScores = std::int64_t{1} << 18;
+
+// Rows per tile of the causal attention: a tile's products stop at the keys its last row sees.
+// At least 32 rows, and at most 8 tiles per head (each distinct key count is one more matmul
+// primitive to compile per thread).
+std::int64_t causal_tile_rows(std::int64_t q_len) {
+  return std::min(q_len, std::max<std::int64_t>(32, (q_len + 7) / 8));
+}
+
+// One row of attention_through_memory's softmax: row[0, keys) holds q.k for the keys of its
+// tile, the first |visible| of them unmasked. Leaves the probabilities in row[0, keys) (zero
+// past |visible|) and in p[0, len) (zero past |visible|). As the module's ops: the scores
+// scaled and rounded, the max subtracted (0 where it is -inf), exp, the sum s, then divided by
+// max(s, 1) (NaN stays NaN). The masked scores are never read, as in ATen's and the NKI flash
+// kernels: a NaN or inf key hidden by the mask does not reach the row.
+VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::int64_t keys,
+                             float scale, float* __restrict p, std::int64_t len) {
+  constexpr int kLanes = 8;
+  float mx[kLanes], sum[kLanes];
+  bool nan = false;
+  for (float& m : mx) m = -std::numeric_limits<float>::infinity();
+  std::int64_t j = 0;
+  for (; j + kLanes <= visible; j += kLanes)
+    for (int t = 0; t < kLanes; ++t) {
+      const float x = row[j + t] * scale;
+      row[j + t] = x;
+      nan |= x != x;
+      mx[t] = mx[t] < x ? x : mx[t];
+    }
+  for (; j < visible; ++j) {
+    const float x = row[j] * scale;
+    row[j] = x;
+    nan |= x != x;
+    mx[0] = mx[0] < x ? x : mx[0];
+  }
+  float m = mx[0];
+  for (int t = 1; t < kLanes; ++t) m = m < mx[t] ? mx[t] : m;
+  if (nan) m = std::numeric_limits<float>::quiet_NaN();
+  if (m == -std::numeric_limits<float>::infinity()) m = 0;
+  for (std::int64_t i = 0; i < visible; ++i) row[i] -= m;
+  vecmath::apply(vecmath::Fn::kExp, row, row, visible);
+  for (float& s : sum) s = 0;
+  for (j = 0; j + kLanes <= visible; j += kLanes)
+    for (int t = 0; t < kLanes; ++t) sum[t] += row[j + t];
+  for (; j < visible; ++j) sum[0] += row[j];
+  float l = ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+  if (!(l != l)) l = std::max(l, 1.0f);
+  for (std::int64_t i = 0; i < visible; ++i) p[i] = row[i] = row[i] / l;
+  std::fill(row + visible, row + keys, 0.0f);
+  std::fill(p + visible, p + len, 0.0f);
+}
+
 }  // namespace
+
+void attention_forward(const CustomCallArgs& a) {
+  const Dims d = dims_of(a, 0, "vtrn.attention");
+  std::vector<float> qc, kc, vc, kr, vr, s, o_tile;
+  const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
+  const float* k = repeat_heads(d, as_f32(a.input_types[1], a.inputs[1], kc), kr);
+  const float* v = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], vc), vr);
+  F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/d.kv_len == 0),
+      probs(a.output_types[1], a.outputs[1]);
+  const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
+  if (heads > 0 && L > 0 && S > 0) {
+    float* o = out.data();
+    float* p = probs.data();
+    const std::int64_t tile = d.causal ? causal_tile_rows(L) : L;
+    // Heads per step: as many as keep a step's scores in a core's L2 (kStepScores).
+    const std::int64_t per = std::max<std::int64_t>(1, kStepScores / (tile * S));
+    const auto scale = static_cast<float>(d.scale);
+    for (std::int64_t h0 = 0; h0 < heads; h0 += per) {
+      const std::int64_t nh = std::min(per, heads - h0);
+      for (std::int64_t r0 = 0; r0 < L; r0 += tile) {
+        const std::int64_t m = std::min(tile, L - r0);
+        const std::int64_t keys = d.causal ? std::min(r0 + m, S) : S;
+        // Scores [nh, m, keys] = Q[h0 .., r0 .. r0 + m) K[h0 .., 0 .. keys)^T.
+        MatmulShape sh;
+        sh.m = m, sh.n = keys, sh.k = D;
+        sh.batch_dims = {nh};
+        sh.lhs_strides = {L * D, D, 1};
+        sh.rhs_strides = {S * D, 1, D};
+        s.resize(static_cast<std::size_t>(nh * m * keys));
+        host_matmul(sh, q + (h0 * L + r0) * D, k + h0 * S * D, s.data());
+        parallel_ranges(nh * m, 16, executor_threads(), [&](std::int64_t lo, std::int64_t hi) {
+          for (std::int64_t r = lo; r < hi; ++r) {
+            const std::int64_t i = r0 + r % m;  // the query row
+            const std::int64_t visible = d.causal ? std::min(i + 1, S) : S;
+            softmax_row(s.data() + r * keys, visible, keys, scale, p + ((h0 + r / m) * L + i) * S,
+                        S);
+          }
+        });
+        // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys).
+        MatmulShape pv;
+        pv.m = m, pv.n = D, pv.k = keys;
+        pv.batch_dims = {nh};
+        pv.lhs_strides = {m * keys, keys, 1};
+        pv.rhs_strides = {S * D, D, 1};
+        o_tile.resize(static_cast<std::size_t>(nh * m * D));
+        host_matmul(pv, s.data(), v + h0 * S * D, o_tile.data());
+        for (std::int64_t h = 0; h < nh; ++h)
+          std::copy_n(o_tile.data() + h * m * D, m * D, o + ((h0 + h) * L + r0) * D);
+      }
+    }
+  }
+  out.store();
+  probs.store();
+}
 
 void flash_attention_forward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 0, "vtrn.flash_attention");

@@ -1,11 +1,15 @@
-// Internal to the executor: the host implementations of the fused attention kernels
-// (compiler/fused_attention.h), registered for their custom_call targets.
+// Internal to the executor: the host implementations of the attention kernels
+// (compiler/fused_attention.h, compiler/attention_through_memory.h), registered for their
+// custom_call targets.
 #pragma once
 
 #include "vtrn/runtime/executor.h"
 
 namespace vtrn::runtime::kernels {
 
+/// (query, key, value) -> (output, probabilities), in float32 with both rounded to their dtype;
+/// the causal mask's hidden keys are never multiplied.
+void attention_forward(const CustomCallArgs& args);
 /// (query, key, value) -> (output, logsumexp), in float32 with the output rounded to its dtype.
 void flash_attention_forward(const CustomCallArgs& args);
 /// (grad_output, query, key, value, output, logsumexp) -> (grad_query, grad_key, grad_value),

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/torch/lowering/families.h"
 
@@ -211,44 +212,6 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   return {index, w, valid, n, c};
 }
 
-/// Attention scores q k^T * scale in float32, [B, H, L, S], with the causal mask (key j is
-/// visible to query i when j <= i, top-left aligned as PyTorch's is_causal) as -inf, and an
-/// attention bias broadcast over them: a float one added, a boolean one -inf where false (what
-/// scaled_dot_product_attention's convert_boolean_attn_mask makes of it).
-Value attention_scores(Lowerer& L, Value q, Value k, bool causal, double scale,
-                       std::optional<Value> bias = std::nullopt) {
-  hlo::DotDims dims;
-  dims.lhs_batch = {0, 1};
-  dims.rhs_batch = {0, 1};
-  dims.lhs_contracting = {3};
-  dims.rhs_contracting = {3};
-  Value s = L.b.dot_general(q, k, dims);
-  s = L.b.mul(s, L.full_like(s, scale));
-  const auto ss = L.shape(s);
-  if (causal) {
-    // An additive [L, S] bias of 0 and -inf, broadcast over batch and heads: the mask is
-    // computed once, not per (batch, head).
-    TensorType it(DType::kI64, {ss[2], ss[3]});
-    Value row = L.b.iota(it, 0), col = L.b.iota(it, 1);
-    Value visible = L.b.compare(Comparison::kLE, col, row);
-    Value zero = L.b.broadcast_to(L.constant(0.0, DType::kF32), {ss[2], ss[3]});
-    Value bias = L.b.select(visible, zero,
-                            L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), {ss[2], ss[3]}));
-    s = L.b.add(s, L.b.broadcast_in_dim(bias, ss, {2, 3}));
-  }
-  if (bias) {
-    Value m = *bias;
-    if (L.dtype(m) == DType::kPred) {
-      m = L.b.select(*bias, L.b.broadcast_to(L.constant(0.0, DType::kF32), L.shape(m)),
-                     L.b.broadcast_to(L.constant(-INFINITY, DType::kF32), L.shape(m)));
-    } else {
-      m = L.convert(m, DType::kF32);
-    }
-    s = L.b.add(s, L.broadcast_to(m, ss));
-  }
-  return s;
-}
-
 /// |x| [B, Hk, S, D] with each head repeated |groups| times, as repeat_interleave(groups, 1):
 /// query head h reads key head h / groups (grouped-query attention).
 Value repeat_heads(Lowerer& L, Value x, std::int64_t groups) {
@@ -293,33 +256,28 @@ std::int64_t check_attention(Lowerer& L, Value q, Value k, Value v) {
 
 void add_nn_lowerings(std::vector<OpLowering>& r) {
   // vtrn::sdpa_forward(query, key, value, attn_bias?, is_causal, scale) -> (output,
-  // probabilities): the attention of scaled_dot_product_attention as one module (softmax in
-  // float32). Key and value may have fewer heads than the query (grouped-query attention). A
-  // row whose keys are all masked gets zero probabilities, as the math path's _safe_softmax
-  // gives. The probabilities, in the inputs' type, are what the backward reads (PyTorch's math
-  // path saves the same tensor); recomputing them from a logsumexp costs an exp per score on
-  // this CPU.
+  // probabilities): the attention of scaled_dot_product_attention as one module through HBM
+  // (compiler/attention_through_memory.h; softmax in float32). Key and value may have fewer
+  // heads than the query (grouped-query attention). A row whose keys are all masked gets zero
+  // probabilities, as the math path's _safe_softmax gives. The probabilities, in the inputs'
+  // type, are what the backward reads (PyTorch's math path saves the same tensor); recomputing
+  // them from a logsumexp costs an exp per score on this CPU. Without a bias the module is one
+  // call of the kernel that stands for those ops, priced as they are.
   add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
-        const std::int64_t groups = check_attention(L, q, k, v);
-        const DType d = L.dtype(q), c = opmath(d);
+        check_attention(L, q, k, v);
+        const compiler::FlashAttentionConfig config{L.flag(4), L.real(5)};
+        const DType d = L.dtype(q);
+        if (!L.has(3) && (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)) {
+          const auto qs = L.shape(q), ks = L.shape(k);
+          std::vector<TensorType> results{TensorType(d, qs),
+                                          TensorType(d, {qs[0], qs[1], qs[2], ks[2]})};
+          return L.b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v},
+                                 std::move(results), compiler::flash_attention_config(config));
+        }
         std::optional<Value> bias;
         if (L.has(3)) bias = L.tensor(3);
-        Value s = attention_scores(L, L.convert(q, c), repeat_heads(L, L.convert(k, c), groups),
-                                   L.flag(4), L.real(5), bias);
-        Value m = L.reduce(s, {3}, ReduceKind::kMax, true);
-        Value none = L.b.compare(Comparison::kEQ, m, L.full_like(m, -INFINITY));
-        m = L.b.select(none, L.full_like(m, 0.0), m);
-        Value e = L.b.exp(L.b.sub(s, L.broadcast_to(m, L.shape(s))));
-        Value l = L.reduce(e, {3}, ReduceKind::kAdd, true);
-        // A row with a visible key sums to at least 1 (its largest term is exp(0)), so max(l, 1)
-        // is l there; a row with none has e == 0 and sum 0, and 0 / 1 gives its zero weights
-        // without a select over the scores (a NaN sum stays NaN). The rows' chain then has no
-        // second output (kernels_chain.cc).
-        l = L.b.max(l, L.full_like(l, 1.0));
-        Value p = L.b.div(e, L.broadcast_to(l, L.shape(e)));
-        Value o = batched_matmul(L, p, repeat_heads(L, L.convert(v, c), groups), false, false);
-        return {L.convert(o, d), L.convert(p, d)};
+        return compiler::attention_through_memory(L.b, q, k, v, bias, config);
       }));
   // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
   //   -> (grad_query, grad_key, grad_value).

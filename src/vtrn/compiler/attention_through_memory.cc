@@ -1,0 +1,143 @@
+#include "vtrn/compiler/attention_through_memory.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "vtrn/compiler/executable.h"
+
+namespace vtrn::compiler {
+
+using hlo::Builder;
+using hlo::Comparison;
+using hlo::DType;
+using hlo::Value;
+
+namespace {
+
+Value splat(Builder& b, double value, DType d, const std::vector<std::int64_t>& shape) {
+  return b.broadcast_to(b.scalar(d, value), shape);
+}
+
+Value convert(Builder& b, Value x, DType d) { return b.type(x).dtype == d ? x : b.convert(x, d); }
+
+/// |x| [B, Hk, S, D] with each head repeated |groups| times (query head h reads key head
+/// h / groups).
+Value repeat_heads(Builder& b, Value x, std::int64_t groups) {
+  if (groups == 1) return x;
+  const auto s = b.type(x).dims;
+  Value e = b.broadcast_in_dim(x, {s[0], s[1], groups, s[2], s[3]}, {0, 1, 3, 4});
+  return b.reshape(e, {s[0], s[1] * groups, s[2], s[3]});
+}
+
+/// [B, H, L, N] x [B, H, N, P] -> [B, H, L, P] (|transpose_rhs|: rhs [B, H, P, N]).
+Value batched_matmul(Builder& b, Value lhs, Value rhs, bool transpose_rhs) {
+  hlo::DotDims dims;
+  dims.lhs_batch = {0, 1};
+  dims.rhs_batch = {0, 1};
+  dims.lhs_contracting = {3};
+  dims.rhs_contracting = {transpose_rhs ? 3 : 2};
+  return b.dot_general(lhs, rhs, dims);
+}
+
+/// reduce over the last dim, kept as a dim of 1.
+Value reduce_rows(Builder& b, Value x, double init, hlo::ReduceKind kind) {
+  const hlo::TensorType& t = b.type(x);
+  auto dims = t.dims;
+  const auto last = static_cast<std::int64_t>(dims.size()) - 1;
+  Value r = b.reduce(x, b.scalar(t.dtype, init), {last}, kind);
+  dims.back() = 1;
+  return b.reshape(r, dims);
+}
+
+}  // namespace
+
+std::vector<Value> attention_through_memory(Builder& b, Value q, Value k, Value v,
+                                            std::optional<Value> bias,
+                                            const FlashAttentionConfig& config) {
+  const DType d = b.type(q).dtype;
+  const DType c = d == DType::kF64 ? DType::kF64 : DType::kF32;
+  const std::int64_t groups = b.type(q).dims[1] / b.type(k).dims[1];
+  Value s = batched_matmul(b, convert(b, q, c), repeat_heads(b, convert(b, k, c), groups), true);
+  const std::vector<std::int64_t> ss = b.type(s).dims;
+  s = b.mul(s, splat(b, config.scale, c, ss));
+  if (config.causal) {
+    // An additive [L, S] bias of 0 and -inf, broadcast over batch and heads: the mask is
+    // computed once, not per (batch, head).
+    const hlo::TensorType it(DType::kI64, {ss[2], ss[3]});
+    Value visible = b.compare(Comparison::kLE, b.iota(it, 1), b.iota(it, 0));
+    Value mask = b.select(visible, splat(b, 0.0, c, it.dims), splat(b, -INFINITY, c, it.dims));
+    s = b.add(s, b.broadcast_in_dim(mask, ss, {2, 3}));
+  }
+  if (bias) {
+    const hlo::TensorType& bt = b.type(*bias);
+    Value m = bt.dtype == DType::kPred
+                  ? b.select(*bias, splat(b, 0.0, c, bt.dims), splat(b, -INFINITY, c, bt.dims))
+                  : convert(b, *bias, c);
+    if (b.type(m).dims != ss) m = b.broadcast_to(m, ss);
+    s = b.add(s, m);
+  }
+  Value m = reduce_rows(b, s, -INFINITY, hlo::ReduceKind::kMax);
+  const auto ms = b.type(m).dims;
+  Value none = b.compare(Comparison::kEQ, m, splat(b, -INFINITY, c, ms));
+  m = b.select(none, splat(b, 0.0, c, ms), m);
+  Value e = b.exp(b.sub(s, b.broadcast_to(m, ss)));
+  Value l = reduce_rows(b, e, 0.0, hlo::ReduceKind::kAdd);
+  // A row with a visible key sums to at least 1 (its largest term is exp(0)), so max(l, 1) is
+  // l there; a row with none has e == 0 and sum 0, and 0 / 1 gives its zero weights without a
+  // select over the scores (a NaN sum stays NaN). The rows' chain then has no second output
+  // (runtime/kernels_chain.cc).
+  l = b.max(l, splat(b, 1.0, c, ms));
+  Value p = b.div(e, b.broadcast_to(l, ss));
+  Value o = batched_matmul(b, p, repeat_heads(b, convert(b, v, c), groups), false);
+  return {convert(b, o, d), convert(b, p, d)};
+}
+
+bool is_attention_call(const hlo::Op& op) {
+  return op.kind == hlo::OpKind::kCustomCall && op.call_target_name == kAttentionTarget;
+}
+
+cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
+                                     const cost::CostModel& model) {
+  const std::string what = "custom_call @" + op.call_target_name;
+  if (op.operands.size() != 3)
+    throw hlo::Error(what + " takes 3 operands, got " + std::to_string(op.operands.size()));
+  const std::optional<FlashAttentionConfig> config =
+      parse_flash_attention_config(op.backend_config);
+  if (!config)
+    throw hlo::Error(what + " has a malformed backend_config \"" + op.backend_config + "\"");
+  const hlo::TensorType& qt = block.type(op.operands[0]);
+  const hlo::TensorType& kt = block.type(op.operands[1]);
+  const hlo::TensorType& vt = block.type(op.operands[2]);
+  if (qt.dims.size() != 4 || kt.dims.size() != 4 || kt.dims != vt.dims || qt.dtype != kt.dtype ||
+      qt.dtype != vt.dtype || qt.dims[0] != kt.dims[0] || qt.dims[3] != kt.dims[3] ||
+      kt.dims[1] <= 0 || qt.dims[1] % kt.dims[1] != 0 ||
+      (qt.dtype != DType::kF32 && qt.dtype != DType::kBF16 && qt.dtype != DType::kF16))
+    throw hlo::Error(what +
+                     " needs query [B, H, L, D] and key, value [B, Hk, S, D] of one dtype "
+                     "(float32, bfloat16 or float16) with Hk dividing H; got " +
+                     qt.str() + ", " + kt.str() + ", " + vt.str());
+  Builder b("attention_through_memory");
+  const Value q = b.param(qt), k = b.param(kt), v = b.param(vt);
+  const Executable exe =
+      compile(b.finish(attention_through_memory(b, q, k, v, {}, *config)), CompileOptions{}, model);
+  cost::KernelCost sum;
+  std::map<cost::Engine, double> bound;  // time of the kernels each engine bounds
+  for (const Kernel& kernel : exe.kernels) {
+    const cost::KernelCost& kc = kernel.cost;
+    sum.flops += kc.flops;
+    sum.tensor_s += kc.tensor_s;
+    sum.vector_s += kc.vector_s;
+    sum.scalar_s += kc.scalar_s;
+    sum.dma_s += kc.dma_s;
+    sum.fixed_s += kc.fixed_s;
+    sum.time_s += kc.time_s;
+    if (kc.time_s > 0) bound[kc.engine] += kc.time_s;
+  }
+  double most = -1;
+  for (const auto& [engine, t] : bound)
+    if (t > most) most = t, sum.engine = engine;
+  return sum;
+}
+
+}  // namespace vtrn::compiler

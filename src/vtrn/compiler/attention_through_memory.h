@@ -1,0 +1,51 @@
+// scaled_dot_product_attention's forward where TorchNeuron's flash kernel does not take the
+// shapes: one module whose [query, key] scores and probabilities go through HBM, the
+// probabilities saved for the backward (PyTorch's math path saves the same tensor).
+//
+// attention_through_memory() builds that module's ops. Without an attention bias the module
+// calls them as one kernel instead, `custom_call @vtrn.attention`:
+//
+//   (query [B, H, L, D], key [B, Hk, S, D], value [B, Hk, S, D])
+//     -> (output [B, H, L, D], probabilities [B, H, L, S]), both of the query's dtype
+//
+// float32, bfloat16 or float16; Hk divides H (query head h reads key/value head h / (H / Hk));
+// backend_config as flash_attention_config ("causal=0|1;scale=<softmax scale>"). The executor
+// runs the call on the host (runtime/kernels_attention.cc), skipping the products of keys the
+// causal mask hides; the compiler prices it as exactly the ops it stands for
+// (attention_call_cost), so the call changes how fast the host runs it, never its modeled
+// Trainium time.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "vtrn/compiler/fused_attention.h"
+#include "vtrn/cost/kernel_cost.h"
+#include "vtrn/hlo/builder.h"
+#include "vtrn/hlo/ir.h"
+
+namespace vtrn::compiler {
+
+inline constexpr std::string_view kAttentionTarget = "vtrn.attention";
+
+/// {output, probabilities} of the attention of |q| [B, H, L, D] over |k|, |v| [B, Hk, S, D]
+/// (one float dtype), in float32 (float64 for float64 operands) and converted back: scores
+/// q k^T * scale, the causal mask (key j visible to query i when j <= i, top-left aligned as
+/// PyTorch's is_causal) and |bias| added as -inf/0 (a pred bias: -inf where false) or its
+/// values, the softmax max-subtracted, a row with no visible key all zeros.
+std::vector<hlo::Value> attention_through_memory(hlo::Builder& b, hlo::Value q, hlo::Value k,
+                                                 hlo::Value v, std::optional<hlo::Value> bias,
+                                                 const FlashAttentionConfig& config);
+
+/// Whether |op| is a `custom_call @vtrn.attention`.
+bool is_attention_call(const hlo::Op& op);
+
+/// The modeled cost of a `custom_call @vtrn.attention`: the kernels of the module
+/// attention_through_memory() builds for its operands, compiled with default options, summed
+/// into one (bound by the engine that bounds most of their time). Throws hlo::Error for a call
+/// whose operands or backend_config are not the kernel's.
+cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
+                                     const cost::CostModel& model);
+
+}  // namespace vtrn::compiler

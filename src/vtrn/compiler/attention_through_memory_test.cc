@@ -1,0 +1,59 @@
+// custom_call @vtrn.attention priced as the ops it stands for: one kernel whose modeled time is
+// the sum of the kernels those ops compile to, and a call that is not the kernel's rejected.
+#include "vtrn/compiler/attention_through_memory.h"
+
+#include <gtest/gtest.h>
+
+#include "vtrn/compiler/executable.h"
+
+namespace vtrn::compiler {
+namespace {
+
+using hlo::Builder;
+using hlo::DType;
+using hlo::TensorType;
+using hlo::Value;
+
+hlo::Module attention(DType d, bool as_call, const std::string& config, int operands = 3) {
+  Builder b("attention");
+  const TensorType q(d, {8, 8, 128, 32}), kv(d, {8, 4, 128, 32});
+  Value qv = b.param(q), k = b.param(kv), v = b.param(kv);
+  if (!as_call)
+    return b.finish(
+        attention_through_memory(b, qv, k, v, {}, *parse_flash_attention_config(config)));
+  std::vector<Value> in{qv, k, v};
+  in.resize(static_cast<std::size_t>(operands), qv);
+  return b.finish(b.custom_call(std::string(kAttentionTarget), in,
+                                {q, TensorType(d, {8, 8, 128, 128})}, config));
+}
+
+TEST(AttentionThroughMemoryTest, ACallIsOneKernelPricedAsItsOps) {
+  for (DType d : {DType::kF32, DType::kBF16}) {
+    for (bool causal : {true, false}) {
+      const std::string config = flash_attention_config({causal, 0.17677669529663687});
+      const Executable call = compile(attention(d, true, config));
+      const Executable ops = compile(attention(d, false, config));
+      ASSERT_EQ(call.kernels.size(), 1u);
+      ASSERT_GT(ops.kernels.size(), 2u);  // two products and the softmax between them
+      EXPECT_DOUBLE_EQ(call.modeled_time_s(), ops.modeled_time_s());
+      double flops = 0, dma = 0;
+      for (const Kernel& k : ops.kernels) flops += k.cost.flops, dma += k.cost.dma_s;
+      EXPECT_DOUBLE_EQ(call.kernels[0].cost.flops, flops);
+      EXPECT_DOUBLE_EQ(call.kernels[0].cost.dma_s, dma);
+      // 2 * 8 * 8 * 128 * 128 * 32 FLOPs per product, the masked ones included: the module
+      // through HBM computes every score.
+      EXPECT_DOUBLE_EQ(flops, 2 * 2.0 * 8 * 8 * 128 * 128 * 32);
+    }
+  }
+}
+
+TEST(AttentionThroughMemoryTest, ACallThatIsNotTheKernelsFailsToCompile) {
+  EXPECT_THROW(compile(attention(DType::kF32, true, "causal=1")), hlo::Error);
+  EXPECT_THROW(compile(attention(DType::kF32, true, flash_attention_config({true, 1}), 2)),
+               hlo::Error);
+  EXPECT_THROW(compile(attention(DType::kF64, true, flash_attention_config({true, 1}))),
+               hlo::Error);
+}
+
+}  // namespace
+}  // namespace vtrn::compiler

@@ -1,0 +1,139 @@
+// custom_call @vtrn.attention (compiler/attention_through_memory.h) run by the executor: its
+// output and probabilities against attention written out in double, and against the ops the
+// call stands for run through the executor's own loops; causal tiles that do not divide the
+// query length, more queries than keys, grouped-query heads, bfloat16 and float16.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "vtrn/compiler/attention_through_memory.h"
+#include "vtrn/runtime/executor_test_util.h"
+
+namespace vtrn::runtime::test {
+namespace {
+
+using compiler::FlashAttentionConfig;
+
+struct Case {
+  DType dtype;
+  std::int64_t batch, heads, kv_heads, q_len, kv_len, d;
+  bool causal;
+};
+
+hlo::Module call_module(const Case& c, bool as_call) {
+  Builder b("attention");
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  Value q = b.param(qt), k = b.param(kt), v = b.param(kt);
+  const FlashAttentionConfig config{c.causal, 1.0 / std::sqrt(static_cast<double>(c.d))};
+  if (!as_call) return b.finish(compiler::attention_through_memory(b, q, k, v, {}, config));
+  return b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v},
+                                {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
+                                compiler::flash_attention_config(config)));
+}
+
+std::vector<HostTensor> inputs(const Case& c, unsigned seed) {
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  return {HostTensor::from_doubles(qt, random_values(qt.num_elements(), -2, 2, seed, c.dtype)),
+          HostTensor::from_doubles(kt, random_values(kt.num_elements(), -2, 2, seed + 1, c.dtype)),
+          HostTensor::from_doubles(kt, random_values(kt.num_elements(), -2, 2, seed + 2, c.dtype))};
+}
+
+// {output, probabilities} in double, written out.
+std::vector<std::vector<double>> attention_in_double(const Case& c,
+                                                     const std::vector<HostTensor>& in) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  std::vector<double> o(static_cast<std::size_t>(c.batch * c.heads * c.q_len * c.d));
+  std::vector<double> p(static_cast<std::size_t>(c.batch * c.heads * c.q_len * c.kv_len));
+  for (std::int64_t b = 0; b < c.batch; ++b)
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      const std::int64_t kh = b * c.kv_heads + h / (c.heads / c.kv_heads);
+      for (std::int64_t i = 0; i < c.q_len; ++i) {
+        const std::int64_t row = (b * c.heads + h) * c.q_len + i;
+        const std::int64_t visible = c.causal ? std::min(i + 1, c.kv_len) : c.kv_len;
+        std::vector<double> s(static_cast<std::size_t>(visible));
+        double mx = -INFINITY, sum = 0;
+        for (std::int64_t j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (std::int64_t t = 0; t < c.d; ++t)
+            dot += in[0].get(row * c.d + t) * in[1].get((kh * c.kv_len + j) * c.d + t);
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (double& x : s) sum += x = std::exp(x - mx);
+        for (std::int64_t j = 0; j < visible; ++j) p[row * c.kv_len + j] = s[j] / sum;
+        for (std::int64_t t = 0; t < c.d; ++t) {
+          double acc = 0;
+          for (std::int64_t j = 0; j < visible; ++j)
+            acc += p[row * c.kv_len + j] * in[2].get((kh * c.kv_len + j) * c.d + t);
+          o[row * c.d + t] = acc;
+        }
+      }
+    }
+  return {o, p};
+}
+
+void expect_near_all(const HostTensor& got, const std::vector<double>& want, double tol,
+                     const std::string& what) {
+  ASSERT_EQ(got.type.num_elements(), static_cast<std::int64_t>(want.size())) << what;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got.get(static_cast<std::int64_t>(i)), want[i], tol) << what << " element " << i;
+}
+
+TEST(AttentionKernelTest, TheCallGivesAttentionAndWhatItsOpsGive) {
+  const Case cases[] = {
+      {DType::kF32, 2, 4, 4, 80, 80, 16, true},   // tiles of 32, 32, 16 rows
+      {DType::kF32, 1, 3, 3, 40, 72, 8, false},   // more keys than queries
+      {DType::kF32, 1, 2, 2, 96, 40, 8, true},    // more queries than keys
+      {DType::kF32, 2, 4, 2, 64, 64, 16, true},   // grouped-query heads
+      {DType::kF32, 1, 1, 1, 300, 300, 4, true},  // tiles of 38 rows
+      {DType::kBF16, 1, 4, 1, 48, 48, 32, true},  // multi-query, bfloat16
+      {DType::kF16, 1, 2, 2, 33, 33, 8, false},
+  };
+  unsigned seed = 10;
+  for (const Case& c : cases) {
+    const std::string what = std::string(hlo::dtype_name(c.dtype)) + " L " +
+                             std::to_string(c.q_len) + " S " + std::to_string(c.kv_len) +
+                             (c.causal ? " causal" : "");
+    const auto in = inputs(c, seed += 3);
+    const auto call = run(call_module(c, true), in);
+    const auto ops = run(call_module(c, false), in);
+    const auto exact = attention_in_double(c, in);
+    // float32: sums of up to 300 terms in another order; the reduced types: one rounding of
+    // the output and probabilities to them.
+    const double tol = c.dtype == DType::kF32 ? 2e-6 : tolerance(c.dtype) * 2;
+    for (int r = 0; r < 2; ++r) {
+      const std::string part = what + (r == 0 ? " output" : " probabilities");
+      expect_near_all(call[r], exact[r], tol, part + " (call vs double)");
+      std::vector<double> from_ops(exact[r].size());
+      for (std::size_t i = 0; i < from_ops.size(); ++i)
+        from_ops[i] = ops[r].get(static_cast<std::int64_t>(i));
+      expect_near_all(call[r], from_ops, tol, part + " (call vs its ops)");
+    }
+  }
+}
+
+// The causal mask's hidden keys are never multiplied: a NaN in the last key reaches only the
+// last query row (the ops' -inf bias would add to the NaN and spread it to every row).
+TEST(AttentionKernelTest, AHiddenKeyDoesNotReachTheRow) {
+  const Case c{DType::kF32, 1, 1, 1, 40, 40, 8, true};
+  auto in = inputs(c, 7);
+  const std::int64_t last = (c.kv_len - 1) * c.d;
+  in[1].as<float>()[last] = std::numeric_limits<float>::quiet_NaN();
+  const auto got = run(call_module(c, true), in);
+  in[1].as<float>()[last] = 0;
+  const auto clean = run(call_module(c, true), in);
+  for (std::int64_t i = 0; i < c.q_len; ++i)
+    for (std::int64_t t = 0; t < c.d; ++t) {
+      const double g = got[0].get(i * c.d + t);
+      if (i + 1 < c.q_len)
+        ASSERT_EQ(g, clean[0].get(i * c.d + t)) << "row " << i;
+      else
+        ASSERT_TRUE(std::isnan(g)) << "the last row reads the NaN key";
+    }
+}
+
+}  // namespace
+}  // namespace vtrn::runtime::test
