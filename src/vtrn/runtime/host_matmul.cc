@@ -94,7 +94,7 @@ Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
   Key& key = st.key;
   key.assign({s.m, s.n, s.k, static_cast<std::int64_t>(s.input), s.batch, s.lhs_transposed,
               s.rhs_transposed});
-  for (const auto* v : {&s.batch_dims, &s.lhs_strides, &s.rhs_strides}) {
+  for (const auto* v : {&s.batch_dims, &s.lhs_strides, &s.rhs_strides, &s.out_strides}) {
     key.push_back(static_cast<std::int64_t>(v->size()));
     key.insert(key.end(), v->begin(), v->end());
   }
@@ -117,6 +117,8 @@ Primitive& primitive_for(ThreadState& st, const MatmulShape& s) {
     out_strides[i] = extent;
     extent *= od[i];
   }
+  if (!s.batch_dims.empty() && !s.out_strides.empty())
+    out_strides.assign(s.out_strides.begin(), s.out_strides.end());
   const dnnl::memory::desc out(od, dt::f32, out_strides);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -179,7 +181,22 @@ void host_matmul(const MatmulShape& s, const void* lhs, const void* rhs, float* 
   }
   if (batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    std::fill_n(out, batch * s.m * s.n, 0.0f);
+    if (s.batch_dims.empty() || s.out_strides.empty()) {
+      std::fill_n(out, batch * s.m * s.n, 0.0f);
+      return;
+    }
+    const std::size_t r = s.batch_dims.size();
+    for (std::int64_t b = 0; b < batch; ++b) {
+      std::int64_t off = 0;
+      for (std::size_t i = r, rest = static_cast<std::size_t>(b); i-- > 0;) {
+        off += static_cast<std::int64_t>(rest % static_cast<std::size_t>(s.batch_dims[i])) *
+               s.out_strides[i];
+        rest /= static_cast<std::size_t>(s.batch_dims[i]);
+      }
+      for (std::int64_t i = 0; i < s.m; ++i)
+        for (std::int64_t j = 0; j < s.n; ++j)
+          out[off + i * s.out_strides[r] + j * s.out_strides[r + 1]] = 0.0f;
+    }
     return;
   }
   ThreadState& st = thread_state();

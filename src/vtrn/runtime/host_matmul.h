@@ -33,9 +33,13 @@ struct MatmulShape {
   // (lhs) or [batch_dims..., k, n] (rhs); the flags are ignored.
   std::vector<std::int64_t> batch_dims;
   std::vector<std::int64_t> lhs_strides, rhs_strides;
+  // With |batch_dims|: the output's stride in elements per dim of [batch_dims..., m, n] (rows
+  // of a larger matrix: attention writes a tile of query rows in place); empty: dense.
+  std::vector<std::int64_t> out_strides;
 };
 
-/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out dense [batch, m, n]. lhs and rhs
+/// out[b] = lhs[b] x rhs[b] for every b < batch, in float32, out dense [batch, m, n] (or through
+/// |shape.out_strides|). lhs and rhs
 /// are dense in the layouts |shape| names, of |shape.input|'s element type. k == 0 gives zeros.
 /// Thread-safe; each calling thread keeps its own compiled primitives, per shape.
 void host_matmul(const MatmulShape& shape, const void* lhs, const void* rhs, float* out);

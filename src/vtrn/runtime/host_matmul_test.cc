@@ -78,6 +78,42 @@ INSTANTIATE_TEST_SUITE_P(
             Case{1, 512, 256, 256, false, true}, Case{1, 512, 256, 256, true, true}),
         ::testing::Values(MatmulInput::kF32, MatmulInput::kBF16)));
 
+// Strided output: rows [2, 2 + m) of a [batch, 9, n + 3] matrix, written in place; everything
+// around them untouched. Also with k == 0 (zeros written through the same strides).
+TEST(HostMatmul, WritesThroughOutputStrides) {
+  for (std::int64_t k : {5, 0}) {
+    const std::int64_t batch = 3, m = 4, n = 6, rows = 9, cols = n + 3;
+    MatmulShape dense;
+    dense.batch = batch, dense.m = m, dense.n = n, dense.k = k;
+    MatmulShape s = dense;
+    s.batch_dims = {batch};
+    s.lhs_strides = {m * k, k, 1};
+    s.rhs_strides = {k * n, n, 1};
+    s.out_strides = {rows * cols, cols, 1};
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> a(static_cast<std::size_t>(batch * m * k)),
+        b(static_cast<std::size_t>(batch * k * n));
+    for (float& x : a) x = dist(rng);
+    for (float& x : b) x = dist(rng);
+    std::vector<float> want(static_cast<std::size_t>(batch * m * n));
+    host_matmul(dense, a.data(), b.data(), want.data());
+    std::vector<float> out(static_cast<std::size_t>(batch * rows * cols), -7.0f);
+    host_matmul(s, a.data(), b.data(), out.data() + 2 * cols);
+    for (std::int64_t bb = 0; bb < batch; ++bb)
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float got = out[static_cast<std::size_t>((bb * rows + i) * cols + j)];
+          const bool inside = i >= 2 && i < 2 + m && j < n;
+          const float expect =
+              inside ? want[static_cast<std::size_t>((bb * m + i - 2) * n + j)] : -7.0f;
+          // Another primitive than the dense one may add in another order.
+          ASSERT_NEAR(got, expect, inside ? 1e-5 : 0.0)
+              << "k " << k << " batch " << bb << " row " << i << " col " << j;
+        }
+  }
+}
+
 TEST(HostMatmul, CompilesEachShapeOnceOnAThread) {
   const std::int64_t before = host_matmul_primitives_compiled();
   MatmulShape s{1, 2, 2, 2, false, false, MatmulInput::kF32};
