@@ -30,12 +30,21 @@ Value repeat_heads(Builder& b, Value x, std::int64_t groups) {
   return b.reshape(e, {s[0], s[1] * groups, s[2], s[3]});
 }
 
-/// [B, H, L, N] x [B, H, N, P] -> [B, H, L, P] (|transpose_rhs|: rhs [B, H, P, N]).
-Value batched_matmul(Builder& b, Value lhs, Value rhs, bool transpose_rhs) {
+/// The gradient of repeat_heads: |g| [B, H, S, D] summed over each group of heads.
+Value sum_head_groups(Builder& b, Value g, std::int64_t groups) {
+  if (groups == 1) return g;
+  const auto s = b.type(g).dims;
+  Value r = b.reshape(g, {s[0], s[1] / groups, groups, s[2], s[3]});
+  return b.reduce(r, b.scalar(b.type(g).dtype, 0), {2}, hlo::ReduceKind::kAdd);
+}
+
+/// [B, H, M, N] x [B, H, N, P] -> [B, H, M, P], or with |transpose_lhs| [B, H, N, M] x ...,
+/// with |transpose_rhs| ... x [B, H, P, N].
+Value batched_matmul(Builder& b, Value lhs, Value rhs, bool transpose_lhs, bool transpose_rhs) {
   hlo::DotDims dims;
   dims.lhs_batch = {0, 1};
   dims.rhs_batch = {0, 1};
-  dims.lhs_contracting = {3};
+  dims.lhs_contracting = {transpose_lhs ? 2 : 3};
   dims.rhs_contracting = {transpose_rhs ? 3 : 2};
   return b.dot_general(lhs, rhs, dims);
 }
@@ -58,7 +67,8 @@ std::vector<Value> attention_through_memory(Builder& b, Value q, Value k, Value 
   const DType d = b.type(q).dtype;
   const DType c = d == DType::kF64 ? DType::kF64 : DType::kF32;
   const std::int64_t groups = b.type(q).dims[1] / b.type(k).dims[1];
-  Value s = batched_matmul(b, convert(b, q, c), repeat_heads(b, convert(b, k, c), groups), true);
+  Value s =
+      batched_matmul(b, convert(b, q, c), repeat_heads(b, convert(b, k, c), groups), false, true);
   const std::vector<std::int64_t> ss = b.type(s).dims;
   s = b.mul(s, splat(b, config.scale, c, ss));
   if (config.causal) {
@@ -89,26 +99,52 @@ std::vector<Value> attention_through_memory(Builder& b, Value q, Value k, Value 
   // (runtime/kernels_chain.cc).
   l = b.max(l, splat(b, 1.0, c, ms));
   Value p = b.div(e, b.broadcast_to(l, ss));
-  Value o = batched_matmul(b, p, repeat_heads(b, convert(b, v, c), groups), false);
+  Value o = batched_matmul(b, p, repeat_heads(b, convert(b, v, c), groups), false, false);
   return {convert(b, o, d), convert(b, p, d)};
 }
 
+std::vector<Value> attention_backward_through_memory(Builder& b, Value g, Value q, Value k, Value v,
+                                                     Value p, const FlashAttentionConfig& config) {
+  const DType d = b.type(q).dtype;
+  const DType c = d == DType::kF64 ? DType::kF64 : DType::kF32;
+  const std::int64_t groups = b.type(q).dims[1] / b.type(k).dims[1];
+  Value qc = convert(b, q, c), kc = repeat_heads(b, convert(b, k, c), groups);
+  Value vc = repeat_heads(b, convert(b, v, c), groups);
+  g = convert(b, g, c);
+  p = convert(b, p, c);
+  const std::vector<std::int64_t> ss = b.type(p).dims;
+  Value dv = batched_matmul(b, p, g, true, false);   // p^T dO
+  Value dp = batched_matmul(b, g, vc, false, true);  // dO v^T
+  // softmax backward: p * (dp - sum(p * dp)), as _softmax_backward_data computes it.
+  Value delta = reduce_rows(b, b.mul(p, dp), 0.0, hlo::ReduceKind::kAdd);
+  Value ds = b.mul(p, b.sub(dp, b.broadcast_to(delta, ss)));
+  ds = b.mul(ds, splat(b, config.scale, c, ss));
+  Value dq = batched_matmul(b, ds, kc, false, false);  // ds k
+  Value dk = batched_matmul(b, ds, qc, true, false);   // ds^T q
+  return {convert(b, dq, d), convert(b, sum_head_groups(b, dk, groups), b.type(k).dtype),
+          convert(b, sum_head_groups(b, dv, groups), b.type(v).dtype)};
+}
+
 bool is_attention_call(const hlo::Op& op) {
-  return op.kind == hlo::OpKind::kCustomCall && op.call_target_name == kAttentionTarget;
+  return op.kind == hlo::OpKind::kCustomCall && (op.call_target_name == kAttentionTarget ||
+                                                 op.call_target_name == kAttentionBackwardTarget);
 }
 
 cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
                                      const cost::CostModel& model) {
   const std::string what = "custom_call @" + op.call_target_name;
-  if (op.operands.size() != 3)
-    throw hlo::Error(what + " takes 3 operands, got " + std::to_string(op.operands.size()));
+  const bool backward = op.call_target_name == kAttentionBackwardTarget;
+  const std::size_t first = backward ? 1 : 0;  // the query's operand
+  if (op.operands.size() != (backward ? 5u : 3u))
+    throw hlo::Error(what + " takes " + (backward ? "5" : "3") + " operands, got " +
+                     std::to_string(op.operands.size()));
   const std::optional<FlashAttentionConfig> config =
       parse_flash_attention_config(op.backend_config);
   if (!config)
     throw hlo::Error(what + " has a malformed backend_config \"" + op.backend_config + "\"");
-  const hlo::TensorType& qt = block.type(op.operands[0]);
-  const hlo::TensorType& kt = block.type(op.operands[1]);
-  const hlo::TensorType& vt = block.type(op.operands[2]);
+  const hlo::TensorType& qt = block.type(op.operands[first]);
+  const hlo::TensorType& kt = block.type(op.operands[first + 1]);
+  const hlo::TensorType& vt = block.type(op.operands[first + 2]);
   if (qt.dims.size() != 4 || kt.dims.size() != 4 || kt.dims != vt.dims || qt.dtype != kt.dtype ||
       qt.dtype != vt.dtype || qt.dims[0] != kt.dims[0] || qt.dims[3] != kt.dims[3] ||
       kt.dims[1] <= 0 || qt.dims[1] % kt.dims[1] != 0 ||
@@ -117,10 +153,21 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
                      " needs query [B, H, L, D] and key, value [B, Hk, S, D] of one dtype "
                      "(float32, bfloat16 or float16) with Hk dividing H; got " +
                      qt.str() + ", " + kt.str() + ", " + vt.str());
+  const hlo::TensorType pt(qt.dtype, {qt.dims[0], qt.dims[1], qt.dims[2], kt.dims[2]});
+  if (backward && (block.type(op.operands[0]) != qt || block.type(op.operands[4]) != pt))
+    throw hlo::Error(what + " needs grad_output " + qt.str() + " and probabilities " + pt.str() +
+                     "; got " + block.type(op.operands[0]).str() + ", " +
+                     block.type(op.operands[4]).str());
   Builder b("attention_through_memory");
-  const Value q = b.param(qt), k = b.param(kt), v = b.param(vt);
-  const Executable exe =
-      compile(b.finish(attention_through_memory(b, q, k, v, {}, *config)), CompileOptions{}, model);
+  std::vector<Value> results;
+  if (backward) {
+    const Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(vt);
+    results = attention_backward_through_memory(b, g, q, k, v, b.param(pt), *config);
+  } else {
+    const Value q = b.param(qt), k = b.param(kt), v = b.param(vt);
+    results = attention_through_memory(b, q, k, v, {}, *config);
+  }
+  const Executable exe = compile(b.finish(results), CompileOptions{}, model);
   cost::KernelCost sum;
   std::map<cost::Engine, double> bound;  // time of the kernels each engine bounds
   for (const Kernel& kernel : exe.kernels) {

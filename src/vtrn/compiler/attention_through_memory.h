@@ -8,12 +8,18 @@
 //   (query [B, H, L, D], key [B, Hk, S, D], value [B, Hk, S, D])
 //     -> (output [B, H, L, D], probabilities [B, H, L, S]), both of the query's dtype
 //
+// and its backward, attention_backward_through_memory(), as `custom_call
+// @vtrn.attention_backward`:
+//
+//   (grad_output [B, H, L, D], query, key, value, probabilities [B, H, L, S])
+//     -> (grad_query, grad_key, grad_value), each of its operand's type
+//
 // float32, bfloat16 or float16; Hk divides H (query head h reads key/value head h / (H / Hk));
 // backend_config as flash_attention_config ("causal=0|1;scale=<softmax scale>"). The executor
-// runs the call on the host (runtime/kernels_attention.cc), skipping the products of keys the
-// causal mask hides; the compiler prices it as exactly the ops it stands for
-// (attention_call_cost), so the call changes how fast the host runs it, never its modeled
-// Trainium time.
+// runs the calls on the host (runtime/kernels_attention.cc), skipping the products of keys the
+// causal mask hides (their probabilities are zero); the compiler prices each as exactly the ops
+// it stands for (attention_call_cost), so a call changes how fast the host runs it, never its
+// modeled Trainium time.
 #pragma once
 
 #include <optional>
@@ -28,6 +34,7 @@
 namespace vtrn::compiler {
 
 inline constexpr std::string_view kAttentionTarget = "vtrn.attention";
+inline constexpr std::string_view kAttentionBackwardTarget = "vtrn.attention_backward";
 
 /// {output, probabilities} of the attention of |q| [B, H, L, D] over |k|, |v| [B, Hk, S, D]
 /// (one float dtype), in float32 (float64 for float64 operands) and converted back: scores
@@ -38,13 +45,22 @@ std::vector<hlo::Value> attention_through_memory(hlo::Builder& b, hlo::Value q, 
                                                  hlo::Value v, std::optional<hlo::Value> bias,
                                                  const FlashAttentionConfig& config);
 
-/// Whether |op| is a `custom_call @vtrn.attention`.
+/// {grad_query, grad_key, grad_value} of attention_through_memory() from the gradient |g| of
+/// its output and the probabilities |p| it saved: dV = P^T dO, dP = dO V^T, dS = P (dP -
+/// rowsum(P dP)) scale (as _softmax_backward_data), dQ = dS K, dK = dS^T Q, the key and value
+/// gradients summed over each group of query heads.
+std::vector<hlo::Value> attention_backward_through_memory(hlo::Builder& b, hlo::Value g,
+                                                          hlo::Value q, hlo::Value k, hlo::Value v,
+                                                          hlo::Value p,
+                                                          const FlashAttentionConfig& config);
+
+/// Whether |op| is a `custom_call @vtrn.attention` or `@vtrn.attention_backward`.
 bool is_attention_call(const hlo::Op& op);
 
-/// The modeled cost of a `custom_call @vtrn.attention`: the kernels of the module
-/// attention_through_memory() builds for its operands, compiled with default options, summed
-/// into one (bound by the engine that bounds most of their time). Throws hlo::Error for a call
-/// whose operands or backend_config are not the kernel's.
+/// The modeled cost of either call: the kernels of the module attention_through_memory() or
+/// attention_backward_through_memory() builds for its operands, compiled with default options,
+/// summed into one (bound by the engine that bounds most of their time). Throws hlo::Error for a
+/// call whose operands or backend_config are not the kernel's.
 cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
                                      const cost::CostModel& model);
 

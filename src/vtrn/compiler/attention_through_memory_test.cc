@@ -47,6 +47,38 @@ TEST(AttentionThroughMemoryTest, ACallIsOneKernelPricedAsItsOps) {
   }
 }
 
+hlo::Module attention_backward(DType d, bool as_call, const std::string& config,
+                               DType probabilities) {
+  Builder b("attention_backward");
+  const TensorType q(d, {8, 8, 128, 32}), kv(d, {8, 4, 128, 32});
+  Value g = b.param(q), qv = b.param(q), k = b.param(kv), v = b.param(kv);
+  Value p = b.param(TensorType(probabilities, {8, 8, 128, 128}));
+  if (!as_call)
+    return b.finish(attention_backward_through_memory(b, g, qv, k, v, p,
+                                                      *parse_flash_attention_config(config)));
+  return b.finish(
+      b.custom_call(std::string(kAttentionBackwardTarget), {g, qv, k, v, p}, {q, kv, kv}, config));
+}
+
+TEST(AttentionThroughMemoryTest, ABackwardCallIsOneKernelPricedAsItsOps) {
+  for (DType d : {DType::kF32, DType::kBF16}) {
+    const std::string config = flash_attention_config({true, 0.17677669529663687});
+    const Executable call = compile(attention_backward(d, true, config, d));
+    const Executable ops = compile(attention_backward(d, false, config, d));
+    ASSERT_EQ(call.kernels.size(), 1u);
+    ASSERT_GT(ops.kernels.size(), 4u);  // four products and the softmax backward
+    EXPECT_DOUBLE_EQ(call.modeled_time_s(), ops.modeled_time_s());
+    double flops = 0;
+    for (const Kernel& k : ops.kernels) flops += k.cost.flops;
+    EXPECT_DOUBLE_EQ(call.kernels[0].cost.flops, flops);
+    EXPECT_DOUBLE_EQ(flops, 4 * 2.0 * 8 * 8 * 128 * 128 * 32);
+  }
+  // Probabilities of another dtype than the query's are not the kernel's.
+  EXPECT_THROW(compile(attention_backward(DType::kBF16, true, flash_attention_config({true, 1}),
+                                          DType::kF32)),
+               hlo::Error);
+}
+
 TEST(AttentionThroughMemoryTest, ACallThatIsNotTheKernelsFailsToCompile) {
   EXPECT_THROW(compile(attention(DType::kF32, true, "causal=1")), hlo::Error);
   EXPECT_THROW(compile(attention(DType::kF32, true, flash_attention_config({true, 1}), 2)),

@@ -72,6 +72,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(nki::kCustomCallTarget), run_nki_call},
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
       {std::string(compiler::kAttentionTarget), kernels::attention_forward},
+      {std::string(compiler::kAttentionBackwardTarget), kernels::attention_backward},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},
       {std::string(compiler::kFlashAttentionBackwardTarget), kernels::flash_attention_backward}};
   return r;

@@ -1,6 +1,7 @@
-// custom_call @vtrn.attention (compiler/attention_through_memory.h) run by the executor: its
-// output and probabilities against attention written out in double, and against the ops the
-// call stands for run through the executor's own loops; causal tiles that do not divide the
+// custom_call @vtrn.attention and @vtrn.attention_backward (compiler/attention_through_memory.h)
+// run by the executor: the output and probabilities, and the gradients, against attention
+// written out in double and against the ops each call stands for run through the executor's
+// own loops; causal tiles that do not divide the
 // query length, more queries than keys, grouped-query heads, bfloat16 and float16.
 #include <gtest/gtest.h>
 
@@ -106,6 +107,87 @@ TEST(AttentionKernelTest, TheCallGivesAttentionAndWhatItsOpsGive) {
     const double tol = c.dtype == DType::kF32 ? 2e-6 : tolerance(c.dtype) * 2;
     for (int r = 0; r < 2; ++r) {
       const std::string part = what + (r == 0 ? " output" : " probabilities");
+      expect_near_all(call[r], exact[r], tol, part + " (call vs double)");
+      std::vector<double> from_ops(exact[r].size());
+      for (std::size_t i = 0; i < from_ops.size(); ++i)
+        from_ops[i] = ops[r].get(static_cast<std::int64_t>(i));
+      expect_near_all(call[r], from_ops, tol, part + " (call vs its ops)");
+    }
+  }
+}
+
+hlo::Module backward_module(const Case& c, bool as_call) {
+  Builder b("attention_backward");
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  const TensorType pt(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len});
+  Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(kt), p = b.param(pt);
+  const FlashAttentionConfig config{c.causal, 1.0 / std::sqrt(static_cast<double>(c.d))};
+  if (!as_call)
+    return b.finish(compiler::attention_backward_through_memory(b, g, q, k, v, p, config));
+  return b.finish(b.custom_call(std::string(compiler::kAttentionBackwardTarget), {g, q, k, v, p},
+                                {qt, kt, kt}, compiler::flash_attention_config(config)));
+}
+
+// {dq, dk, dv} in double from the probabilities |p| the forward saved, written out.
+std::vector<std::vector<double>> backward_in_double(const Case& c, const HostTensor& g,
+                                                    const std::vector<HostTensor>& in,
+                                                    const HostTensor& p) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  const std::int64_t S = c.kv_len, D = c.d;
+  std::vector<double> dq(static_cast<std::size_t>(c.batch * c.heads * c.q_len * D));
+  std::vector<double> dk(static_cast<std::size_t>(c.batch * c.kv_heads * S * D)), dv(dk.size());
+  for (std::int64_t b = 0; b < c.batch; ++b)
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      const std::int64_t kh = b * c.kv_heads + h / (c.heads / c.kv_heads);
+      for (std::int64_t i = 0; i < c.q_len; ++i) {
+        const std::int64_t row = (b * c.heads + h) * c.q_len + i;
+        std::vector<double> dp(static_cast<std::size_t>(S));
+        double delta = 0;
+        for (std::int64_t j = 0; j < S; ++j) {
+          for (std::int64_t t = 0; t < D; ++t)
+            dp[j] += g.get(row * D + t) * in[2].get((kh * S + j) * D + t);
+          delta += p.get(row * S + j) * dp[j];
+        }
+        for (std::int64_t j = 0; j < S; ++j) {
+          const double pj = p.get(row * S + j), ds = pj * (dp[j] - delta) * scale;
+          for (std::int64_t t = 0; t < D; ++t) {
+            dq[row * D + t] += ds * in[1].get((kh * S + j) * D + t);
+            dk[(kh * S + j) * D + t] += ds * in[0].get(row * D + t);
+            dv[(kh * S + j) * D + t] += pj * g.get(row * D + t);
+          }
+        }
+      }
+    }
+  return {dq, dk, dv};
+}
+
+TEST(AttentionKernelTest, TheBackwardCallGivesTheGradientsAndWhatItsOpsGive) {
+  const Case cases[] = {
+      {DType::kF32, 2, 4, 4, 80, 80, 16, true},  {DType::kF32, 1, 3, 3, 40, 72, 8, false},
+      {DType::kF32, 1, 2, 2, 96, 40, 8, true},   {DType::kF32, 2, 4, 2, 64, 64, 16, true},
+      {DType::kF32, 1, 1, 1, 300, 300, 4, true}, {DType::kBF16, 1, 4, 1, 48, 48, 32, true},
+      {DType::kF16, 1, 2, 2, 33, 33, 8, false},
+  };
+  unsigned seed = 40;
+  for (const Case& c : cases) {
+    const std::string what = std::string(hlo::dtype_name(c.dtype)) + " L " +
+                             std::to_string(c.q_len) + " S " + std::to_string(c.kv_len) + " H " +
+                             std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
+                             (c.causal ? " causal" : "");
+    const auto in = inputs(c, seed += 3);
+    const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+    const HostTensor g =
+        HostTensor::from_doubles(qt, random_values(qt.num_elements(), -1, 1, seed + 7, c.dtype));
+    const HostTensor p = run(call_module(c, true), in)[1];
+    const std::vector<HostTensor> args = {g, in[0], in[1], in[2], p};
+    const auto call = run(backward_module(c, true), args);
+    const auto ops = run(backward_module(c, false), args);
+    const auto exact = backward_in_double(c, g, in, p);
+    const double tol = c.dtype == DType::kF32 ? 1e-5 : tolerance(c.dtype) * 8;
+    const char* names[] = {" dq", " dk", " dv"};
+    for (int r = 0; r < 3; ++r) {
+      const std::string part = what + names[r];
       expect_near_all(call[r], exact[r], tol, part + " (call vs double)");
       std::vector<double> from_ops(exact[r].size());
       for (std::size_t i = 0; i < from_ops.size(); ++i)

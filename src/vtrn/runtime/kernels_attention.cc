@@ -198,11 +198,32 @@ VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::i
   std::fill(p + visible, p + len, 0.0f);
 }
 
+// One row of attention_backward_through_memory's softmax backward, over the keys of its tile:
+// ds[j] = p[j] (ds[j] - delta) scale with delta = sum_j p[j] ds[j] (|ds| holds dP on entry).
+// The keys past the tile have zero probabilities, so zero gradients.
+VTRN_CLONES void softmax_backward_row(const float* __restrict p, float* __restrict ds,
+                                      std::int64_t keys, float scale) {
+  constexpr int kLanes = 8;
+  float acc[kLanes] = {};
+  std::int64_t j = 0;
+  for (; j + kLanes <= keys; j += kLanes)
+    for (int t = 0; t < kLanes; ++t) acc[t] += p[j + t] * ds[j + t];
+  for (; j < keys; ++j) acc[0] += p[j] * ds[j];
+  const float delta =
+      ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (std::int64_t i = 0; i < keys; ++i) ds[i] = p[i] * (ds[i] - delta) * scale;
+}
+
+// |into| += |part|, n elements.
+void accumulate(float* __restrict into, const float* __restrict part, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) into[i] += part[i];
+}
+
 }  // namespace
 
 void attention_forward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 0, "vtrn.attention");
-  std::vector<float> qc, kc, vc, kr, vr, s, o_tile;
+  std::vector<float> qc, kc, vc, kr, vr, s;
   const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
   const float* k = repeat_heads(d, as_f32(a.input_types[1], a.inputs[1], kc), kr);
   const float* v = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], vc), vr);
@@ -237,21 +258,107 @@ void attention_forward(const CustomCallArgs& a) {
                         S);
           }
         });
-        // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys).
+        // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys), written in place.
         MatmulShape pv;
         pv.m = m, pv.n = D, pv.k = keys;
         pv.batch_dims = {nh};
         pv.lhs_strides = {m * keys, keys, 1};
         pv.rhs_strides = {S * D, D, 1};
-        o_tile.resize(static_cast<std::size_t>(nh * m * D));
-        host_matmul(pv, s.data(), v + h0 * S * D, o_tile.data());
-        for (std::int64_t h = 0; h < nh; ++h)
-          std::copy_n(o_tile.data() + h * m * D, m * D, o + ((h0 + h) * L + r0) * D);
+        pv.out_strides = {L * D, D, 1};
+        host_matmul(pv, s.data(), v + h0 * S * D, o + (h0 * L + r0) * D);
       }
     }
   }
   out.store();
   probs.store();
+}
+
+void attention_backward(const CustomCallArgs& a) {
+  const Dims d = dims_of(a, 1, "vtrn.attention_backward");
+  std::vector<float> gc, qc, kc, vc, pc, kr, vr, dkh, dvh, ds;
+  const float* g = as_f32(a.input_types[0], a.inputs[0], gc);
+  const float* q = as_f32(a.input_types[1], a.inputs[1], qc);
+  const float* k = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], kc), kr);
+  const float* v = repeat_heads(d, as_f32(a.input_types[3], a.inputs[3], vc), vr);
+  const float* p = as_f32(a.input_types[4], a.inputs[4], pc);
+  const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
+  const std::int64_t groups = d.heads / d.kv_heads;
+  // The causal mask leaves keys past the last query without probabilities: zero gradients.
+  const std::int64_t seen = d.causal ? std::min(L, S) : S;  // keys some query sees
+  // Zeroed where something is left unwritten or summed into.
+  const bool sum_into = seen < S || groups > 1;
+  F32Out dq(a.output_types[0], a.outputs[0], S == 0), dk(a.output_types[1], a.outputs[1], sum_into),
+      dv(a.output_types[2], a.outputs[2], sum_into);
+  // The key and value gradients per query head, summed over each group at the end.
+  float* dk_heads = dk.data();
+  float* dv_heads = dv.data();
+  if (groups > 1) {
+    // Every row of a head is written (or left zero past the keys some query sees).
+    dkh.assign(static_cast<std::size_t>(heads * S * D), 0.0f);
+    dvh.assign(dkh.size(), 0.0f);
+    dk_heads = dkh.data(), dv_heads = dvh.data();
+  }
+  if (heads > 0 && L > 0 && S > 0) {
+    const std::int64_t tile = d.causal ? causal_tile_rows(L) : L;
+    // Whole heads per step: a key's gradients read every row of its head's dS.
+    const std::int64_t per = std::max<std::int64_t>(1, kStepScores / (L * S));
+    const auto scale = static_cast<float>(d.scale);
+    for (std::int64_t h0 = 0; h0 < heads; h0 += per) {
+      const std::int64_t nh = std::min(per, heads - h0);
+      ds.resize(static_cast<std::size_t>(nh * L * S));
+      // By row tiles: dP = dO V^T, then dS = P (dP - rowsum(P dP)) scale in place, then
+      // dQ = dS K, each over the keys the tile's rows see.
+      for (std::int64_t r0 = 0; r0 < L; r0 += tile) {
+        const std::int64_t m = std::min(tile, L - r0);
+        const std::int64_t keys = d.causal ? std::min(r0 + m, S) : S;
+        MatmulShape sh;
+        sh.m = m, sh.n = keys, sh.k = D;
+        sh.batch_dims = {nh};
+        sh.lhs_strides = {L * D, D, 1};
+        sh.rhs_strides = {S * D, 1, D};
+        sh.out_strides = {L * S, S, 1};
+        host_matmul(sh, g + (h0 * L + r0) * D, v + h0 * S * D, ds.data() + r0 * S);
+        parallel_ranges(nh * m, 16, executor_threads(), [&](std::int64_t lo, std::int64_t hi) {
+          for (std::int64_t r = lo; r < hi; ++r) {
+            const std::int64_t row = (r / m) * L + r0 + r % m;  // within the step
+            softmax_backward_row(p + (h0 * L + row) * S, ds.data() + row * S, keys, scale);
+          }
+        });
+        sh = MatmulShape{};
+        sh.m = m, sh.n = D, sh.k = keys;
+        sh.batch_dims = {nh};
+        sh.lhs_strides = {L * S, S, 1};
+        sh.rhs_strides = {S * D, D, 1};
+        sh.out_strides = {L * D, D, 1};
+        host_matmul(sh, ds.data() + r0 * S, k + h0 * S * D, dq.data() + (h0 * L + r0) * D);
+      }
+      // By key tiles: dK = dS^T Q and dV = P^T dO over the rows that see the tile's keys
+      // (causal: those from its first key on; the tiles of rows above computed them all).
+      for (std::int64_t c0 = 0; c0 < seen; c0 += tile) {
+        const std::int64_t n = std::min(tile, seen - c0);
+        const std::int64_t r0 = d.causal ? c0 : 0;
+        MatmulShape sh;
+        sh.m = n, sh.n = D, sh.k = L - r0;
+        sh.batch_dims = {nh};
+        sh.lhs_strides = {L * S, 1, S};
+        sh.rhs_strides = {L * D, D, 1};
+        sh.out_strides = {S * D, D, 1};
+        host_matmul(sh, ds.data() + r0 * S + c0, q + (h0 * L + r0) * D,
+                    dk_heads + (h0 * S + c0) * D);
+        host_matmul(sh, p + (h0 * L + r0) * S + c0, g + (h0 * L + r0) * D,
+                    dv_heads + (h0 * S + c0) * D);
+      }
+    }
+  }
+  if (groups > 1)
+    for (std::int64_t bh = 0; bh < heads; ++bh) {
+      const std::int64_t b = bh / d.heads, kh = b * d.kv_heads + bh % d.heads / groups;
+      accumulate(dk.data() + kh * S * D, dkh.data() + bh * S * D, S * D);
+      accumulate(dv.data() + kh * S * D, dvh.data() + bh * S * D, S * D);
+    }
+  dq.store();
+  dk.store();
+  dv.store();
 }
 
 void flash_attention_forward(const CustomCallArgs& a) {

@@ -10,6 +10,10 @@ namespace vtrn::runtime::kernels {
 /// (query, key, value) -> (output, probabilities), in float32 with both rounded to their dtype;
 /// the causal mask's hidden keys are never multiplied.
 void attention_forward(const CustomCallArgs& args);
+/// (grad_output, query, key, value, probabilities) -> (grad_query, grad_key, grad_value), in
+/// float32 with each rounded to its dtype; the keys whose probabilities the causal mask zeroed
+/// are never multiplied.
+void attention_backward(const CustomCallArgs& args);
 /// (query, key, value) -> (output, logsumexp), in float32 with the output rounded to its dtype.
 void flash_attention_forward(const CustomCallArgs& args);
 /// (grad_output, query, key, value, output, logsumexp) -> (grad_query, grad_key, grad_value),

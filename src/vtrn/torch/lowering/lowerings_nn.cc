@@ -212,33 +212,6 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   return {index, w, valid, n, c};
 }
 
-/// |x| [B, Hk, S, D] with each head repeated |groups| times, as repeat_interleave(groups, 1):
-/// query head h reads key head h / groups (grouped-query attention).
-Value repeat_heads(Lowerer& L, Value x, std::int64_t groups) {
-  if (groups == 1) return x;
-  const auto s = L.shape(x);
-  Value e = L.b.broadcast_in_dim(x, {s[0], s[1], groups, s[2], s[3]}, {0, 1, 3, 4});
-  return L.b.reshape(e, {s[0], s[1] * groups, s[2], s[3]});
-}
-
-/// The gradient of repeat_heads: |g| [B, Hq, S, D] summed over each group of heads.
-Value sum_head_groups(Lowerer& L, Value g, std::int64_t groups) {
-  if (groups == 1) return g;
-  const auto s = L.shape(g);
-  Value r = L.b.reshape(g, {s[0], s[1] / groups, groups, s[2], s[3]});
-  return L.reduce(r, {2}, ReduceKind::kAdd, false);
-}
-
-/// [B, H, M, N] x [B, H, N, P] -> [B, H, M, P], or with |transpose_lhs| [B, H, N, M] x ....
-Value batched_matmul(Lowerer& L, Value a, Value b, bool transpose_lhs, bool transpose_rhs) {
-  hlo::DotDims dims;
-  dims.lhs_batch = {0, 1};
-  dims.rhs_batch = {0, 1};
-  dims.lhs_contracting = {transpose_lhs ? 2 : 3};
-  dims.rhs_contracting = {transpose_rhs ? 3 : 2};
-  return L.b.dot_general(a, b, dims);
-}
-
 /// Checks the operands; returns how many query heads share each key head (1 without GQA).
 std::int64_t check_attention(Lowerer& L, Value q, Value k, Value v) {
   const DType d = L.dtype(q);
@@ -280,26 +253,23 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         return compiler::attention_through_memory(L.b, q, k, v, bias, config);
       }));
   // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
-  //   -> (grad_query, grad_key, grad_value).
+  //   -> (grad_query, grad_key, grad_value): the backward of sdpa_forward's module, one call
+  //   of the kernel that stands for its ops (compiler/attention_through_memory.h).
   add(r, {"vtrn::sdpa_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
-        Value q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
-        const std::int64_t groups = check_attention(L, q, k, v);
-        const DType d = L.dtype(q), c = opmath(d);
-        const double scale = L.real(7);
-        Value qc = L.convert(q, c), kc = repeat_heads(L, L.convert(k, c), groups);
-        Value vc = repeat_heads(L, L.convert(v, c), groups);
-        Value g = L.convert(L.tensor(0), c), p = L.convert(L.tensor(5), c);
-        const auto ss = L.shape(p);
-        Value dv = batched_matmul(L, p, g, true, false);   // p^T dO
-        Value dp = batched_matmul(L, g, vc, false, true);  // dO v^T
-        // softmax backward: p * (dp - sum(p * dp)), as _softmax_backward_data computes it.
-        Value delta = L.reduce(L.b.mul(p, dp), {3}, ReduceKind::kAdd, true);
-        Value ds = L.b.mul(p, L.b.sub(dp, L.broadcast_to(delta, ss)));
-        ds = L.b.mul(ds, L.full_like(ds, scale));
-        Value dq = batched_matmul(L, ds, kc, false, false);  // ds k
-        Value dk = batched_matmul(L, ds, qc, true, false);   // ds^T q
-        return {L.convert(dq, d), L.convert(sum_head_groups(L, dk, groups), L.dtype(k)),
-                L.convert(sum_head_groups(L, dv, groups), L.dtype(v))};
+        Value g = L.tensor(0), q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
+        Value p = L.tensor(5);
+        check_attention(L, q, k, v);
+        const compiler::FlashAttentionConfig config{L.flag(6), L.real(7)};
+        const DType d = L.dtype(q);
+        const auto qs = L.shape(q);
+        const std::vector<std::int64_t> ps{qs[0], qs[1], qs[2], L.shape(k)[2]};
+        if (L.dtype(g) != d || L.dtype(p) != d || L.shape(g) != qs || L.shape(p) != ps)
+          throw Unsupported("attention gradient operands");
+        if (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)
+          return L.b.custom_call(std::string(compiler::kAttentionBackwardTarget), {g, q, k, v, p},
+                                 {L.b.type(q), L.b.type(k), L.b.type(v)},
+                                 compiler::flash_attention_config(config));
+        return compiler::attention_backward_through_memory(L.b, g, q, k, v, p, config);
       }));
   // vtrn::flash_attention_forward(query, key, value, is_causal, scale) -> (output, logsumexp)
   // and vtrn::flash_attention_backward(grad_out, query, key, value, out, logsumexp, is_causal,
