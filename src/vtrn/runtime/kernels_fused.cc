@@ -4,15 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
 
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_elementwise.h"
 #include "vtrn/runtime/kernels_instr.h"
 #include "vtrn/runtime/kernels_reduce.h"
+#include "vtrn/runtime/kernels_strided_load.h"
 #include "vtrn/runtime/thread_pool.h"
 
 namespace vtrn::runtime::kernels {
@@ -279,69 +277,6 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   std::sort(input_values_.begin(), input_values_.end());
   input_values_.erase(std::unique(input_values_.begin(), input_values_.end()), input_values_.end());
 }
-
-namespace {
-
-// to[j] = from[2 j] for j < n: every other float (the halves of a rotary embedding), four at
-// a time where SSE2 is there: two loads and a shuffle ran 2.6-4x faster than the element loop.
-// The second load starts at element 2j + 3, so nothing past the last element read is touched.
-inline void load_every_other(const float* __restrict from, float* __restrict to, std::int64_t n) {
-  std::int64_t j = 0;
-#if defined(__SSE2__)
-  for (; j + 4 <= n; j += 4) {
-    const __m128 a = _mm_loadu_ps(from + 2 * j), c = _mm_loadu_ps(from + 2 * j + 3);
-    _mm_storeu_ps(to + j, _mm_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 2, 0)));
-  }
-#endif
-  for (; j < n; ++j) to[j] = from[2 * j];
-}
-
-// dst[at + j] = element off + j * stride of |p| (of dtype |d|), in the loop class |c|, for j <
-// n: a broadcast operand's run along the domain's last dim. Whole runs, not single elements,
-// are dispatched on the dtype: a per-element switch cost more than the arithmetic it fed.
-void load_run(DType d, Cls c, const std::uint8_t* p, std::int64_t off, std::int64_t stride,
-              std::int64_t n, void* dst, std::int64_t at) {
-  if (stride == 1) {
-    const int width = c == Cls::kF32 ? 4 : 8;
-    load_contiguous(d, p, off, n, static_cast<std::uint8_t*>(dst) + at * width);
-    return;
-  }
-  if (c == Cls::kF32) {
-    float* o = static_cast<float*>(dst) + at;
-    if (stride == 0) {
-      std::fill_n(o, n, load_elem<float>(d, p, off));
-    } else if (d == DType::kF32) {
-      const auto* f = reinterpret_cast<const float*>(p) + off;
-      if (stride == 2)
-        load_every_other(f, o, n);
-      else
-        for (std::int64_t j = 0; j < n; ++j) o[j] = f[j * stride];
-    } else if (d == DType::kBF16) {
-      const auto* h = reinterpret_cast<const std::uint16_t*>(p) + off;
-      for (std::int64_t j = 0; j < n; ++j) o[j] = hlo::bf16_to_f32(h[j * stride]);
-    } else {
-      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<float>(d, p, off + j * stride);
-    }
-  } else if (c == Cls::kF64) {
-    double* o = static_cast<double*>(dst) + at;
-    if (stride == 0)
-      std::fill_n(o, n, load_elem<double>(d, p, off));
-    else
-      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<double>(d, p, off + j * stride);
-  } else {
-    std::int64_t* o = static_cast<std::int64_t*>(dst) + at;
-    if (stride == 0) {
-      std::fill_n(o, n, load_elem<std::int64_t>(d, p, off));
-    } else if (d == DType::kI64) {
-      const auto* v = reinterpret_cast<const std::int64_t*>(p) + off;
-      for (std::int64_t j = 0; j < n; ++j) o[j] = v[j * stride];
-    } else {
-      for (std::int64_t j = 0; j < n; ++j) o[j] = load_elem<std::int64_t>(d, p, off + j * stride);
-    }
-  }
-}
-
-}  // namespace
 
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                              std::int64_t hi, Reducer* reducer,
