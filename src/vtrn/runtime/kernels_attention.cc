@@ -155,6 +155,17 @@ std::int64_t causal_tile_rows(std::int64_t q_len) {
   return std::min(q_len, std::max<std::int64_t>(32, (q_len + 7) / 8));
 }
 
+// [nh, m, keys] = A B^T for |nh| heads: A |m| rows of a [L, D] head's, B the first |keys| rows
+// of a [S, D] head's (a tile of queries against its keys; of dO against the values).
+MatmulShape rows_by_keys(const Dims& d, std::int64_t nh, std::int64_t m, std::int64_t keys) {
+  MatmulShape sh;
+  sh.m = m, sh.n = keys, sh.k = d.d;
+  sh.batch_dims = {nh};
+  sh.lhs_strides = {d.q_len * d.d, d.d, 1};
+  sh.rhs_strides = {d.kv_len * d.d, 1, d.d};
+  return sh;
+}
+
 // One row of attention_through_memory's softmax: row[0, keys) holds q.k for the keys of its
 // tile, the first |visible| of them unmasked. Leaves the probabilities in row[0, keys) (zero
 // past |visible|) and in p[0, len) (zero past |visible|). As the module's ops: the scores
@@ -243,13 +254,8 @@ void attention_forward(const CustomCallArgs& a) {
         const std::int64_t m = std::min(tile, L - r0);
         const std::int64_t keys = d.causal ? std::min(r0 + m, S) : S;
         // Scores [nh, m, keys] = Q[h0 .., r0 .. r0 + m) K[h0 .., 0 .. keys)^T.
-        MatmulShape sh;
-        sh.m = m, sh.n = keys, sh.k = D;
-        sh.batch_dims = {nh};
-        sh.lhs_strides = {L * D, D, 1};
-        sh.rhs_strides = {S * D, 1, D};
         s.resize(static_cast<std::size_t>(nh * m * keys));
-        host_matmul(sh, q + (h0 * L + r0) * D, k + h0 * S * D, s.data());
+        host_matmul(rows_by_keys(d, nh, m, keys), q + (h0 * L + r0) * D, k + h0 * S * D, s.data());
         parallel_ranges(nh * m, 16, executor_threads(), [&](std::int64_t lo, std::int64_t hi) {
           for (std::int64_t r = lo; r < hi; ++r) {
             const std::int64_t i = r0 + r % m;  // the query row
@@ -311,11 +317,7 @@ void attention_backward(const CustomCallArgs& a) {
       for (std::int64_t r0 = 0; r0 < L; r0 += tile) {
         const std::int64_t m = std::min(tile, L - r0);
         const std::int64_t keys = d.causal ? std::min(r0 + m, S) : S;
-        MatmulShape sh;
-        sh.m = m, sh.n = keys, sh.k = D;
-        sh.batch_dims = {nh};
-        sh.lhs_strides = {L * D, D, 1};
-        sh.rhs_strides = {S * D, 1, D};
+        MatmulShape sh = rows_by_keys(d, nh, m, keys);
         sh.out_strides = {L * S, S, 1};
         host_matmul(sh, g + (h0 * L + r0) * D, v + h0 * S * D, ds.data() + r0 * S);
         parallel_ranges(nh * m, 16, executor_threads(), [&](std::int64_t lo, std::int64_t hi) {
