@@ -135,9 +135,10 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
   const std::string what = "custom_call @" + op.call_target_name;
   const bool backward = op.call_target_name == kAttentionBackwardTarget;
   const std::size_t first = backward ? 1 : 0;  // the query's operand
-  if (op.operands.size() != (backward ? 5u : 3u))
-    throw hlo::Error(what + " takes " + (backward ? "5" : "3") + " operands, got " +
-                     std::to_string(op.operands.size()));
+  const std::size_t n = op.operands.size();
+  if (backward ? n != 5 : (n != 3 && n != 4))
+    throw hlo::Error(what + " takes " + (backward ? "5" : "3 or 4") + " operands, got " +
+                     std::to_string(n));
   const std::optional<FlashAttentionConfig> config =
       parse_flash_attention_config(op.backend_config);
   if (!config)
@@ -158,6 +159,21 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
     throw hlo::Error(what + " needs grad_output " + qt.str() + " and probabilities " + pt.str() +
                      "; got " + block.type(op.operands[0]).str() + ", " +
                      block.type(op.operands[4]).str());
+  std::optional<hlo::TensorType> bias;
+  if (!backward && n == 4) {
+    bias = block.type(op.operands[3]);
+    const std::vector<std::int64_t> full{qt.dims[0], qt.dims[1], qt.dims[2], kt.dims[2]};
+    bool fits = bias->dims.size() <= 4 && (bias->dtype == DType::kPred || bias->dtype == qt.dtype);
+    for (std::size_t i = 1; fits && i <= bias->dims.size(); ++i) {
+      const std::int64_t dim = bias->dims[bias->dims.size() - i], want = full[4 - i];
+      fits = dim == want || dim == 1;
+    }
+    if (!fits)
+      throw hlo::Error(what +
+                       " needs an attention bias of pred or the query's dtype that "
+                       "broadcasts to [B, H, L, S]; got " +
+                       bias->str());
+  }
   Builder b("attention_through_memory");
   std::vector<Value> results;
   if (backward) {
@@ -165,7 +181,9 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
     results = attention_backward_through_memory(b, g, q, k, v, b.param(pt), *config);
   } else {
     const Value q = b.param(qt), k = b.param(kt), v = b.param(vt);
-    results = attention_through_memory(b, q, k, v, {}, *config);
+    std::optional<Value> bias_value;
+    if (bias) bias_value = b.param(*bias);
+    results = attention_through_memory(b, q, k, v, bias_value, *config);
   }
   const Executable exe = compile(b.finish(results), CompileOptions{}, model);
   cost::KernelCost sum;

@@ -2,11 +2,13 @@
 // shapes: one module whose [query, key] scores and probabilities go through HBM, the
 // probabilities saved for the backward (PyTorch's math path saves the same tensor).
 //
-// attention_through_memory() builds that module's ops. Without an attention bias the module
-// calls them as one kernel instead, `custom_call @vtrn.attention`:
+// attention_through_memory() builds that module's ops. The module calls them as one kernel
+// instead, `custom_call @vtrn.attention`:
 //
-//   (query [B, H, L, D], key [B, Hk, S, D], value [B, Hk, S, D])
+//   (query [B, H, L, D], key [B, Hk, S, D], value [B, Hk, S, D][, bias])
 //     -> (output [B, H, L, D], probabilities [B, H, L, S]), both of the query's dtype
+//
+// the bias (an attention mask) pred or of the query's dtype, broadcastable to [B, H, L, S]
 //
 // and its backward, attention_backward_through_memory(), as `custom_call
 // @vtrn.attention_backward`:

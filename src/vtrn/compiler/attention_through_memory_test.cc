@@ -79,6 +79,30 @@ TEST(AttentionThroughMemoryTest, ABackwardCallIsOneKernelPricedAsItsOps) {
                hlo::Error);
 }
 
+hlo::Module masked_attention(bool as_call, const TensorType& mask) {
+  Builder b("attention");
+  const TensorType q(DType::kF32, {2, 4, 64, 16});
+  Value qv = b.param(q), k = b.param(q), v = b.param(q), m = b.param(mask);
+  const FlashAttentionConfig config{false, 0.25};
+  if (!as_call) return b.finish(attention_through_memory(b, qv, k, v, m, config));
+  return b.finish(b.custom_call(std::string(kAttentionTarget), {qv, k, v, m},
+                                {q, TensorType(DType::kF32, {2, 4, 64, 64})},
+                                flash_attention_config(config)));
+}
+
+TEST(AttentionThroughMemoryTest, ACallWithAMaskIsPricedAsItsOps) {
+  for (const TensorType& mask :
+       {TensorType(DType::kPred, {64, 64}), TensorType(DType::kF32, {2, 1, 64, 64})}) {
+    const Executable call = compile(masked_attention(true, mask));
+    ASSERT_EQ(call.kernels.size(), 1u);
+    EXPECT_DOUBLE_EQ(call.modeled_time_s(),
+                     compile(masked_attention(false, mask)).modeled_time_s());
+  }
+  // A mask that does not broadcast to [B, H, L, S], or of another float dtype, is not the call's.
+  EXPECT_THROW(compile(masked_attention(true, TensorType(DType::kPred, {64, 32}))), hlo::Error);
+  EXPECT_THROW(compile(masked_attention(true, TensorType(DType::kBF16, {64, 64}))), hlo::Error);
+}
+
 TEST(AttentionThroughMemoryTest, ACallThatIsNotTheKernelsFailsToCompile) {
   EXPECT_THROW(compile(attention(DType::kF32, true, "causal=1")), hlo::Error);
   EXPECT_THROW(compile(attention(DType::kF32, true, flash_attention_config({true, 1}), 2)),

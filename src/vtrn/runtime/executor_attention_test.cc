@@ -197,6 +197,59 @@ TEST(AttentionKernelTest, TheBackwardCallGivesTheGradientsAndWhatItsOpsGive) {
   }
 }
 
+// With an attention mask (a boolean one with a row whose keys are all hidden, a float one
+// broadcast over heads, either with the causal mask too): the call against its ops.
+TEST(AttentionKernelTest, TheCallWithAMaskGivesWhatItsOpsGive) {
+  struct MaskCase {
+    Case c;
+    DType mask;
+    Dims dims;
+  };
+  const MaskCase cases[] = {
+      {{DType::kF32, 2, 3, 3, 40, 40, 8, false}, DType::kPred, {40, 40}},
+      {{DType::kF32, 2, 3, 3, 40, 40, 8, true}, DType::kPred, {2, 1, 40, 40}},
+      {{DType::kF32, 2, 4, 2, 24, 56, 8, false}, DType::kF32, {2, 1, 24, 56}},
+      {{DType::kBF16, 1, 2, 2, 33, 33, 16, true}, DType::kBF16, {33, 1}},
+  };
+  unsigned seed = 70;
+  for (const MaskCase& mc : cases) {
+    const Case& c = mc.c;
+    const std::string what = std::string(hlo::dtype_name(c.dtype)) + " mask " +
+                             std::string(hlo::dtype_name(mc.mask)) + (c.causal ? " causal" : "");
+    auto in = inputs(c, seed += 3);
+    const TensorType mt(mc.mask, mc.dims);
+    std::vector<double> mv = random_values(mt.num_elements(), -3, 1, seed + 5, mc.mask);
+    if (mc.mask == DType::kPred) {
+      for (std::size_t i = 0; i < mv.size(); ++i) mv[i] = mv[i] > -2 ? 1 : 0;
+      for (std::int64_t j = 0; j < mc.dims.back(); ++j) mv[static_cast<std::size_t>(j)] = 0;
+    }
+    in.push_back(HostTensor::from_doubles(mt, mv));
+    auto module = [&](bool as_call) {
+      Builder b("attention");
+      const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+      const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+      Value q = b.param(qt), k = b.param(kt), v = b.param(kt), m = b.param(mt);
+      const FlashAttentionConfig config{c.causal, 0.3};
+      if (!as_call) return b.finish(compiler::attention_through_memory(b, q, k, v, m, config));
+      return b.finish(
+          b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
+                        {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
+                        compiler::flash_attention_config(config)));
+    };
+    const auto call = run(module(true), in);
+    const auto ops = run(module(false), in);
+    const double tol = c.dtype == DType::kF32 ? 2e-6 : tolerance(c.dtype) * 2;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<double> from_ops(static_cast<std::size_t>(ops[r].type.num_elements()));
+      for (std::size_t i = 0; i < from_ops.size(); ++i)
+        from_ops[i] = ops[r].get(static_cast<std::int64_t>(i));
+      expect_near_all(call[r], from_ops, tol, what + (r == 0 ? " output" : " probabilities"));
+    }
+    if (mc.mask == DType::kPred)  // the row whose keys are all hidden: zero weights
+      for (std::int64_t j = 0; j < c.kv_len; ++j) ASSERT_EQ(call[1].get(j), 0.0) << what;
+  }
+}
+
 // The causal mask's hidden keys are never multiplied: a NaN in the last key reaches only the
 // last query row (the ops' -inf bias would add to the NaN and spread it to every row).
 TEST(AttentionKernelTest, AHiddenKeyDoesNotReachTheRow) {

@@ -166,14 +166,54 @@ MatmulShape rows_by_keys(const Dims& d, std::int64_t nh, std::int64_t m, std::in
   return sh;
 }
 
+// An attention bias broadcast to [B, H, L, S] (its dims right-aligned, size-1 ones broadcast),
+// in float32: a float one's values, a boolean one's 0 where true and -inf where false.
+struct Bias {
+  std::vector<float> values;
+  const float* rows = nullptr;
+  std::int64_t strides[4] = {0, 0, 0, 0};  // per dim of [B, H, L, S]
+  std::int64_t step = 0;                   // strides[3]
+
+  Bias() = default;
+  Bias(const hlo::TensorType& t, const void* data) {
+    const std::int64_t n = t.num_elements();
+    values.resize(static_cast<std::size_t>(n));
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    const int es = hlo::dtype_size(t.dtype);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double x = hlo::load_double(t.dtype, bytes + i * es);
+      values[static_cast<std::size_t>(i)] =
+          t.dtype == hlo::DType::kPred ? (x != 0 ? 0.0f : -std::numeric_limits<float>::infinity())
+                                       : static_cast<float>(x);
+    }
+    rows = values.data();
+    const auto r = static_cast<int>(t.dims.size());
+    std::int64_t stride = 1;
+    for (int i = r - 1; i >= 0; --i) {
+      strides[4 - r + i] = t.dims[static_cast<std::size_t>(i)] == 1 ? 0 : stride;
+      stride *= t.dims[static_cast<std::size_t>(i)];
+    }
+    step = strides[3];
+  }
+  // Row |i| of the (batch, head) pair |head| (batch * heads + head).
+  const float* row(const Dims& d, std::int64_t head, std::int64_t i) const {
+    return rows + (head / d.heads) * strides[0] + (head % d.heads) * strides[1] + i * strides[2];
+  }
+};
+
 // One row of attention_through_memory's softmax: row[0, keys) holds q.k for the keys of its
 // tile, the first |visible| of them unmasked. Leaves the probabilities in row[0, keys) (zero
 // past |visible|) and in p[0, len) (zero past |visible|). As the module's ops: the scores
 // scaled and rounded, the max subtracted (0 where it is -inf), exp, the sum s, then divided by
 // max(s, 1) (NaN stays NaN). The masked scores are never read, as in ATen's and the NKI flash
-// kernels: a NaN or inf key hidden by the mask does not reach the row.
+// kernels: a NaN or inf key hidden by the mask does not reach the row. With an attention bias,
+// bias[j * bias_step] is added to score j after the scale (-inf where a boolean mask is false).
 VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::int64_t keys,
-                             float scale, float* __restrict p, std::int64_t len) {
+                             float scale, const float* __restrict bias, std::int64_t bias_step,
+                             float* __restrict p, std::int64_t len) {
+  if (bias != nullptr)
+    for (std::int64_t j = 0; j < visible; ++j) row[j] = row[j] * scale + bias[j * bias_step];
+  if (bias != nullptr) scale = 1;  // applied
   constexpr int kLanes = 8;
   float mx[kLanes], sum[kLanes];
   bool nan = false;
@@ -238,6 +278,7 @@ void attention_forward(const CustomCallArgs& a) {
   const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
   const float* k = repeat_heads(d, as_f32(a.input_types[1], a.inputs[1], kc), kr);
   const float* v = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], vc), vr);
+  const Bias bias = a.inputs.size() > 3 ? Bias(a.input_types[3], a.inputs[3]) : Bias();
   F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/d.kv_len == 0),
       probs(a.output_types[1], a.outputs[1]);
   const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
@@ -260,8 +301,10 @@ void attention_forward(const CustomCallArgs& a) {
           for (std::int64_t r = lo; r < hi; ++r) {
             const std::int64_t i = r0 + r % m;  // the query row
             const std::int64_t visible = d.causal ? std::min(i + 1, S) : S;
-            softmax_row(s.data() + r * keys, visible, keys, scale, p + ((h0 + r / m) * L + i) * S,
-                        S);
+            const std::int64_t head = h0 + r / m;
+            softmax_row(s.data() + r * keys, visible, keys, scale,
+                        bias.rows == nullptr ? nullptr : bias.row(d, head, i), bias.step,
+                        p + (head * L + i) * S, S);
           }
         });
         // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys), written in place.

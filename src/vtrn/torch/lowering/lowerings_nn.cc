@@ -234,22 +234,25 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
   // heads than the query (grouped-query attention). A row whose keys are all masked gets zero
   // probabilities, as the math path's _safe_softmax gives. The probabilities, in the inputs'
   // type, are what the backward reads (PyTorch's math path saves the same tensor); recomputing
-  // them from a logsumexp costs an exp per score on this CPU. Without a bias the module is one
-  // call of the kernel that stands for those ops, priced as they are.
+  // them from a logsumexp costs an exp per score on this CPU. The module is one call of the
+  // kernel that stands for those ops, priced as they are (float64: the ops).
   add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
         check_attention(L, q, k, v);
         const compiler::FlashAttentionConfig config{L.flag(4), L.real(5)};
         const DType d = L.dtype(q);
-        if (!L.has(3) && (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)) {
+        std::optional<Value> bias;
+        if (L.has(3)) bias = L.tensor(3);
+        const bool bias_taken = !bias || L.dtype(*bias) == DType::kPred || L.dtype(*bias) == d;
+        if (bias_taken && (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)) {
           const auto qs = L.shape(q), ks = L.shape(k);
           std::vector<TensorType> results{TensorType(d, qs),
                                           TensorType(d, {qs[0], qs[1], qs[2], ks[2]})};
-          return L.b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v},
+          std::vector<Value> operands{q, k, v};
+          if (bias) operands.push_back(*bias);
+          return L.b.custom_call(std::string(compiler::kAttentionTarget), std::move(operands),
                                  std::move(results), compiler::flash_attention_config(config));
         }
-        std::optional<Value> bias;
-        if (L.has(3)) bias = L.tensor(3);
         return compiler::attention_through_memory(L.b, q, k, v, bias, config);
       }));
   // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
