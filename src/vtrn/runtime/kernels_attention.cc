@@ -208,12 +208,10 @@ struct Bias {
 // max(s, 1) (NaN stays NaN). The masked scores are never read, as in ATen's and the NKI flash
 // kernels: a NaN or inf key hidden by the mask does not reach the row. With an attention bias,
 // bias[j * bias_step] is added to score j after the scale (-inf where a boolean mask is false).
+template <bool kBias>
 VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::int64_t keys,
                              float scale, const float* __restrict bias, std::int64_t bias_step,
                              float* __restrict p, std::int64_t len) {
-  if (bias != nullptr)
-    for (std::int64_t j = 0; j < visible; ++j) row[j] = row[j] * scale + bias[j * bias_step];
-  if (bias != nullptr) scale = 1;  // applied
   constexpr int kLanes = 8;
   float mx[kLanes], sum[kLanes];
   bool nan = false;
@@ -221,13 +219,14 @@ VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::i
   std::int64_t j = 0;
   for (; j + kLanes <= visible; j += kLanes)
     for (int t = 0; t < kLanes; ++t) {
-      const float x = row[j + t] * scale;
+      // The score as the ops round it: scaled, then the bias added.
+      const float x = kBias ? row[j + t] * scale + bias[(j + t) * bias_step] : row[j + t] * scale;
       row[j + t] = x;
       nan |= x != x;
       mx[t] = mx[t] < x ? x : mx[t];
     }
   for (; j < visible; ++j) {
-    const float x = row[j] * scale;
+    const float x = kBias ? row[j] * scale + bias[j * bias_step] : row[j] * scale;
     row[j] = x;
     nan |= x != x;
     mx[0] = mx[0] < x ? x : mx[0];
@@ -302,9 +301,13 @@ void attention_forward(const CustomCallArgs& a) {
             const std::int64_t i = r0 + r % m;  // the query row
             const std::int64_t visible = d.causal ? std::min(i + 1, S) : S;
             const std::int64_t head = h0 + r / m;
-            softmax_row(s.data() + r * keys, visible, keys, scale,
-                        bias.rows == nullptr ? nullptr : bias.row(d, head, i), bias.step,
-                        p + (head * L + i) * S, S);
+            float* scores = s.data() + r * keys;
+            float* probabilities = p + (head * L + i) * S;
+            if (bias.rows == nullptr)
+              softmax_row<false>(scores, visible, keys, scale, nullptr, 0, probabilities, S);
+            else
+              softmax_row<true>(scores, visible, keys, scale, bias.row(d, head, i), bias.step,
+                                probabilities, S);
           }
         });
         // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys), written in place.

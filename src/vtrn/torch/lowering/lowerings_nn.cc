@@ -212,8 +212,9 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
   return {index, w, valid, n, c};
 }
 
-/// Checks the operands; returns how many query heads share each key head (1 without GQA).
-std::int64_t check_attention(Lowerer& L, Value q, Value k, Value v) {
+/// Checks the operands: one claimed float dtype, [B, H, L, D] and [B, Hk, S, D] with Hk dividing
+/// H (grouped-query attention).
+void check_attention(Lowerer& L, Value q, Value k, Value v) {
   const DType d = L.dtype(q);
   L.require_claimed(d);
   if (L.dtype(k) != d || L.dtype(v) != d || L.rank(q) != 4 || L.rank(k) != 4 || L.rank(v) != 4)
@@ -222,7 +223,6 @@ std::int64_t check_attention(Lowerer& L, Value q, Value k, Value v) {
   if (qs[0] != ks[0] || ks[1] == 0 || qs[1] % ks[1] != 0 || ks[0] != vs[0] || ks[1] != vs[1] ||
       ks[2] != vs[2] || qs[3] != ks[3])
     throw Unsupported("attention shapes");
-  return qs[1] / ks[1];
 }
 
 }  // namespace
