@@ -26,8 +26,8 @@ def register():
             neuron,
         )
 
-        # float32 sums take ATen's order, which depends on the width of the vectors its kernels
-        # run on here (runtime/aten_sum.h).
+        # Softmax's float32 row sums take ATen's order, which depends on the width of the
+        # vectors its kernels run on here (runtime/aten_sum.h).
         _C._set_aten_vector_lanes(
             16 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 8
         )

@@ -136,9 +136,8 @@ void set_vector_lanes(int lanes) {
 int vector_lanes() { return g_lanes.load(std::memory_order_relaxed); }
 
 VTRN_CLONES float row_sum(const float* x, std::int64_t n) {
-  const int w = vector_lanes();
-  if (n < w) return ilp_row_sum<1>(x, n).lane(0);  // scalar_inner_sum
-  return w == 16 ? inner_sum<16>(x, n) : inner_sum<8>(x, n);
+  if (n < kSumLanes) return ilp_row_sum<1>(x, n).lane(0);  // scalar_inner_sum
+  return inner_sum<kSumLanes>(x, n);
 }
 
 VTRN_CLONES float reduce_all_row_sum(const float* x, std::int64_t n) {

@@ -3,24 +3,30 @@
 // over scalars) and softmax's (vec::reduce_all, below).
 //
 // A row of n elements is read as n / W vectors of W lanes (W = Vectorized<float>::size() of the
-// kernels ATen dispatches to: 8 on AVX2, 16 on AVX-512) and a scalar tail. The vectors go to 4
+// kernel ATen dispatches to) and a scalar tail. The vectors go to 4
 // accumulators in turn (vector i to accumulator i % 4), each summed through 4 levels that carry
 // every 2^p additions into the next (p = max(4, ceil(log2(n / W / 4)) / 4)), the leftover
 // vectors added to the first, the accumulators added in order; then the tail in order, from 0,
 // and the W lanes added to it in order. Each lane adds in float32.
 //
-// The torch layer sets W from torch's CPU capability; without it W is 8.
+// torch.sum's W is 8 on every x86 CPU: SumKernel.cpp registers its kernel with
+// REGISTER_DISPATCH, which torch's AVX-512 build leaves to the AVX2 kernel. Softmax's kernels are
+// registered for AVX-512 too (ALSO_REGISTER_AVX512_DISPATCH): their W is 16 where torch's CPU
+// capability is AVX512, which the torch layer sets (set_vector_lanes); without it W is 8.
 #pragma once
 
 #include <cstdint>
 
 namespace vtrn::runtime::aten_sum {
 
-/// Sets W; 8 or 16 (anything else is ignored).
+/// torch.sum's vector width.
+constexpr int kSumLanes = 8;
+
+/// Sets the W of reduce_all_row_sum; 8 or 16 (anything else is ignored).
 void set_vector_lanes(int lanes);
 int vector_lanes();
 
-/// The sum of x[0, n) as ATen's sum of a contiguous float32 row.
+/// The sum of x[0, n) as ATen's sum of a contiguous float32 row (W = kSumLanes).
 float row_sum(const float* x, std::int64_t n);
 
 /// The sum of x[0, n) as ATen's vec::reduce_all adds it (functional_base.h), the row sums of
