@@ -104,6 +104,9 @@ class FusedProgram {
                  std::int64_t hi) const;
   void run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                  std::int64_t hi, Reducer* reducer, const std::vector<std::uint8_t*>& extra) const;
+  /// Places each slot's chunk in the scratch (slot_unit_, units_): slots whose values are never
+  /// needed at the same time share one chunk.
+  void assign_chunks();
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;
@@ -115,6 +118,10 @@ class FusedProgram {
   std::vector<int> extra_values_, extra_slots_;
   std::vector<hlo::DType> extra_dtypes_;
   int root_slot_ = -1;
+  /// Per slot, where its chunk starts in the scratch, in chunks of float32 (a slot of 8-byte
+  /// elements takes two); units_ of them in all.
+  std::vector<std::int64_t> slot_unit_;
+  std::int64_t units_ = 0;
   std::int64_t chunk_ = 0;  ///< elements per chunk (kernels_fused.cc)
   bool has_picks_ = false;
   bool has_scales_ = false;

@@ -1,8 +1,8 @@
 // How a fused loop reads its operands, each case against the arithmetic written out: scalar
 // operands computed once and read as scalars on either side, a select on a scalar picking its
-// operand, a multiply by a scalar 1 reading its other operand, an in-place update written over
-// its input, an extra output written straight over an input, a per-row value read one scalar per
-// row.
+// operand, a multiply by a scalar 1 reading its other operand, values needed at different times
+// sharing a chunk, an in-place update written over its input, an extra output written straight
+// over an input, a per-row value read one scalar per row.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,6 +99,51 @@ TEST(ExecutorTest, AMultiplyByAScalarOneReadsItsOtherOperand) {
         ASSERT_EQ(fused[1].get(i), scaled) << hlo::dtype_name(d) << " alpha " << av << " i " << i;
       }
     }
+  }
+}
+
+// Values a loop never needs at the same time share one chunk of its scratch: a value read
+// last early on gives its chunk to the values computed after it. A value read through another
+// (a multiply by a scalar 1 reads as its other operand, a select on a scalar as the operand it
+// picks) keeps its chunk for as long as that other value is read: here |early| and |left| are
+// read last, directly, before six more values are computed, and through |scaled| and |picked|
+// after them. Every element is the arithmetic written out, rounded to the dtype after each op.
+TEST(ExecutorTest, ValuesNeededAtDifferentTimesShareAChunk) {
+  for (DType d : {DType::kF32, DType::kF64}) {
+    Builder b;
+    TensorType t(d, {3, 1100}), s(d, {}), p(DType::kPred, {});
+    Value x = b.param(t), y = b.param(t), alpha = b.param(s), pick = b.param(p);
+    auto spread = [&](Value v) { return b.broadcast_in_dim(v, t.dims, {}); };
+    Value early = b.neg(x);
+    Value scaled = b.mul(early, spread(alpha));
+    Value left = b.add(x, y), right = b.sub(x, y);
+    Value picked = b.select(spread(pick), left, right);
+    Value c = y;
+    for (int i = 0; i < 6; ++i) c = b.add(b.mul(c, y), x);
+    hlo::Module m = b.finish({b.add(b.mul(scaled, c), picked)});
+    const auto xs = random_values(t.num_elements(), -1.5, 1.5, 47, d),
+               ys = random_values(t.num_elements(), -1.5, 1.5, 48, d);
+    auto round_to = [&](double v) {
+      return HostTensor::from_doubles(TensorType(d, {}), {v}).get(0);
+    };
+    for (double av : {1.0, 2.5})
+      for (double pv : {1.0, 0.0}) {
+        std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                      HostTensor::from_doubles(t, ys),
+                                      HostTensor::from_doubles(s, {av}),
+                                      HostTensor::from_doubles(p, {pv})};
+        auto fused = run(m, in, true), unfused = run(m, in, false);
+        EXPECT_EQ(fused[0].data, unfused[0].data) << hlo::dtype_name(d) << " alpha " << av;
+        for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+          const double xv = in[0].get(i), yv = in[1].get(i);
+          double cv = yv;
+          for (int k = 0; k < 6; ++k) cv = round_to(round_to(cv * yv) + xv);
+          const double chosen = round_to(pv != 0 ? xv + yv : xv - yv);
+          const double want = round_to(round_to(round_to(-xv * av) * cv) + chosen);
+          ASSERT_EQ(fused[0].get(i), want)
+              << hlo::dtype_name(d) << " alpha " << av << " pick " << pv << " i " << i;
+        }
+      }
   }
 }
 

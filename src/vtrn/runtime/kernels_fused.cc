@@ -246,6 +246,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       extra_dtypes_.push_back(b.type(v).dtype);
     }
   }
+  assign_chunks();
   chunk_ = kChunk;
   // A row summed in ATen's order is gathered whole before it is summed (AtenRowSum): a chunk
   // that holds whole rows is summed where it lies instead of copied piece by piece, which cost
@@ -268,9 +269,13 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     if (out_dtype_ == DType::kF32 && slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() &&
         instrs_.back().dst == root_slot_)
       in_place[static_cast<std::size_t>(root_slot_)] = 1;
-    std::int64_t bytes = 0;
+    std::vector<char> written(static_cast<std::size_t>(units_), 0);
     for (std::size_t k = 0; k < slots_.size(); ++k)
-      if (!in_place[k]) bytes += slots_[k].cls == Cls::kF32 ? 4 : 8;
+      if (!in_place[k]) {
+        written[static_cast<std::size_t>(slot_unit_[k])] = 1;
+        if (slots_[k].cls != Cls::kF32) written[static_cast<std::size_t>(slot_unit_[k]) + 1] = 1;
+      }
+    const std::int64_t bytes = 4 * std::count(written.begin(), written.end(), 1);
     while (chunk_ < kMaxChunk && (chunk_ * 2) * bytes <= kChunkScratchBytes) chunk_ *= 2;
   }
   // Values loaded more than once (e.g. an input used by two loads) are listed once.
@@ -278,23 +283,95 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   input_values_.erase(std::unique(input_values_.begin(), input_values_.end()), input_values_.end());
 }
 
+void FusedProgram::assign_chunks() {
+  const std::size_t ns = slots_.size();
+  const auto n = static_cast<std::int64_t>(instrs_.size());
+  // Loads, uniform values, the root and the extra outputs keep a chunk of their own: they are
+  // set outside the instructions' order (loads and uniform values before the chunk's first
+  // instruction, or once per run) or read after its last.
+  std::vector<char> own(ns, 0);
+  for (const Load& l : loads_) own[static_cast<std::size_t>(l.slot)] = 1;
+  for (std::size_t s = 0; s < ns; ++s)
+    if (slots_[s].uniform) own[s] = 1;
+  own[static_cast<std::size_t>(root_slot_)] = 1;
+  for (int e : extra_slots_) own[static_cast<std::size_t>(e)] = 1;
+  // The last instruction that reads each slot (n: read after the last one).
+  std::vector<std::int64_t> last(ns, -1);
+  for (std::int64_t k = 0; k < n; ++k)
+    for (int o : {instrs_[k].a, instrs_[k].b, instrs_[k].c})
+      if (o >= 0) last[static_cast<std::size_t>(o)] = k;
+  for (std::size_t s = 0; s < ns; ++s)
+    if (own[s]) last[s] = n;
+  // A picking select's result reads as the operand it picks, a multiply by a uniform 1 as its
+  // other operand (run_range): that operand is read wherever the result is.
+  auto extend = [&](int o, int dst) {
+    last[static_cast<std::size_t>(o)] =
+        std::max(last[static_cast<std::size_t>(o)], last[static_cast<std::size_t>(dst)]);
+  };
+  for (std::int64_t k = n; k-- > 0;) {
+    const Instr& in = instrs_[static_cast<std::size_t>(k)];
+    if (in.picks) {
+      extend(in.b, in.dst);
+      extend(in.c, in.dst);
+    }
+    if (in.scales) extend(slots_[static_cast<std::size_t>(in.a)].uniform ? in.b : in.a, in.dst);
+  }
+  auto width = [&](int s) { return slots_[static_cast<std::size_t>(s)].cls == Cls::kF32 ? 1 : 2; };
+  slot_unit_.assign(ns, -1);
+  units_ = 0;
+  for (std::size_t s = 0; s < ns; ++s)
+    if (own[s]) {
+      slot_unit_[s] = units_;
+      units_ += width(static_cast<int>(s));
+    }
+  // Free chunks by width. A result never shares a chunk with its own operands: the loops take
+  // their pointers as __restrict.
+  std::vector<std::int64_t> free_chunks[3];
+  std::vector<char> freed(ns, 0);
+  auto release = [&](int s) {
+    const auto u = static_cast<std::size_t>(s);
+    if (own[u] || freed[u] || slot_unit_[u] < 0) return;
+    freed[u] = 1;
+    free_chunks[width(s)].push_back(slot_unit_[u]);
+  };
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Instr& in = instrs_[static_cast<std::size_t>(k)];
+    const auto d = static_cast<std::size_t>(in.dst);
+    if (!own[d]) {
+      std::vector<std::int64_t>& pool = free_chunks[width(in.dst)];
+      if (pool.empty()) {
+        slot_unit_[d] = units_;
+        units_ += width(in.dst);
+      } else {
+        slot_unit_[d] = pool.back();
+        pool.pop_back();
+      }
+    }
+    for (int o : {in.a, in.b, in.c})
+      if (o >= 0 && last[static_cast<std::size_t>(o)] <= k) release(o);
+    if (last[d] <= k) release(in.dst);
+  }
+}
+
 void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, std::int64_t lo,
                              std::int64_t hi, Reducer* reducer,
                              const std::vector<std::uint8_t*>& extra) const {
   if (hi <= lo) return;
   const std::size_t ns = slots_.size();
-  // Each slot holds one chunk; a range shorter than a chunk needs no more than its length
-  // (rounded to whole cache lines). One more cache line apart, slots do not start at the same
-  // offset within a 4 KiB page: a loop loading one slot and storing another at a multiple of
-  // 4 KiB stalls on the false store-to-load dependency (4K aliasing), and slots 8 KiB apart all
-  // fall in the same L1 sets.
+  // Each slot's chunk (assign_chunks) holds |stride| elements: a range shorter than a chunk
+  // needs no more than its length (rounded to whole cache lines). One more cache line apart,
+  // chunks do not start at the same offset within a 4 KiB page: a loop loading one chunk and
+  // storing another at a multiple of 4 KiB stalls on the false store-to-load dependency (4K
+  // aliasing), and chunks 4 KiB apart all fall in the same L1 sets.
   const std::int64_t chunk = chunk_;
-  const auto stride = static_cast<std::size_t>(std::min(chunk, (hi - lo + 15) / 16 * 16) + 8);
+  const auto stride = static_cast<std::size_t>(std::min(chunk, (hi - lo + 15) / 16 * 16) + 16);
   RunState& st = thread_run_state();
   std::unique_ptr<std::int64_t[]> owned;
-  std::int64_t* scratch = st.scratch_for(ns * stride, owned);
+  auto* const scratch = reinterpret_cast<float*>(
+      st.scratch_for((static_cast<std::size_t>(units_) * stride + 1) / 2, owned));
+  const std::int64_t* const unit_of = slot_unit_.data();
   // A contiguous load that would only copy (same type in memory and in the loop) reads the
-  // input in place: slots are never reused, so no instruction writes a load's slot.
+  // input in place: a load's slot has a chunk of its own, which no instruction writes.
   std::vector<void*>& in_place = st.in_place;
   in_place.assign(ns, nullptr);
   // A picking select's slot reads as the operand it picked.
@@ -309,7 +386,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   auto slot_ptr = [&](int s) -> void* {
     s = alias_of[s];
     void* p = in_place_at[s];
-    return p != nullptr ? p : scratch + static_cast<std::size_t>(s) * stride;
+    return p != nullptr ? p : scratch + static_cast<std::size_t>(unit_of[s]) * stride;
   };
   const int rank = static_cast<int>(domain_.size());
   // Inputs read as strided views walk with their own strides: a dense load (mode 0) through
@@ -466,7 +543,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   for (int e : extra_slots_) reads(e);
   for (std::size_t s = 0; s < ns; ++s) {
     if (!spread[s]) continue;
-    void* p = scratch + s * stride;
+    void* p = scratch + static_cast<std::size_t>(unit_of[s]) * stride;
     const auto n = static_cast<std::int64_t>(stride);
     if (slots_[s].cls == Cls::kF32)
       fill(static_cast<float*>(p), *static_cast<float*>(p), n);
