@@ -128,10 +128,9 @@ TEST(ExecutorTest, ValuesNeededAtDifferentTimesShareAChunk) {
     };
     for (double av : {1.0, 2.5})
       for (double pv : {1.0, 0.0}) {
-        std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
-                                      HostTensor::from_doubles(t, ys),
-                                      HostTensor::from_doubles(s, {av}),
-                                      HostTensor::from_doubles(p, {pv})};
+        std::vector<HostTensor> in = {
+            HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys),
+            HostTensor::from_doubles(s, {av}), HostTensor::from_doubles(p, {pv})};
         auto fused = run(m, in, true), unfused = run(m, in, false);
         EXPECT_EQ(fused[0].data, unfused[0].data) << hlo::dtype_name(d) << " alpha " << av;
         for (std::int64_t i = 0; i < t.num_elements(); ++i) {
