@@ -35,24 +35,31 @@ def seconds_per_call(fn, x: torch.Tensor, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
+def best_per_device(fn, shape) -> dict:
+    """Seconds per call of |fn| on a float32 tensor of |shape| on each device: the fastest of
+    SAMPLES interleaved samples."""
+    xs = {
+        d: torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(d)
+        for d in ("cpu", "neuron")
+    }
+    calls = {}
+    for d, x in xs.items():  # warm up (compile on neuron) and size a sample
+        seconds_per_call(fn, x, 3)
+        calls[d] = max(1, int(SECONDS_PER_SAMPLE / max(seconds_per_call(fn, x, 5), 1e-7)))
+    best = {d: float("inf") for d in xs}
+    for _ in range(SAMPLES):
+        for d, x in xs.items():
+            best[d] = min(best[d], seconds_per_call(fn, x, calls[d]))
+    return best
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", message=".*fell back to CPU")
     import vtrn  # noqa: F401  registers the neuron device
 
     print(f"{'op':12s} {'shape':>12s} {'cpu us':>9s} {'neuron us':>10s} {'neuron/cpu':>11s}")
     for name, shape, fn in CASES:
-        xs = {
-            d: torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(d)
-            for d in ("cpu", "neuron")
-        }
-        calls = {}
-        for d, x in xs.items():  # warm up (compile on neuron) and size a sample
-            seconds_per_call(fn, x, 3)
-            calls[d] = max(1, int(SECONDS_PER_SAMPLE / max(seconds_per_call(fn, x, 5), 1e-7)))
-        best = {d: float("inf") for d in xs}
-        for _ in range(SAMPLES):
-            for d, x in xs.items():
-                best[d] = min(best[d], seconds_per_call(fn, x, calls[d]))
+        best = best_per_device(fn, shape)
         print(
             f"{name:12s} {str(shape):>12s} {best['cpu'] * 1e6:9.1f} "
             f"{best['neuron'] * 1e6:10.1f} {best['neuron'] / best['cpu']:10.2f}x"
