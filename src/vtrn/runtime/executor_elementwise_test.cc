@@ -494,5 +494,53 @@ TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
   }
 }
 
+// ATen gives an elementwise op over n >= 32768 elements to min(threads, ceil(n / 32768)) threads
+// in ranges of ceil(n / ranges) elements (at::parallel_for, grain 32768), and each range's
+// vector loop ends in a scalar tail of len % 32 elements: libm's exp, not SLEEF's. A loop over
+// 100003 elements on 2 threads has two tails (49984..50001, 99986..100002), on one thread one
+// (100000..100002); 40000 elements on 2 threads, run on one, still two. Every input is one
+// where SLEEF and libm round differently.
+TEST(ExecutorTest, ALargeLoopsScalarTailsEndAtensThreadRanges) {
+  std::vector<float> scan(20001);
+  for (std::size_t i = 0; i < scan.size(); ++i) scan[i] = -10.0f + 0.001f * static_cast<float>(i);
+  std::vector<float> scanned(scan.size());
+  vecmath::apply(vecmath::Fn::kExp, scan.data(), scanned.data(),
+                 static_cast<std::int64_t>(scan.size()));
+  std::vector<double> differing;
+  for (std::size_t i = 0; i < scan.size() && differing.size() < 41; ++i)
+    if (scanned[i] != std::exp(scan[i])) differing.push_back(scan[i]);
+  ASSERT_EQ(differing.size(), 41u) << "SLEEF and libm agree on the whole scan";
+  const int threads_before = executor_threads();
+  for (std::int64_t n : {100003, 40000}) {
+    const test::TensorType t(test::DType::kF32, {n});
+    std::vector<double> xs(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = differing[i % differing.size()];
+    const HostTensor input = HostTensor::from_doubles(t, xs);
+    std::vector<float> sleef(static_cast<std::size_t>(n));
+    vecmath::apply(vecmath::Fn::kExp, input.as<float>(), sleef.data(), n);
+    test::Builder b;
+    const hlo::Module m = b.finish({b.exp(b.param(t))});
+    for (int threads : {1, 2}) {
+      set_executor_threads(threads);
+      const std::int64_t ranges = std::min<std::int64_t>(threads, (n + 32767) / 32768);
+      const std::int64_t range = (n + ranges - 1) / ranges;
+      std::vector<char> tail(static_cast<std::size_t>(n), 0);
+      for (std::int64_t lo = 0; lo < n; lo += range) {
+        const std::int64_t hi = std::min(n, lo + range);
+        for (std::int64_t i = hi - (hi - lo) % 32; i < hi; ++i)
+          tail[static_cast<std::size_t>(i)] = 1;
+      }
+      const auto out = test::run(m, {input});
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        const float want = tail[u] ? std::exp(input.as<float>()[i]) : sleef[u];
+        ASSERT_EQ(static_cast<float>(out[0].get(i)), want)
+            << "n " << n << " threads " << threads << " element " << i;
+      }
+    }
+  }
+  set_executor_threads(threads_before);
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/executor_kernels.h"
@@ -36,6 +38,8 @@ constexpr std::int64_t kMaxChunk = 8192;
 constexpr std::int64_t kChunkScratchBytes = 16384;
 // The longest row a cascade-sum reduce takes as one chunk (64 KiB of float32 per slot).
 constexpr std::int64_t kMaxCascadeRow = 16384;
+// at::internal::GRAIN_SIZE: the fewest elements ATen's elementwise kernels give a thread.
+constexpr std::int64_t kAtenGrain = 32768;
 
 /// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
 /// thread-local: in a shared library each is reached through a __tls_get_addr call).
@@ -716,16 +720,31 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
                     std::to_string(extra.size()) + " buffers given");
   constexpr std::int64_t kParallelMin = 1 << 16;
   if (!reduce_) {
+    // ATen's elementwise kernels give a tensor of at least kAtenGrain elements to
+    // min(threads, n / kAtenGrain rounded up) threads, in ranges of n / ranges elements rounded
+    // up (at::parallel_for), and each range's vector loop ends in a scalar tail, where
+    // sigmoid's and silu's exp is libm's, not SLEEF's (kernels_elementwise.cc). The loop runs the
+    // same ranges, each chunked from its start, so that its chunks' tails are ATen's.
+    const std::int64_t ranges =
+        n_ < kAtenGrain ? 1 : std::min<std::int64_t>(threads, (n_ + kAtenGrain - 1) / kAtenGrain);
+    const std::int64_t range = ranges > 1 ? (n_ + ranges - 1) / ranges : n_;
     if (threads <= 1 || n_ < kParallelMin) {
-      run_range(values, out, 0, n_, nullptr, extra);
+      for (std::int64_t r = 0; r < ranges; ++r)
+        run_range(values, out, r * range, std::min(n_, (r + 1) * range), nullptr, extra);
       return;
     }
-    // Pieces of whole chunks, at least 16K elements each.
-    const std::int64_t chunks = (n_ + chunk_ - 1) / chunk_;
-    parallel_ranges(chunks, std::max<std::int64_t>(1, (kChunk << 4) / chunk_), threads,
+    // The executor's threads take pieces of whole chunks from a range's start, at least 16K
+    // elements each: only a range's last piece ends short.
+    const std::int64_t piece = std::max<std::int64_t>(1, (kChunk << 4) / chunk_) * chunk_;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
+    for (std::int64_t lo = 0; lo < n_; lo += range)
+      for (std::int64_t p = lo, hi = std::min(n_, lo + range); p < hi; p += piece)
+        pieces.emplace_back(p, std::min(hi, p + piece));
+    parallel_ranges(static_cast<std::int64_t>(pieces.size()), 1, threads,
                     [&](std::int64_t lo, std::int64_t hi) {
-                      run_range(values, out, lo * chunk_, std::min(n_, hi * chunk_), nullptr,
-                                extra);
+                      for (std::int64_t i = lo; i < hi; ++i)
+                        run_range(values, out, pieces[static_cast<std::size_t>(i)].first,
+                                  pieces[static_cast<std::size_t>(i)].second, nullptr, extra);
                     });
     return;
   }
