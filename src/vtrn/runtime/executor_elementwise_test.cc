@@ -461,6 +461,20 @@ TEST(ExecutorTest, FmaRoundsOnce) {
 namespace vtrn::runtime {
 namespace {
 
+// Up to |count| float32 inputs in [-10, 10] whose exp SLEEF and libm round differently, found by
+// scanning in steps of 0.001.
+std::vector<double> inputs_sleef_and_libm_round_apart(std::size_t count) {
+  std::vector<float> scan(20001);
+  for (std::size_t i = 0; i < scan.size(); ++i) scan[i] = -10.0f + 0.001f * static_cast<float>(i);
+  std::vector<float> scanned(scan.size());
+  vecmath::apply(vecmath::Fn::kExp, scan.data(), scanned.data(),
+                 static_cast<std::int64_t>(scan.size()));
+  std::vector<double> found;
+  for (std::size_t i = 0; i < scan.size() && found.size() < count; ++i)
+    if (scanned[i] != std::exp(scan[i])) found.push_back(scan[i]);
+  return found;
+}
+
 // An exponential marked sleef (softmax's) takes SLEEF's vector exp for every element, a tail
 // included; an unmarked one gives a loop's last len % 32 elements libm's exp (the tail of
 // ATen's cpu_kernel_vec ops). 37 elements: 32 in vector steps, a tail of 5. The references are
@@ -468,16 +482,11 @@ namespace {
 TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
   const std::int64_t n = 37;
   const test::TensorType t(test::DType::kF32, {n});
-  // The tail's inputs are ones where SLEEF and libm round differently, found by scanning.
-  std::vector<float> scan(20001);
-  for (std::size_t i = 0; i < scan.size(); ++i) scan[i] = -10.0f + 0.001f * static_cast<float>(i);
-  std::vector<float> scanned(scan.size());
-  vecmath::apply(vecmath::Fn::kExp, scan.data(), scanned.data(),
-                 static_cast<std::int64_t>(scan.size()));
+  // The tail's inputs are ones where SLEEF and libm round differently.
   std::vector<double> xs;
   for (std::int64_t i = 0; i < 32; ++i) xs.push_back(-9.0 + 0.37 * static_cast<double>(i));
-  for (std::size_t i = 0; i < scan.size() && xs.size() < static_cast<std::size_t>(n); ++i)
-    if (scanned[i] != std::exp(scan[i])) xs.push_back(scan[i]);
+  for (double v : inputs_sleef_and_libm_round_apart(static_cast<std::size_t>(n) - 32))
+    xs.push_back(v);
   ASSERT_EQ(xs.size(), static_cast<std::size_t>(n)) << "SLEEF and libm agree on the whole scan";
   const HostTensor input = HostTensor::from_doubles(t, xs);
   std::vector<float> sleef(static_cast<std::size_t>(n));
@@ -501,14 +510,7 @@ TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
 // (100000..100002); 40000 elements on 2 threads, run on one, still two. Every input is one
 // where SLEEF and libm round differently.
 TEST(ExecutorTest, ALargeLoopsScalarTailsEndAtensThreadRanges) {
-  std::vector<float> scan(20001);
-  for (std::size_t i = 0; i < scan.size(); ++i) scan[i] = -10.0f + 0.001f * static_cast<float>(i);
-  std::vector<float> scanned(scan.size());
-  vecmath::apply(vecmath::Fn::kExp, scan.data(), scanned.data(),
-                 static_cast<std::int64_t>(scan.size()));
-  std::vector<double> differing;
-  for (std::size_t i = 0; i < scan.size() && differing.size() < 41; ++i)
-    if (scanned[i] != std::exp(scan[i])) differing.push_back(scan[i]);
+  const std::vector<double> differing = inputs_sleef_and_libm_round_apart(41);
   ASSERT_EQ(differing.size(), 41u) << "SLEEF and libm agree on the whole scan";
   const int threads_before = executor_threads();
   for (std::int64_t n : {100003, 40000}) {
