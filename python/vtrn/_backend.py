@@ -26,8 +26,8 @@ def register():
             neuron,
         )
 
-        # Softmax's float32 row sums take ATen's order, which depends on the width of the
-        # vectors its kernels run on here (runtime/aten_sum.h).
+        # Softmax's float32 row sums and the activations' scalar tails follow ATen's kernels,
+        # which depend on the width of the vectors they run on here (runtime/aten_sum.h).
         _C._set_aten_vector_lanes(
             16 if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else 8
         )

@@ -12,7 +12,9 @@
 // torch.sum's W is 8 on every x86 CPU: SumKernel.cpp registers its kernel with
 // REGISTER_DISPATCH, which torch's AVX-512 build leaves to the AVX2 kernel. Softmax's kernels are
 // registered for AVX-512 too (ALSO_REGISTER_AVX512_DISPATCH): their W is 16 where torch's CPU
-// capability is AVX512, which the torch layer sets (set_vector_lanes); without it W is 8.
+// capability is AVX512, which the torch layer sets (set_vector_lanes); without it W is 8. The
+// activations' cpu_kernel_vec loops (sigmoid, silu, pow) are registered the same way, and step
+// by two vectors of that W (kernels_elementwise.cc).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,8 @@ namespace vtrn::runtime::aten_sum {
 /// torch.sum's vector width.
 constexpr int kSumLanes = 8;
 
-/// Sets the W of reduce_all_row_sum; 8 or 16 (anything else is ignored).
+/// Sets the W of ATen's kernels registered for AVX-512 (reduce_all_row_sum's); 8 or 16 (anything
+/// else is ignored).
 void set_vector_lanes(int lanes);
 int vector_lanes();
 

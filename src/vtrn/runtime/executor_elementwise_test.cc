@@ -9,6 +9,7 @@
 #include <random>
 
 #include "vtrn/hlo/parser.h"
+#include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/executor_test_util.h"
 #include "vtrn/runtime/vecmath.h"
 
@@ -505,7 +506,8 @@ TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
 
 // ATen gives an elementwise op over n >= 32768 elements to min(threads, ceil(n / 32768)) threads
 // in ranges of ceil(n / ranges) elements (at::parallel_for, grain 32768), and each range's
-// vector loop ends in a scalar tail of len % 32 elements: libm's exp, not SLEEF's. A loop over
+// vector loop ends in a scalar tail of len % step elements (a step is two vectors: of 16 lanes
+// on an AVX-512 torch, of 8 elsewhere): libm's exp, not SLEEF's. With 16 lanes a loop over
 // 100003 elements on 2 threads has two tails (49984..50001, 99986..100002), on one thread one
 // (100000..100002); 40000 elements on 2 threads, run on one, still two. Every input is one
 // where SLEEF and libm round differently.
@@ -522,26 +524,29 @@ TEST(ExecutorTest, ALargeLoopsScalarTailsEndAtensThreadRanges) {
     vecmath::apply(vecmath::Fn::kExp, input.as<float>(), sleef.data(), n);
     test::Builder b;
     const hlo::Module m = b.finish({b.exp(b.param(t))});
-    for (int threads : {1, 2}) {
-      set_executor_threads(threads);
-      const std::int64_t ranges = std::min<std::int64_t>(threads, (n + 32767) / 32768);
-      const std::int64_t range = (n + ranges - 1) / ranges;
-      std::vector<char> tail(static_cast<std::size_t>(n), 0);
-      for (std::int64_t lo = 0; lo < n; lo += range) {
-        const std::int64_t hi = std::min(n, lo + range);
-        for (std::int64_t i = hi - (hi - lo) % 32; i < hi; ++i)
-          tail[static_cast<std::size_t>(i)] = 1;
+    for (int lanes : {16, 8})
+      for (int threads : {1, 2}) {
+        set_executor_threads(threads);
+        aten_sum::set_vector_lanes(lanes);
+        const std::int64_t ranges = std::min<std::int64_t>(threads, (n + 32767) / 32768);
+        const std::int64_t range = (n + ranges - 1) / ranges;
+        std::vector<char> tail(static_cast<std::size_t>(n), 0);
+        for (std::int64_t lo = 0; lo < n; lo += range) {
+          const std::int64_t hi = std::min(n, lo + range);
+          for (std::int64_t i = hi - (hi - lo) % (2 * lanes); i < hi; ++i)
+            tail[static_cast<std::size_t>(i)] = 1;
+        }
+        const auto out = test::run(m, {input});
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto u = static_cast<std::size_t>(i);
+          const float want = tail[u] ? std::exp(input.as<float>()[i]) : sleef[u];
+          ASSERT_EQ(static_cast<float>(out[0].get(i)), want)
+              << "n " << n << " threads " << threads << " lanes " << lanes << " element " << i;
+        }
       }
-      const auto out = test::run(m, {input});
-      for (std::int64_t i = 0; i < n; ++i) {
-        const auto u = static_cast<std::size_t>(i);
-        const float want = tail[u] ? std::exp(input.as<float>()[i]) : sleef[u];
-        ASSERT_EQ(static_cast<float>(out[0].get(i)), want)
-            << "n " << n << " threads " << threads << " element " << i;
-      }
-    }
   }
   set_executor_threads(threads_before);
+  aten_sum::set_vector_lanes(8);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/isa_clones.h"
 #include "vtrn/runtime/vecmath.h"
@@ -133,14 +134,17 @@ void store_contiguous(DType d, const void* src, std::int64_t n, std::uint8_t* p,
 namespace {
 
 // ATen's cpu_kernel_vec kernels (sigmoid, silu, pow, the tanh GELU) run whole steps of two
-// 16-lane vectors through SLEEF and the rest of a tensor through the scalar function, glibc's
-// libm. The executor's chunks are whole steps but for a tensor's last, so taking libm for the
-// last len % 32 elements of a chunk makes the same split, for any tensor ATen does not divide
-// between threads (under 32768 elements). exp takes it too: ATen's float32 exp is MKL's, which
-// libm matches more often than SLEEF does; its reduced types agree either way.
-constexpr std::int64_t kAtenVecStep = 32;
-
-std::int64_t vector_part(std::int64_t n) { return n - n % kAtenVecStep; }
+// vectors through SLEEF and the rest of a thread's range through the scalar function, glibc's
+// libm. Those kernels are registered for AVX-512 too: a step is 2 x 16 floats where torch's CPU
+// capability is AVX512, 2 x 8 elsewhere (aten_sum::vector_lanes(), which the torch layer sets).
+// The executor's chunks are whole steps but for a range's last (FusedProgram::run runs ATen's
+// thread ranges), so taking libm for the last len % step elements of a chunk makes the same
+// split. exp takes it too: ATen's float32 exp is MKL's, which libm matches more often than SLEEF
+// does; its reduced types agree either way.
+std::int64_t vector_part(std::int64_t n) {
+  const std::int64_t step = 2 * aten_sum::vector_lanes();
+  return n - n % step;
+}
 
 // The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's
 // vector functions, as ATen's CPU kernels do (vecmath.h); float64 keeps libm.

@@ -62,8 +62,9 @@ PYBIND11_MODULE(_C, m) {
       "else none.");
   m.def(
       "_set_aten_vector_lanes", [](int lanes) { vtrn::runtime::aten_sum::set_vector_lanes(lanes); },
-      "The float lanes of the vectors of ATen's softmax kernels on this CPU (8 for AVX2, 16 for "
-      "AVX-512): the order of their float32 row sums (runtime/aten_sum.h).");
+      "The float lanes of the vectors of ATen's kernels registered for AVX-512 (softmax, sigmoid, "
+      "silu, pow) on this CPU (8 for AVX2, 16 for AVX-512): the order of softmax's float32 row "
+      "sums and where the activations' scalar tails start (runtime/aten_sum.h).");
   m.def("_aten_vector_lanes", [] { return vtrn::runtime::aten_sum::vector_lanes(); });
   m.def("device_count", [] { return adapter::device_count(); });
   m.def("current_device", [] { return static_cast<int>(adapter::current_device()); });
