@@ -38,8 +38,6 @@ constexpr std::int64_t kMaxChunk = 8192;
 constexpr std::int64_t kChunkScratchBytes = 16384;
 // The longest row a cascade-sum reduce takes as one chunk (64 KiB of float32 per slot).
 constexpr std::int64_t kMaxCascadeRow = 16384;
-// at::internal::GRAIN_SIZE: the fewest elements ATen's elementwise kernels give a thread.
-constexpr std::int64_t kAtenGrain = 32768;
 
 /// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
 /// thread-local: in a shared library each is reached through a __tls_get_addr call).
@@ -720,13 +718,15 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
                     std::to_string(extra.size()) + " buffers given");
   constexpr std::int64_t kParallelMin = 1 << 16;
   if (!reduce_) {
-    // ATen's elementwise kernels give a tensor of at least kAtenGrain elements to
-    // min(threads, n / kAtenGrain rounded up) threads, in ranges of n / ranges elements rounded
-    // up (at::parallel_for), and each range's vector loop ends in a scalar tail, where
+    // ATen's elementwise kernels give a tensor of at least kAtenParallelGrain elements to
+    // min(threads, n / kAtenParallelGrain rounded up) threads, in ranges of n / ranges elements
+    // rounded up (at::parallel_for), and each range's vector loop ends in a scalar tail, where
     // sigmoid's and silu's exp is libm's, not SLEEF's (kernels_elementwise.cc). The loop runs the
     // same ranges, each chunked from its start, so that its chunks' tails are ATen's.
     const std::int64_t ranges =
-        n_ < kAtenGrain ? 1 : std::min<std::int64_t>(threads, (n_ + kAtenGrain - 1) / kAtenGrain);
+        n_ < kAtenParallelGrain
+            ? 1
+            : std::min<std::int64_t>(threads, (n_ + kAtenParallelGrain - 1) / kAtenParallelGrain);
     const std::int64_t range = ranges > 1 ? (n_ + ranges - 1) / ranges : n_;
     if (threads <= 1 || n_ < kParallelMin) {
       for (std::int64_t r = 0; r < ranges; ++r)

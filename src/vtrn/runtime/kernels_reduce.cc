@@ -14,12 +14,6 @@ namespace vtrn::runtime::kernels {
 
 using hlo::ReduceKind;
 
-namespace {
-// ATen's GRAIN_SIZE: a reduction to one output over this many elements is split between its
-// threads (TensorIterator's two-pass reduction), in an order that depends on their number.
-constexpr std::int64_t kAtenParallelGrain = 32768;
-}  // namespace
-
 ReduceLayout::ReduceLayout(ReduceKind k, const std::vector<std::int64_t>& dims,
                            const std::vector<std::int64_t>& reduced_dims)
     : kind(k), domain(dims) {

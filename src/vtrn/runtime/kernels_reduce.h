@@ -33,6 +33,12 @@
 
 namespace vtrn::runtime::kernels {
 
+/// ATen's GRAIN_SIZE (at::internal::GRAIN_SIZE): the fewest elements its kernels give a thread.
+/// A reduction to one output over this many is split between its threads (TensorIterator's
+/// two-pass reduction), in an order that depends on their number; an elementwise op over this
+/// many is split into ranges, one per thread (at::parallel_for).
+inline constexpr std::int64_t kAtenParallelGrain = 32768;
+
 /// How a reduce maps the elements of its operand (the fused loop's domain, row-major) to its
 /// outputs.
 struct ReduceLayout {
