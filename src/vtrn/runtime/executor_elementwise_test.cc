@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 
 #include "vtrn/hlo/parser.h"
 #include "vtrn/runtime/aten_sum.h"
@@ -502,6 +503,82 @@ TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
       ASSERT_EQ(static_cast<float>(out[0].get(i)), want) << i << (marked ? " marked" : "");
     }
   }
+}
+
+// Sigmoid and silu as the lowerings write them (negate, exponential, add 1, divide: ATen's
+// vectorized formulas) run as one instruction in a fused loop; each element keeps the bits of
+// the four steps rounded in turn: SLEEF's exp on whole vector steps, libm's on the last
+// len % step (or SLEEF's throughout for an exponential marked sleef). 77 elements: a tail of 13
+// whose sigmoid and silu differ with SLEEF's exp and with libm's, and 0, -0, an exp that overflows,
+// an infinity and a NaN among the rest. The same loops with the exponential also returned, with the
+// sigmoid read twice (silu's backward), and each op run alone give the same bits.
+TEST(ExecutorTest, SigmoidAndSiluKeepTheRoundingOfEachStep) {
+  const std::int64_t n = 77;
+  const TensorType t(DType::kF32, {n});
+  std::vector<double> xs = {0.0, -0.0, -100.0, 100.0, -INFINITY, INFINITY, NAN};
+  while (xs.size() < 64) xs.push_back(-9.0 + 0.29 * static_cast<double>(xs.size()));
+  // The tail: inputs whose sigmoid and silu both differ with SLEEF's exp and with libm's.
+  std::vector<float> scan(20001), scan_neg(scan.size()), scan_sleef(scan.size());
+  for (std::size_t i = 0; i < scan.size(); ++i) {
+    scan[i] = -10.0f + 0.001f * static_cast<float>(i);
+    scan_neg[i] = -scan[i];
+  }
+  vecmath::apply(vecmath::Fn::kExp, scan_neg.data(), scan_sleef.data(),
+                 static_cast<std::int64_t>(scan.size()));
+  for (std::size_t i = 0; i < scan.size() && xs.size() < 77; ++i) {
+    const float libm = std::exp(scan_neg[i]);
+    if (1.0f / (1.0f + scan_sleef[i]) != 1.0f / (1.0f + libm) &&
+        scan[i] / (1.0f + scan_sleef[i]) != scan[i] / (1.0f + libm))
+      xs.push_back(scan[i]);
+  }
+  ASSERT_EQ(xs.size(), static_cast<std::size_t>(n)) << "SLEEF and libm agree on the whole scan";
+  std::vector<double> gs(xs.size());
+  for (std::size_t i = 0; i < gs.size(); ++i) gs[i] = 0.75 - 0.01 * static_cast<double>(i);
+  const HostTensor x_in = HostTensor::from_doubles(t, xs), g_in = HostTensor::from_doubles(t, gs);
+  const float* x = x_in.as<float>();
+  std::vector<float> neg(xs.size()), sleef(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) neg[i] = -x[i];
+  vecmath::apply(vecmath::Fn::kExp, neg.data(), sleef.data(), n);
+  enum Shape { kSigmoid, kSilu, kExpAlsoReturned, kSiluBackward };
+  for (int lanes : {16, 8}) {
+    aten_sum::set_vector_lanes(lanes);
+    const std::int64_t tail_from = n - n % (2 * lanes);
+    for (bool marked : {false, true})
+      for (Shape shape : {kSigmoid, kSilu, kExpAlsoReturned, kSiluBackward}) {
+        Builder b;
+        const Value xv = b.param(t), gv = b.param(t);
+        const Value one = b.broadcast_to(b.constant(hlo::Literal::scalar(DType::kF32, 1.0)), {n});
+        const Value e = marked ? b.sleef_exp(b.neg(xv)) : b.exp(b.neg(xv));
+        const Value s = b.div(shape == kSilu ? xv : one, b.add(one, e));
+        std::vector<Value> results = {s};
+        if (shape == kExpAlsoReturned) results.push_back(e);
+        if (shape == kSiluBackward)  // (g * s) * (x * (1 - s) + 1)
+          results = {b.mul(b.mul(gv, s), b.fma(xv, b.sub(one, s), one))};
+        const hlo::Module m = b.finish(results);
+        for (bool fusion : {true, false}) {
+          const auto out = run(m, {x_in, g_in}, fusion);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            const float ei = marked || i < tail_from ? sleef[u] : std::exp(neg[u]);
+            const float si = (shape == kSilu ? x[i] : 1.0f) / (1.0f + ei);
+            const float gi = g_in.as<float>()[i];
+            const float want =
+                shape == kSiluBackward ? (gi * si) * std::fma(x[i], 1.0f - si, 1.0f) : si;
+            const std::string where = "lanes " + std::to_string(lanes) + " shape " +
+                                      std::to_string(shape) + (marked ? " sleef" : "") +
+                                      (fusion ? " fused" : " alone") + " element " +
+                                      std::to_string(i) + " x " + std::to_string(x[i]);
+            auto same = [](float got, float w) {
+              return std::isnan(w) ? std::isnan(got) : got == w;
+            };
+            ASSERT_PRED2(same, static_cast<float>(out[0].get(i)), want) << where;
+            if (shape == kExpAlsoReturned)
+              ASSERT_PRED2(same, static_cast<float>(out[1].get(i)), ei) << where;
+          }
+        }
+      }
+  }
+  aten_sum::set_vector_lanes(8);
 }
 
 // ATen gives an elementwise op over n >= 32768 elements to min(threads, ceil(n / 32768)) threads

@@ -96,6 +96,11 @@ class FusedProgram {
     bool vml = false;
     /// exp with SLEEF on every element (hlo::Op::sleef).
     bool sleef = false;
+    /// A negate, exponential, add of 1 and divide folded into this divide (fold_logistic):
+    /// 1 / (1 + exp(-a)) or a / (1 + exp(-a)), one pass over the chunk instead of four. It
+    /// reads |a| alone, and |sleef| is the exponential's.
+    enum class Logistic : std::uint8_t { kNone, kSigmoid, kSilu };
+    Logistic logistic = Logistic::kNone;
   };
 
  private:
@@ -107,6 +112,10 @@ class FusedProgram {
   /// Places each slot's chunk in the scratch (slot_unit_, units_): slots whose values are never
   /// needed at the same time share one chunk.
   void assign_chunks();
+  /// Folds each sigmoid and silu the lowerings spell as float32 negate, exponential, add 1 and
+  /// divide (ATen's vectorized formulas) into its divide (Instr::logistic), where the values
+  /// in between are read by nothing else.
+  void fold_logistic();
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;

@@ -146,6 +146,16 @@ std::int64_t vector_part(std::int64_t n) {
   return n - n % step;
 }
 
+}  // namespace
+
+void logistic_float(bool silu, const float* a, float* o, std::int64_t n, bool sleef_everywhere) {
+  const std::int64_t v = sleef_everywhere ? n : vector_part(n);
+  vecmath::apply(silu ? vecmath::Fn::kSilu : vecmath::Fn::kSigmoid, a, o, v);
+  for (std::int64_t i = v; i < n; ++i) o[i] = (silu ? a[i] : 1.0f) / (1.0f + std::exp(-a[i]));
+}
+
+namespace {
+
 // The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's
 // vector functions, as ATen's CPU kernels do (vecmath.h); float64 keeps libm.
 bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
@@ -175,14 +185,9 @@ bool unary_vecmath(OpKind k, const float* a, float* o, std::int64_t n) {
     case OpKind::kCosine:
       vecmath::apply(Fn::kCos, a, o, n);
       return true;
-    case OpKind::kLogistic: {  // 1 / (1 + exp(-x)), as ATen's sigmoid
-      const std::int64_t v = vector_part(n);
-      for (std::int64_t i = 0; i < v; ++i) o[i] = -a[i];
-      vecmath::apply(Fn::kExp, o, o, v);
-      for (std::int64_t i = v; i < n; ++i) o[i] = std::exp(-a[i]);
-      for (std::int64_t i = 0; i < n; ++i) o[i] = 1.0f / (1.0f + o[i]);
+    case OpKind::kLogistic:  // 1 / (1 + exp(-x)), as ATen's sigmoid
+      logistic_float(false, a, o, n, false);
       return true;
-    }
     default:
       return false;
   }

@@ -111,6 +111,12 @@ void unary_float(OpKind k, const T* __restrict a, T* __restrict o, std::int64_t 
 template <typename T>
 void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __restrict o,
                   std::int64_t n);
+/// ATen's vectorized sigmoid, 1 / (1 + exp(-x)), or with |silu| its silu, x / (1 + exp(-x)), in
+/// one pass: each step rounded in turn, exp SLEEF's on ATen's whole vector steps (the chunk's
+/// length but for len % step) and libm's on the rest, or SLEEF's on every element when
+/// |sleef_everywhere| (Op::sleef). The same bits as negate, exponential, add 1 and divide run one
+/// by one over the chunk. |a| and |o| may be the same.
+void logistic_float(bool silu, const float* a, float* o, std::int64_t n, bool sleef_everywhere);
 /// Whether binary_scalar_float takes |k|.
 bool has_binary_scalar_float(OpKind k);
 /// binary_float with one operand the same value |s| at every element: the left one when

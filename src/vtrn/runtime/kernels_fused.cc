@@ -248,6 +248,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       extra_dtypes_.push_back(b.type(v).dtype);
     }
   }
+  fold_logistic();
   assign_chunks();
   chunk_ = kChunk;
   // A row summed in ATen's order is gathered whole before it is summed (AtenRowSum): a chunk
@@ -273,7 +274,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       in_place[static_cast<std::size_t>(root_slot_)] = 1;
     std::vector<char> written(static_cast<std::size_t>(units_), 0);
     for (std::size_t k = 0; k < slots_.size(); ++k)
-      if (!in_place[k]) {
+      if (!in_place[k] && slot_unit_[k] >= 0) {  // (a value folded away has no chunk)
         written[static_cast<std::size_t>(slot_unit_[k])] = 1;
         if (slots_[k].cls != Cls::kF32) written[static_cast<std::size_t>(slot_unit_[k]) + 1] = 1;
       }

@@ -102,6 +102,13 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
     }
     return;
   }
+  if (in.logistic != FusedProgram::Instr::Logistic::kNone) {  // float32 (fold_logistic)
+    elementwise::logistic_float(in.logistic == FusedProgram::Instr::Logistic::kSilu,
+                                static_cast<const float*>(pa), static_cast<float*>(o), len,
+                                in.sleef);
+    round_f32(od, static_cast<float*>(o), len);
+    return;
+  }
   if (in.sleef && ci == Cls::kF32) {
     vecmath::apply(vecmath::Fn::kExp, static_cast<const float*>(pa), static_cast<float*>(o), len);
     round_f32(od, static_cast<float*>(o), len);

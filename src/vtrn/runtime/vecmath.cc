@@ -38,6 +38,12 @@ void apply_libm(Fn f, const float* x, float* y, std::int64_t n) {
     case Fn::kCos:
       for (std::int64_t i = 0; i < n; ++i) y[i] = std::cos(x[i]);
       return;
+    case Fn::kSigmoid:
+      for (std::int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+      return;
+    case Fn::kSilu:
+      for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+      return;
   }
 }
 

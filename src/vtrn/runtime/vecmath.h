@@ -20,7 +20,9 @@
 
 namespace vtrn::runtime::vecmath {
 
-enum class Fn : int { kExp, kExpm1, kLog, kLog1p, kTanh, kSin, kCos };
+/// kSigmoid is 1 / (1 + exp(-x)) and kSilu x / (1 + exp(-x)), each step rounded in turn with
+/// exp at 1.0 ULP: ATen's vectorized sigmoid and silu, in one pass instead of four.
+enum class Fn : int { kExp, kExpm1, kLog, kLog1p, kTanh, kSin, kCos, kSigmoid, kSilu };
 
 enum class Isa : int { kLibm, kAvx2, kAvx512 };
 

@@ -24,6 +24,12 @@ __m256 call(int f, __m256 v) {
       return Sleef_tanhf8_u10avx2(v);
     case Fn::kSin:
       return Sleef_sinf8_u35avx2(v);
+    case Fn::kSigmoid:
+    case Fn::kSilu: {
+      const __m256 one = _mm256_set1_ps(1.0f);
+      const __m256 e = Sleef_expf8_u10avx2(_mm256_xor_ps(v, _mm256_set1_ps(-0.0f)));
+      return _mm256_div_ps(static_cast<Fn>(f) == Fn::kSilu ? v : one, _mm256_add_ps(one, e));
+    }
     case Fn::kCos:
       break;
   }

@@ -24,6 +24,14 @@ __m512 call(int f, __m512 v) {
       return Sleef_tanhf16_u10avx512f(v);
     case Fn::kSin:
       return Sleef_sinf16_u35avx512f(v);
+    case Fn::kSigmoid:
+    case Fn::kSilu: {
+      const __m512 one = _mm512_set1_ps(1.0f);
+      const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+      const __m512 e = Sleef_expf16_u10avx512f(
+          _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
+      return _mm512_div_ps(static_cast<Fn>(f) == Fn::kSilu ? v : one, _mm512_add_ps(one, e));
+    }
     case Fn::kCos:
       break;
   }

@@ -243,6 +243,28 @@ TEST(VecmathTest, Pow) {
   }
 }
 
+// Sigmoid and silu on each path are ATen's steps rounded in turn around that path's exp: 1 / (1 +
+// exp(-x)) and x / (1 + exp(-x)), specials and a 21-element tail included.
+TEST(VecmathTest, SigmoidAndSiluAreTheStepsAroundExp) {
+  std::vector<float> x = {0.0f, -0.0f, -100.0f, 100.0f, -INFINITY, INFINITY, NAN, 1e-30f};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-12.0f, 12.0f);
+  while (x.size() < 69) x.push_back(u(rng));
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> neg(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) neg[i] = -x[i];
+  for (Isa isa : {Isa::kLibm, Isa::kAvx2, Isa::kAvx512}) {
+    std::vector<float> e(x.size()), sig(x.size()), silu(x.size());
+    if (!apply_on(isa, Fn::kExp, neg.data(), e.data(), n)) continue;
+    ASSERT_TRUE(apply_on(isa, Fn::kSigmoid, x.data(), sig.data(), n));
+    ASSERT_TRUE(apply_on(isa, Fn::kSilu, x.data(), silu.data(), n));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_TRUE(same(sig[i], 1.0f / (1.0f + e[i]))) << isa_name(isa) << " sigmoid " << x[i];
+      ASSERT_TRUE(same(silu[i], x[i] / (1.0f + e[i]))) << isa_name(isa) << " silu " << x[i];
+    }
+  }
+}
+
 TEST(VecmathTest, InPlaceAndPathNames) {
   std::vector<float> x = {0.0f, 1.0f, -1.0f};
   apply(Fn::kExp, x.data(), x.data(), 3);
