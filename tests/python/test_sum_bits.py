@@ -1,8 +1,9 @@
 """float32 torch.sum and torch.mean on `neuron` give the CPU's bits where ATen sums a contiguous
 row: the reduce they lower to is marked `vtrn.math = "cascade_sum"` and the executor adds each
 row's elements in the order of ATen's cascade sum (runtime/aten_sum.h), with the vector width
-of the kernels ATen runs on this CPU. Lengths cover rows shorter than a vector, tails, the
-level carries, and rows past ATen's parallel grain; 1 and 2 threads."""
+of the kernels ATen runs on this CPU; a sum over leading dims takes each column in ATen's order.
+Lengths cover rows shorter than a vector, tails, the level carries, and rows past ATen's
+parallel grain; 1 and 2 threads."""
 
 from __future__ import annotations
 
@@ -64,6 +65,41 @@ def test_rmsnorms_mean_of_squares_is_the_cpus(threads):
     assert bits_equal(norm(x.to("neuron")).cpu(), norm(x))
     compiled = torch.compile(norm, backend="neuron", fullgraph=True)
     assert bits_equal(compiled(x.to("neuron")).cpu(), norm(x))
+
+
+# Column sums: (rows, columns) over dim 0, and a 3-d tensor over its middle dim. Widths around
+# ATen's groups of 32 columns (4 under 8), rows around the level carries (16 rows, 16 rounds of
+# 4) and past 2^19 rows, where the levels carry every 32.
+COLUMNS = [
+    (r, c) for r in (1, 3, 4, 5, 16, 17, 64, 65, 257, 4097) for c in (1, 3, 5, 8, 9, 33, 100)
+]
+COLUMNS += [(70000, 3), (600000, 2), (1024, 256)]
+
+
+@pytest.mark.parametrize("rows, cols", COLUMNS)
+def test_column_sums_and_means_are_the_cpus(rows, cols, threads):
+    """Each column in ATen's order (SumKernel.cpp's vectorized_outer_sum / scalar_outer_sum): it
+    differed in the last bits on every shape with more than a few rows (the RMSNorm weight's
+    gradient, (g * x).sum((0, 1)), among them)."""
+    g = torch.Generator().manual_seed(rows * 1000 + cols)
+    x = torch.randn(rows, cols, generator=g) * torch.logspace(-3, 3, rows).unsqueeze(1)
+    xn = x.to("neuron")
+    assert bits_equal(xn.sum(0).cpu(), x.sum(0))
+    assert bits_equal(xn.mean(0, keepdim=True).cpu(), x.mean(0, keepdim=True))
+    x3 = x.view(1, rows, cols).expand(3, rows, cols) * torch.tensor([1.0, -2.0, 0.5]).view(3, 1, 1)
+    assert bits_equal(x3.to("neuron").sum(1).cpu(), x3.sum(1))
+
+
+def test_the_norm_weights_gradient_is_the_cpus(threads):
+    """An RMSNorm weight's gradient: the product and the sum over (batch, seq) in one loop on
+    neuron, eager and compiled."""
+    g = torch.Generator().manual_seed(3)
+    grad, x = torch.randn(8, 128, 256, generator=g), torch.randn(8, 128, 256, generator=g)
+    weight_grad = lambda a, b: (a * b).sum((0, 1))  # noqa: E731
+    want = weight_grad(grad, x)
+    assert bits_equal(weight_grad(grad.to("neuron"), x.to("neuron")).cpu(), want)
+    compiled = torch.compile(weight_grad, backend="neuron", fullgraph=True)
+    assert bits_equal(compiled(grad.to("neuron"), x.to("neuron")).cpu(), want)
 
 
 def test_the_correctly_rounded_sum_is_not_the_cpus():

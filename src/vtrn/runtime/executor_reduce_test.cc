@@ -419,5 +419,43 @@ TEST(ExecutorTest, FloatSumIsIdenticalOnOneAndTwoThreadsAndFusedOrNot) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(unfused[0].as<float>()[i], one[i]) << i;
 }
 
+// torch.sum over leading dims of a contiguous float32 tensor takes each column in ATen's order
+// (vectorized_outer_sum): every column of a group of 32 (of 4 under 8 columns) adds its rows
+// in turn through levels that carry every 16 rows; each column after the last whole group
+// deals its rows to 4 partial sums. Row 0 is 2^24 and the other 31 rows are 1, so the order
+// shows: in turn, the 15 ones of the first 16 rows are lost (2^24 + 1 rounds to 2^24) and the
+// next 16 add up to 16 before they meet 2^24: 2^24 + 16. Dealt to 4 partials, 2^24's partial
+// loses its 7 ones, the others hold 8 each: 2^24 + 8 + 8 + 8. (torch.ones(32, 33) with row 0
+// set to 2**24, .sum(0): 16777232 for columns 0..31, 16777240 for column 32.)
+TEST(ExecutorTest, AColumnSumTakesAtensOrderForEachColumn) {
+  constexpr float kBig = 16777216.0f;
+  struct Case {
+    Dims shape, reduced;
+    std::int64_t grouped;  // columns in whole groups
+  };
+  for (const Case& c : {Case{{32, 33}, {0}, 32}, Case{{32, 5}, {0}, 4}, Case{{3, 32, 33}, {1}, 32},
+                        Case{{32, 1, 40}, {0, 1}, 32}}) {
+    std::int64_t n = 1;
+    for (std::int64_t d : c.shape) n *= d;
+    const std::int64_t width = c.shape.back();
+    const std::int64_t rows = c.shape[static_cast<std::size_t>(c.reduced[0])];
+    std::vector<float> xs(static_cast<std::size_t>(n), 1.0f);
+    for (std::int64_t e = 0; e < n; ++e)
+      if (e / width % rows == 0) xs[static_cast<std::size_t>(e)] = kBig;
+    Builder b;
+    const Value x = b.param(TensorType(DType::kF32, c.shape));
+    const hlo::Module m =
+        b.finish({b.reduce(x, b.scalar(DType::kF32, 0), c.reduced, hlo::ReduceKind::kAdd, true)});
+    for (bool fusion : {true, false}) {
+      const auto out = run(m, {f32_tensor(c.shape, xs)}, fusion);
+      ASSERT_EQ(out[0].type.num_elements(), n / rows);
+      for (std::int64_t o = 0; o < n / rows; ++o)
+        ASSERT_EQ(out[0].as<float>()[o], o % width < c.grouped ? kBig + 16 : kBig + 24)
+            << "shape " << c.shape.size() << "d, width " << width << ", output " << o
+            << (fusion ? " fused" : " alone");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

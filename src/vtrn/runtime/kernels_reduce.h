@@ -62,6 +62,12 @@ struct ReduceLayout {
   /// The reduce is marked Op::vec_sum: a float32 sum over trailing dims is taken in the order of
   /// ATen's vec::reduce_all over a contiguous row (aten_sum::reduce_all_row_sum).
   bool vec_sum = false;
+  /// The reduced dims merge into one group with kept dims after it (and maybe before it):
+  /// [kept, rows, columns] or [rows, columns]. A float32 sum marked cascade_sum is taken column
+  /// by column in ATen's order for it (SumKernel.cpp's vectorized_outer_sum): the rows in turn
+  /// through multi_row_sum's 4 levels, which carry every 2^p rows (p = max(4, ceil(log2(rows))
+  /// / 4)) into the next, the levels added in order, then the sum added to the init value.
+  bool columns = false;
   /// The domain with size-1 dims dropped and neighbours of the same kind (kept or reduced)
   /// merged; for each merged dim its size, output stride and stride in the reduced index.
   std::vector<std::int64_t> merged, merged_out_strides, merged_red_strides;
