@@ -510,8 +510,8 @@ TEST(ExecutorTest, ASleefExponentialTakesTheVectorFunctionForEveryElement) {
 // the four steps rounded in turn: SLEEF's exp on whole vector steps, libm's on the last
 // len % step (or SLEEF's throughout for an exponential marked sleef). 77 elements: a tail of 13
 // whose sigmoid and silu differ with SLEEF's exp and with libm's, and 0, -0, an exp that overflows,
-// an infinity and a NaN among the rest. The same loops with the exponential also returned, with the
-// sigmoid read twice (silu's backward), and each op run alone give the same bits.
+// an infinity and a NaN among the rest. The same loops with the exponential also returned, silu's
+// gradient around the sigmoid (one instruction too), and each op run alone give the same bits.
 TEST(ExecutorTest, SigmoidAndSiluKeepTheRoundingOfEachStep) {
   const std::int64_t n = 77;
   const TensorType t(DType::kF32, {n});

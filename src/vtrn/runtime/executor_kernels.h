@@ -98,8 +98,9 @@ class FusedProgram {
     bool sleef = false;
     /// A negate, exponential, add of 1 and divide folded into this divide (fold_logistic):
     /// 1 / (1 + exp(-a)) or a / (1 + exp(-a)), one pass over the chunk instead of four. It
-    /// reads |a| alone, and |sleef| is the exponential's.
-    enum class Logistic : std::uint8_t { kNone, kSigmoid, kSilu };
+    /// reads |a| alone, and |sleef| is the exponential's. kSiluBackward is such a sigmoid s of
+    /// |b| folded with the four ops after it into this multiply: (a * s) * fma(b, 1 - s, 1).
+    enum class Logistic : std::uint8_t { kNone, kSigmoid, kSilu, kSiluBackward };
     Logistic logistic = Logistic::kNone;
   };
 
@@ -113,8 +114,9 @@ class FusedProgram {
   /// needed at the same time share one chunk.
   void assign_chunks();
   /// Folds each sigmoid and silu the lowerings spell as float32 negate, exponential, add 1 and
-  /// divide (ATen's vectorized formulas) into its divide (Instr::logistic), where the values
-  /// in between are read by nothing else.
+  /// divide (ATen's vectorized formulas) into its divide (Instr::logistic), then each silu
+  /// gradient around such a sigmoid into its last multiply, where the values in between are
+  /// read by nothing else.
   void fold_logistic();
 
   std::vector<std::int64_t> domain_;

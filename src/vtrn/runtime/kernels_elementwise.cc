@@ -154,6 +154,16 @@ void logistic_float(bool silu, const float* a, float* o, std::int64_t n, bool sl
   for (std::int64_t i = v; i < n; ++i) o[i] = (silu ? a[i] : 1.0f) / (1.0f + std::exp(-a[i]));
 }
 
+void silu_backward_float(const float* g, const float* x, float* o, std::int64_t n,
+                         bool sleef_everywhere) {
+  const std::int64_t v = sleef_everywhere ? n : vector_part(n);
+  vecmath::apply2(vecmath::Fn2::kSiluBackward, g, x, o, v);
+  for (std::int64_t i = v; i < n; ++i) {
+    const float s = 1.0f / (1.0f + std::exp(-x[i]));
+    o[i] = (g[i] * s) * std::fma(x[i], 1.0f - s, 1.0f);
+  }
+}
+
 namespace {
 
 // The transcendental ops on float32 (every float32, bfloat16 and float16 value) take SLEEF's

@@ -117,6 +117,10 @@ void binary_float(OpKind k, const T* __restrict a, const T* __restrict b, T* __r
 /// |sleef_everywhere| (Op::sleef). The same bits as negate, exponential, add 1 and divide run one
 /// by one over the chunk. |a| and |o| may be the same.
 void logistic_float(bool silu, const float* a, float* o, std::int64_t n, bool sleef_everywhere);
+/// silu's gradient for gradient |g| at input |x| as ATen's vectorized kernel computes it: the
+/// sigmoid s of logistic_float, then (g * s) * fma(x, 1 - s, 1), in one pass.
+void silu_backward_float(const float* g, const float* x, float* o, std::int64_t n,
+                         bool sleef_everywhere);
 /// Whether binary_scalar_float takes |k|.
 bool has_binary_scalar_float(OpKind k);
 /// binary_float with one operand the same value |s| at every element: the left one when

@@ -102,10 +102,14 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
     }
     return;
   }
-  if (in.logistic != FusedProgram::Instr::Logistic::kNone) {  // float32 (fold_logistic)
-    elementwise::logistic_float(in.logistic == FusedProgram::Instr::Logistic::kSilu,
-                                static_cast<const float*>(pa), static_cast<float*>(o), len,
-                                in.sleef);
+  using Logistic = FusedProgram::Instr::Logistic;
+  if (in.logistic != Logistic::kNone) {  // float32 (fold_logistic)
+    if (in.logistic == Logistic::kSiluBackward)
+      elementwise::silu_backward_float(static_cast<const float*>(pa), static_cast<const float*>(pb),
+                                       static_cast<float*>(o), len, in.sleef);
+    else
+      elementwise::logistic_float(in.logistic == Logistic::kSilu, static_cast<const float*>(pa),
+                                  static_cast<float*>(o), len, in.sleef);
     round_f32(od, static_cast<float*>(o), len);
     return;
   }
@@ -146,7 +150,9 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
 }
 
 bool takes_scalar(const FusedProgram::Instr& in) {
-  if (in.vml || in.sleef || cls_of(in.in_dtype) == Cls::kI64) return false;
+  if (in.vml || in.sleef || in.logistic != FusedProgram::Instr::Logistic::kNone ||
+      cls_of(in.in_dtype) == Cls::kI64)
+    return false;
   if (in.kind == OpKind::kFma) return true;
   return in.c < 0 && in.b >= 0 && elementwise::has_binary_scalar_float(in.kind);
 }

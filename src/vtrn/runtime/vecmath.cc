@@ -84,24 +84,31 @@ bool apply_on(Isa isa, Fn f, const float* x, float* y, std::int64_t n) {
 
 void apply(Fn f, const float* x, float* y, std::int64_t n) { apply_on(best_isa(), f, x, y, n); }
 
-bool pow_on(Isa isa, const float* a, const float* b, float* y, std::int64_t n) {
+bool apply2_on(Isa isa, Fn2 f, const float* a, const float* b, float* y, std::int64_t n) {
   if (static_cast<int>(isa) > static_cast<int>(best_isa())) return false;
   switch (isa) {
     case Isa::kAvx512:
-      detail::pow_avx512(a, b, y, n);
+      detail::apply2_avx512(static_cast<int>(f), a, b, y, n);
       break;
     case Isa::kAvx2:
-      detail::pow_avx2(a, b, y, n);
+      detail::apply2_avx2(static_cast<int>(f), a, b, y, n);
       break;
     case Isa::kLibm:
-      for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
+      if (f == Fn2::kPow) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) {
+          const float s = 1.0f / (1.0f + std::exp(-b[i]));
+          y[i] = (a[i] * s) * std::fma(b[i], 1.0f - s, 1.0f);
+        }
+      }
       break;
   }
   return true;
 }
 
-void pow(const float* a, const float* b, float* y, std::int64_t n) {
-  pow_on(best_isa(), a, b, y, n);
+void apply2(Fn2 f, const float* a, const float* b, float* y, std::int64_t n) {
+  apply2_on(best_isa(), f, a, b, y, n);
 }
 
 }  // namespace vtrn::runtime::vecmath

@@ -36,17 +36,29 @@ void apply(Fn f, const float* x, float* y, std::int64_t n);
 /// The same on a given path, for tests and benchmarks; false when this CPU cannot run it.
 bool apply_on(Isa isa, Fn f, const float* x, float* y, std::int64_t n);
 
-/// y[i] = pow(a[i], b[i]) (SLEEF's u10 powf); y may be a or b.
-void pow(const float* a, const float* b, float* y, std::int64_t n);
-bool pow_on(Isa isa, const float* a, const float* b, float* y, std::int64_t n);
+/// Functions of two arguments: kPow is pow(a, b) (SLEEF's u10 powf); kSiluBackward is silu's
+/// gradient for gradient a at input b as ATen's vectorized kernel computes it: s = 1 / (1 +
+/// exp(-b)), then (a * s) * (b * (1 - s) + 1), the multiply-add rounded once.
+enum class Fn2 : int { kPow, kSiluBackward };
+
+/// y[i] = f(a[i], b[i]) for i in [0, n), on the best path; y may be a or b.
+void apply2(Fn2 f, const float* a, const float* b, float* y, std::int64_t n);
+bool apply2_on(Isa isa, Fn2 f, const float* a, const float* b, float* y, std::int64_t n);
+inline void pow(const float* a, const float* b, float* y, std::int64_t n) {
+  apply2(Fn2::kPow, a, b, y, n);
+}
+inline bool pow_on(Isa isa, const float* a, const float* b, float* y, std::int64_t n) {
+  return apply2_on(isa, Fn2::kPow, a, b, y, n);
+}
 
 namespace detail {
 // The per-ISA loops, each in a file compiled for its instruction set (vecmath_avx512.cc,
 // vecmath_avx2.cc); called only once the CPU is known to have it. |f| is an Fn.
 void apply_avx512(int f, const float* x, float* y, std::int64_t n);
 void apply_avx2(int f, const float* x, float* y, std::int64_t n);
-void pow_avx512(const float* a, const float* b, float* y, std::int64_t n);
-void pow_avx2(const float* a, const float* b, float* y, std::int64_t n);
+// |f| is an Fn2.
+void apply2_avx512(int f, const float* a, const float* b, float* y, std::int64_t n);
+void apply2_avx2(int f, const float* a, const float* b, float* y, std::int64_t n);
 }  // namespace detail
 
 }  // namespace vtrn::runtime::vecmath

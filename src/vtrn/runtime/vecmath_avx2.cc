@@ -49,17 +49,28 @@ void apply_avx2(int f, const float* x, float* y, std::int64_t n) {
   }
 }
 
-void pow_avx2(const float* a, const float* b, float* y, std::int64_t n) {
+namespace {
+
+__m256 call2(int f, __m256 a, __m256 b) {
+  if (static_cast<Fn2>(f) == Fn2::kPow) return Sleef_powf8_u10avx2(a, b);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 s = call(static_cast<int>(Fn::kSigmoid), b);
+  return _mm256_mul_ps(_mm256_mul_ps(a, s), _mm256_fmadd_ps(b, _mm256_sub_ps(one, s), one));
+}
+
+}  // namespace
+
+void apply2_avx2(int f, const float* a, const float* b, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, Sleef_powf8_u10avx2(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    _mm256_storeu_ps(y + i, call2(f, _mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
   if (i < n) {
     alignas(32) float ina[8] = {}, inb[8] = {}, out[8];
     for (std::int64_t k = 0; k < n - i; ++k) {
       ina[k] = a[i + k];
       inb[k] = b[i + k];
     }
-    _mm256_store_ps(out, Sleef_powf8_u10avx2(_mm256_load_ps(ina), _mm256_load_ps(inb)));
+    _mm256_store_ps(out, call2(f, _mm256_load_ps(ina), _mm256_load_ps(inb)));
     for (std::int64_t k = 0; k < n - i; ++k) y[i + k] = out[k];
   }
 }

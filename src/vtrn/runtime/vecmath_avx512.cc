@@ -49,16 +49,25 @@ void apply_avx512(int f, const float* x, float* y, std::int64_t n) {
   }
 }
 
-void pow_avx512(const float* a, const float* b, float* y, std::int64_t n) {
+namespace {
+
+__m512 call2(int f, __m512 a, __m512 b) {
+  if (static_cast<Fn2>(f) == Fn2::kPow) return Sleef_powf16_u10avx512f(a, b);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 s = call(static_cast<int>(Fn::kSigmoid), b);
+  return _mm512_mul_ps(_mm512_mul_ps(a, s), _mm512_fmadd_ps(b, _mm512_sub_ps(one, s), one));
+}
+
+}  // namespace
+
+void apply2_avx512(int f, const float* a, const float* b, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i,
-                     Sleef_powf16_u10avx512f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    _mm512_storeu_ps(y + i, call2(f, _mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(
-        y + i, m,
-        Sleef_powf16_u10avx512f(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+        y + i, m, call2(f, _mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
   }
 }
 

@@ -243,8 +243,9 @@ TEST(VecmathTest, Pow) {
   }
 }
 
-// Sigmoid and silu on each path are ATen's steps rounded in turn around that path's exp: 1 / (1 +
-// exp(-x)) and x / (1 + exp(-x)), specials and a 21-element tail included.
+// Sigmoid, silu and silu's gradient on each path are ATen's steps rounded in turn around that
+// path's exp: 1 / (1 + exp(-x)), x / (1 + exp(-x)) and (g * s) * fma(x, 1 - s, 1), specials and
+// a 5-element tail included.
 TEST(VecmathTest, SigmoidAndSiluAreTheStepsAroundExp) {
   std::vector<float> x = {0.0f, -0.0f, -100.0f, 100.0f, -INFINITY, INFINITY, NAN, 1e-30f};
   std::mt19937 rng(7);
@@ -254,13 +255,18 @@ TEST(VecmathTest, SigmoidAndSiluAreTheStepsAroundExp) {
   std::vector<float> neg(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) neg[i] = -x[i];
   for (Isa isa : {Isa::kLibm, Isa::kAvx2, Isa::kAvx512}) {
-    std::vector<float> e(x.size()), sig(x.size()), silu(x.size());
+    std::vector<float> e(x.size()), sig(x.size()), silu(x.size()), grad(x.size()), g(x.size());
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = 0.5f - 0.03f * static_cast<float>(i);
     if (!apply_on(isa, Fn::kExp, neg.data(), e.data(), n)) continue;
     ASSERT_TRUE(apply_on(isa, Fn::kSigmoid, x.data(), sig.data(), n));
     ASSERT_TRUE(apply_on(isa, Fn::kSilu, x.data(), silu.data(), n));
+    ASSERT_TRUE(apply2_on(isa, Fn2::kSiluBackward, g.data(), x.data(), grad.data(), n));
     for (std::size_t i = 0; i < x.size(); ++i) {
-      ASSERT_TRUE(same(sig[i], 1.0f / (1.0f + e[i]))) << isa_name(isa) << " sigmoid " << x[i];
+      const float s = 1.0f / (1.0f + e[i]);
+      ASSERT_TRUE(same(sig[i], s)) << isa_name(isa) << " sigmoid " << x[i];
       ASSERT_TRUE(same(silu[i], x[i] / (1.0f + e[i]))) << isa_name(isa) << " silu " << x[i];
+      ASSERT_TRUE(same(grad[i], (g[i] * s) * std::fma(x[i], 1.0f - s, 1.0f)))
+          << isa_name(isa) << " silu_backward " << x[i];
     }
   }
 }
