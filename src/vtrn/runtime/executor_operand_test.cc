@@ -311,10 +311,10 @@ func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>)
 }
 
 // A per-row value broadcast along its row (a softmax's max) is read one scalar per row, on
-// either side of the op, with rows that do not divide a chunk (1000 elements), and still
-// filled per element for an op that cannot take it so (a compare, or eager subtract's
-// fma(row, -alpha, x) with its scalar multiplicand): every element is the arithmetic written
-// out.
+// either side of the op or as either multiplicand of an fma (log_softmax's gradient), with rows
+// that do not divide a chunk (1000 elements), and still filled per element for an op that
+// cannot take it so (a compare, eager subtract's fma(row, -alpha, x) with its scalar
+// multiplicand, an fma adding it): every element is the arithmetic written out.
 TEST(ExecutorTest, APerRowValueIsReadOneScalarPerRow) {
   for (DType d : {DType::kF32, DType::kF64}) {
     const TensorType t(d, {5, 1000}), r(d, {5});
@@ -326,25 +326,33 @@ TEST(ExecutorTest, APerRowValueIsReadOneScalarPerRow) {
                                         HostTensor::from_doubles(scalar, {1.5})};
     auto f = [&](double v) { return d == DType::kF32 ? double(static_cast<float>(v)) : v; };
     // One loop per case: a broadcast read by one loop is that loop's load.
-    for (int c = 0; c < 4; ++c) {
+    auto fma = [&](double a, double b, double c) {
+      return d == DType::kF32 ? double(std::fma(static_cast<float>(a), static_cast<float>(b),
+                                                static_cast<float>(c)))
+                              : std::fma(a, b, c);
+    };
+    for (int c = 0; c < 7; ++c) {
       Builder b;
       Value x = b.param(t), m = b.param(r), alpha = b.param(scalar);
       Value mb = b.broadcast_in_dim(m, t.dims, {0});
       Value out = c == 0   ? b.sub(mb, x)
                   : c == 1 ? b.div(x, mb)
                   : c == 2 ? b.select(b.compare(hlo::Comparison::kGT, x, mb), b.sub(x, mb), mb)
-                           : b.fma(mb, b.neg(b.broadcast_to(alpha, t.dims)), x);
+                  : c == 3 ? b.fma(mb, b.neg(b.broadcast_to(alpha, t.dims)), x)
+                  : c == 4 ? b.fma(b.neg(x), mb, x)
+                  : c == 5 ? b.fma(mb, b.neg(x), x)
+                           : b.fma(x, x, mb);
       hlo::Module mod = b.finish({out});
       const auto got = run(mod, in, true);
       for (std::int64_t i = 0; i < t.num_elements(); ++i) {
         const double xv = in[0].get(i), mv = in[1].get(i / 1000);
-        const double want =
-            c == 0   ? f(mv - xv)
-            : c == 1 ? f(xv / mv)
-            : c == 2 ? (xv > mv ? f(xv - mv) : mv)
-            : d == DType::kF32
-                ? double(std::fma(static_cast<float>(mv), -1.5f, static_cast<float>(xv)))
-                : std::fma(mv, -1.5, xv);
+        const double want = c == 0   ? f(mv - xv)
+                            : c == 1 ? f(xv / mv)
+                            : c == 2 ? (xv > mv ? f(xv - mv) : mv)
+                            : c == 3 ? fma(mv, -1.5, xv)
+                            : c == 4 ? fma(-xv, mv, xv)
+                            : c == 5 ? fma(mv, -xv, xv)
+                                     : fma(xv, xv, mv);
         ASSERT_EQ(got[0].get(i), want) << hlo::dtype_name(d) << " case " << c << " i " << i;
       }
     }

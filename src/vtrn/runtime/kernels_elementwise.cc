@@ -367,6 +367,25 @@ void binary_scalar_float(OpKind k, const T* __restrict a, T s, bool s_left, T* _
   binary_rows_float(k, a, &s, 0, n, 0, s_left, o, n);
 }
 
+template <typename T>
+VTRN_CLONES void fma_rows(const T* __restrict a, const T* rows, std::int64_t row_stride,
+                          std::int64_t row_len, std::int64_t first_pos, const T* __restrict c,
+                          T* __restrict o, std::int64_t n) {
+  for (std::int64_t i0 = 0, r = 0, pos = first_pos; i0 < n; ++r, pos = 0) {
+    const std::int64_t m = std::min(row_len - pos, n - i0);
+    const T s = rows[r * row_stride];
+    const T* __restrict x = a + i0;
+    const T* __restrict y = c + i0;
+    T* __restrict z = o + i0;
+    for (std::int64_t i = 0; i < m; ++i) z[i] = std::fma(x[i], s, y[i]);
+    i0 += m;
+  }
+}
+
+template void fma_rows<float>(const float*, const float*, std::int64_t, std::int64_t, std::int64_t,
+                              const float*, float*, std::int64_t);
+template void fma_rows<double>(const double*, const double*, std::int64_t, std::int64_t,
+                               std::int64_t, const double*, double*, std::int64_t);
 template void binary_scalar_float<float>(OpKind, const float*, float, bool, float*, std::int64_t);
 template void binary_scalar_float<double>(OpKind, const double*, double, bool, double*,
                                           std::int64_t);

@@ -137,6 +137,11 @@ template <typename T>
 void binary_rows_float(OpKind k, const T* __restrict a, const T* rows, std::int64_t row_stride,
                        std::int64_t row_len, std::int64_t first_pos, bool s_left, T* __restrict o,
                        std::int64_t n);
+/// o = fma(a, s, c) elementwise with one multiplicand per row, as binary_rows_float reads it:
+/// the same bits as fma given a chunk filled with the rows' values.
+template <typename T>
+void fma_rows(const T* __restrict a, const T* rows, std::int64_t row_stride, std::int64_t row_len,
+              std::int64_t first_pos, const T* __restrict c, T* __restrict o, std::int64_t n);
 /// Integer ops in int64 with the semantics of |d| (unsigned division, pred `not`, ...).
 void unary_int(OpKind k, DType d, const std::int64_t* a, std::int64_t* o, std::int64_t n);
 void binary_int(OpKind k, DType d, const std::int64_t* __restrict a,

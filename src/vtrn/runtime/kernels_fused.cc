@@ -447,8 +447,11 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   for (std::size_t k = 0; k < instrs_.size(); ++k) {
     const Instr& in = instrs_[k];
     if (!live[k]) continue;
-    if (scalar_side[k] == 0 && takes_scalar(in) && in.c < 0 && row_value(in.a) != row_value(in.b) &&
-        !uniform(in.a) && !uniform(in.b)) {
+    // (An fma's addend is read per element: a row-broadcast multiplicand takes the row path.)
+    const bool addend_per_element =
+        in.c < 0 || (in.kind == OpKind::kFma && !row_value(in.c) && !uniform(in.c));
+    if (scalar_side[k] == 0 && takes_scalar(in) && addend_per_element &&
+        row_value(in.a) != row_value(in.b) && !uniform(in.a) && !uniform(in.b)) {
       scalar_side[k] = row_value(in.a) ? 3 : 4;
       continue;
     }
@@ -666,7 +669,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         const std::int64_t row = l.walk_dims[1], row_stride = l.walk_strides[0];
         run_rows_instr(in, slots_[in.dst].dtype, slot_ptr(left ? in.b : in.a), values[l.value].ptr,
                        (start / row) * row_stride, row_stride, row, start % row, left,
-                       slot_ptr(in.dst), len);
+                       in.c >= 0 ? slot_ptr(in.c) : nullptr, slot_ptr(in.dst), len);
         continue;
       }
       if (scalar_at[*k] != 0) {

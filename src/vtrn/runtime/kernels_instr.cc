@@ -184,17 +184,27 @@ void run_scalar_instr(const FusedProgram::Instr& in, DType od, const void* pa, c
 
 void run_rows_instr(const FusedProgram::Instr& in, DType od, const void* v,
                     const std::uint8_t* rows, std::int64_t first, std::int64_t row_stride,
-                    std::int64_t row_len, std::int64_t first_pos, bool s_left, void* o,
-                    std::int64_t len) {
+                    std::int64_t row_len, std::int64_t first_pos, bool s_left, const void* c,
+                    void* o, std::int64_t len) {
   if (cls_of(in.in_dtype) == Cls::kF32) {
-    elementwise::binary_rows_float(in.kind, static_cast<const float*>(v),
-                                   reinterpret_cast<const float*>(rows) + first, row_stride,
-                                   row_len, first_pos, s_left, static_cast<float*>(o), len);
-    round_f32(od, static_cast<float*>(o), len);
+    const float* r = reinterpret_cast<const float*>(rows) + first;
+    auto* fo = static_cast<float*>(o);
+    if (in.kind == OpKind::kFma)
+      elementwise::fma_rows(static_cast<const float*>(v), r, row_stride, row_len, first_pos,
+                            static_cast<const float*>(c), fo, len);
+    else
+      elementwise::binary_rows_float(in.kind, static_cast<const float*>(v), r, row_stride, row_len,
+                                     first_pos, s_left, fo, len);
+    round_f32(od, fo, len);
   } else {
-    elementwise::binary_rows_float(in.kind, static_cast<const double*>(v),
-                                   reinterpret_cast<const double*>(rows) + first, row_stride,
-                                   row_len, first_pos, s_left, static_cast<double*>(o), len);
+    const double* r = reinterpret_cast<const double*>(rows) + first;
+    auto* dout = static_cast<double*>(o);
+    if (in.kind == OpKind::kFma)
+      elementwise::fma_rows(static_cast<const double*>(v), r, row_stride, row_len, first_pos,
+                            static_cast<const double*>(c), dout, len);
+    else
+      elementwise::binary_rows_float(in.kind, static_cast<const double*>(v), r, row_stride, row_len,
+                                     first_pos, s_left, dout, len);
   }
 }
 

@@ -23,13 +23,14 @@ bool takes_scalar(const FusedProgram::Instr& in);
 void run_scalar_instr(const FusedProgram::Instr& in, hlo::DType od, const void* pa, const void* pb,
                       const void* pc, bool s_left, void* o, std::int64_t len);
 
-/// A float binary instruction of takes_scalar() (no fma) whose left (|s_left|) or right
-/// operand is a per-row value broadcast along rows of |row_len|: |v| is the other operand's
-/// chunk, |rows| the per-row values' storage (of the instruction's float type) with row r of the
-/// chunk at element |first| + r * |row_stride|, and the chunk starts at |first_pos| in its row.
+/// A float binary instruction of takes_scalar(), or an fma, whose left (|s_left|) or right
+/// operand (multiplicand) is a per-row value broadcast along rows of |row_len|: |v| is the
+/// other operand's chunk, |rows| the per-row values' storage (of the instruction's float type)
+/// with row r of the chunk at element |first| + r * |row_stride|, and the chunk starts at
+/// |first_pos| in its row. |c| is an fma's addend chunk (nullptr otherwise).
 void run_rows_instr(const FusedProgram::Instr& in, hlo::DType od, const void* v,
                     const std::uint8_t* rows, std::int64_t first, std::int64_t row_stride,
-                    std::int64_t row_len, std::int64_t first_pos, bool s_left, void* o,
-                    std::int64_t len);
+                    std::int64_t row_len, std::int64_t first_pos, bool s_left, const void* c,
+                    void* o, std::int64_t len);
 
 }  // namespace vtrn::runtime::kernels

@@ -145,8 +145,9 @@ LowerFn softmax_backward(bool log) {
       Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true, false, lastdim_f32);
       if (lastdim_f32) {
         // ATen's kernel computes x - y.exp() * sum, which its compiler contracts to one fused
-        // multiply-add: g + exp(y) * -sum, rounded once.
-        gi = L.b.fma(L.b.sleef_exp(y), L.b.neg(broadcast_back(L, s, g)), g);
+        // multiply-add: g + exp(y) * -sum, rounded once. (-sum is taken once per row, before it
+        // is broadcast.)
+        gi = L.b.fma(L.b.sleef_exp(y), broadcast_back(L, L.b.neg(s), g), g);
       } else {
         gi = L.b.sub(g, L.b.mul(L.b.exp(y), broadcast_back(L, s, g)));
       }
