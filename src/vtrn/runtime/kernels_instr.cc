@@ -182,29 +182,34 @@ void run_scalar_instr(const FusedProgram::Instr& in, DType od, const void* pa, c
   }
 }
 
+namespace {
+
+template <typename T>
+void run_rows(const FusedProgram::Instr& in, const void* v, const std::uint8_t* rows,
+              std::int64_t first, std::int64_t row_stride, std::int64_t row_len,
+              std::int64_t first_pos, bool s_left, const void* c, T* o, std::int64_t len) {
+  const T* r = reinterpret_cast<const T*>(rows) + first;
+  if (in.kind == OpKind::kFma)
+    elementwise::fma_rows(static_cast<const T*>(v), r, row_stride, row_len, first_pos,
+                          static_cast<const T*>(c), o, len);
+  else
+    elementwise::binary_rows_float(in.kind, static_cast<const T*>(v), r, row_stride, row_len,
+                                   first_pos, s_left, o, len);
+}
+
+}  // namespace
+
 void run_rows_instr(const FusedProgram::Instr& in, DType od, const void* v,
                     const std::uint8_t* rows, std::int64_t first, std::int64_t row_stride,
                     std::int64_t row_len, std::int64_t first_pos, bool s_left, const void* c,
                     void* o, std::int64_t len) {
   if (cls_of(in.in_dtype) == Cls::kF32) {
-    const float* r = reinterpret_cast<const float*>(rows) + first;
-    auto* fo = static_cast<float*>(o);
-    if (in.kind == OpKind::kFma)
-      elementwise::fma_rows(static_cast<const float*>(v), r, row_stride, row_len, first_pos,
-                            static_cast<const float*>(c), fo, len);
-    else
-      elementwise::binary_rows_float(in.kind, static_cast<const float*>(v), r, row_stride, row_len,
-                                     first_pos, s_left, fo, len);
-    round_f32(od, fo, len);
+    run_rows(in, v, rows, first, row_stride, row_len, first_pos, s_left, c, static_cast<float*>(o),
+             len);
+    round_f32(od, static_cast<float*>(o), len);
   } else {
-    const double* r = reinterpret_cast<const double*>(rows) + first;
-    auto* dout = static_cast<double*>(o);
-    if (in.kind == OpKind::kFma)
-      elementwise::fma_rows(static_cast<const double*>(v), r, row_stride, row_len, first_pos,
-                            static_cast<const double*>(c), dout, len);
-    else
-      elementwise::binary_rows_float(in.kind, static_cast<const double*>(v), r, row_stride, row_len,
-                                     first_pos, s_left, dout, len);
+    run_rows(in, v, rows, first, row_stride, row_len, first_pos, s_left, c, static_cast<double*>(o),
+             len);
   }
 }
 
