@@ -359,6 +359,49 @@ TEST(ExecutorTest, APerRowValueIsReadOneScalarPerRow) {
   }
 }
 
+// A table repeated along the domain (a norm's weight [300] over [4, 7, 300], a rotary table
+// [7, 300] over the same) is read in place a run per repeat, on either side of the op, where the
+// chunks start mid-table, and still filled per element where something else reads it so (a
+// compare): every element is the arithmetic written out.
+TEST(ExecutorTest, ARepeatedTableIsReadInPlace) {
+  for (DType d : {DType::kF32, DType::kF64}) {
+    const TensorType t(d, {4, 7, 300});
+    const auto xs = random_values(t.num_elements(), -3, 3, 61, d);
+    for (const Dims& table_dims : {Dims{300}, Dims{7, 300}}) {
+      const TensorType w(d, table_dims);
+      const auto ws = random_values(w.num_elements(), 0.5, 2, 62, d);
+      const std::vector<HostTensor> in = {HostTensor::from_doubles(t, xs),
+                                          HostTensor::from_doubles(w, ws)};
+      auto f = [&](double v) { return d == DType::kF32 ? double(static_cast<float>(v)) : v; };
+      for (int c = 0; c < 7; ++c) {
+        Builder b;
+        Value x = b.param(t), wt = b.param(w);
+        Value wb = b.broadcast_in_dim(wt, t.dims, table_dims.size() == 1 ? Dims{2} : Dims{1, 2});
+        Value out = c == 0   ? b.mul(wb, x)
+                    : c == 1 ? b.sub(wb, x)
+                    : c == 2 ? b.div(x, wb)
+                    : c == 3 ? b.div(wb, b.add(x, wb))
+                    : c == 4 ? b.binary(OpKind::kMaximum, x, wb)
+                    : c == 5 ? b.binary(OpKind::kMinimum, wb, x)
+                             : b.select(b.compare(hlo::Comparison::kGT, x, wb), b.mul(x, wb), wb);
+        const auto got = run(b.finish({out}), in, true);
+        for (std::int64_t i = 0; i < t.num_elements(); ++i) {
+          const double xv = in[0].get(i), wv = in[1].get(i % w.num_elements());
+          const double want = c == 0   ? f(wv * xv)
+                              : c == 1 ? f(wv - xv)
+                              : c == 2 ? f(xv / wv)
+                              : c == 3 ? f(wv / f(xv + wv))
+                              : c == 4 ? std::max(xv, wv)
+                              : c == 5 ? std::min(wv, xv)
+                                       : (xv > wv ? f(xv * wv) : wv);
+          ASSERT_EQ(got[0].get(i), want) << hlo::dtype_name(d) << " table " << table_dims.size()
+                                         << "d, case " << c << " i " << i;
+        }
+      }
+    }
+  }
+}
+
 // A loop whose every instruction reads only scalars: computed once, spread over the output.
 TEST(ExecutorTest, ALoopOfScalarsOnlyFillsItsOutput) {
   Builder b;

@@ -38,6 +38,9 @@ constexpr std::int64_t kMaxChunk = 8192;
 constexpr std::int64_t kChunkScratchBytes = 16384;
 // The longest row a cascade-sum reduce takes as one chunk (64 KiB of float32 per slot).
 constexpr std::int64_t kMaxCascadeRow = 16384;
+// The shortest table read in place (run_table_instr): shorter ones are filled into the chunk,
+// whose loop is cheaper than a call per repeat.
+constexpr std::int64_t kMinTablePeriod = 64;
 
 /// Per-run bookkeeping of run_range, kept by each thread so that a loop allocates nothing (one
 /// thread-local: in a shared library each is reached through a __tls_get_addr call).
@@ -53,7 +56,7 @@ struct RunState {
   std::vector<int> extra_producer;
   std::vector<char> extra_direct;
   std::vector<int> run_order;
-  std::vector<int> row_load;
+  std::vector<int> row_load, table_load;
   std::vector<char> filled;
   struct InPlaceLoad {
     int slot;
@@ -442,7 +445,21 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       row_load[l.slot] = static_cast<int>(li);
   }
   auto row_value = [&](int s) { return row_load[alias[static_cast<std::size_t>(s)]] >= 0; };
-  std::vector<char>& filled = st.filled;  // per slot: a row-broadcast load fills its chunk
+  // One reading a table repeated along the domain (a load walking [repeats, period] with
+  // strides [0, 1]: a norm's weight, a rotary table) reads it in place, a run per repeat
+  // (side 5 left or 6 right), where the period is long enough to pay for the runs.
+  std::vector<int>& table_load = st.table_load;  // per slot: its table load, or -1
+  table_load.assign(ns, -1);
+  for (std::size_t li = 0; li < nl; ++li) {
+    const Load& l = loads_[li];
+    const Cls c = slots_[l.slot].cls;
+    if (l.mode == 2 && st.view_dims[li].empty() && l.walk_dims.size() == 2 &&
+        l.walk_strides[0] == 0 && l.walk_strides[1] == 1 && l.walk_dims[1] >= kMinTablePeriod &&
+        ((c == Cls::kF32 && l.dtype == DType::kF32) || (c == Cls::kF64 && l.dtype == DType::kF64)))
+      table_load[l.slot] = static_cast<int>(li);
+  }
+  auto table_value = [&](int s) { return table_load[alias[static_cast<std::size_t>(s)]] >= 0; };
+  std::vector<char>& filled = st.filled;  // per slot: a row-broadcast or table load fills it
   filled.assign(ns, 0);
   for (std::size_t k = 0; k < instrs_.size(); ++k) {
     const Instr& in = instrs_[k];
@@ -453,6 +470,12 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     if (scalar_side[k] == 0 && takes_scalar(in) && addend_per_element &&
         row_value(in.a) != row_value(in.b) && !uniform(in.a) && !uniform(in.b)) {
       scalar_side[k] = row_value(in.a) ? 3 : 4;
+      continue;
+    }
+    if (scalar_side[k] == 0 && takes_scalar(in) && in.c < 0 && !row_value(in.a) &&
+        !row_value(in.b) && table_value(in.a) != table_value(in.b) && !uniform(in.a) &&
+        !uniform(in.b)) {
+      scalar_side[k] = table_value(in.a) ? 5 : 6;
       continue;
     }
     for (int o : {in.a, in.b, in.c})
@@ -580,7 +603,10 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     for (std::size_t li = 0; li < nl; ++li) {
       const Load& l = loads_[li];
       if (l.mode == 3 || l.mode == 1) continue;
-      if (row_load[l.slot] == static_cast<int>(li) && !filled[l.slot]) continue;
+      if ((row_load[l.slot] == static_cast<int>(li) ||
+           table_load[l.slot] == static_cast<int>(li)) &&
+          !filled[l.slot])
+        continue;
       void* dst = slot_ptr(l.slot);
       const Cls c = slots_[l.slot].cls;
       const std::uint8_t* p = values[l.value].ptr;
@@ -663,6 +689,13 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     if (root_direct) in_place[static_cast<std::size_t>(root)] = out + start * 4;
     for (const int* k = run_first; k != run_last; ++k) {
       const Instr& in = instrs_[static_cast<std::size_t>(*k)];
+      if (scalar_at[*k] >= 5) {  // one operand a table load
+        const bool left = scalar_at[*k] == 5;
+        const Load& l = loads_[static_cast<std::size_t>(table_load[alias_of[left ? in.a : in.b]])];
+        run_table_instr(in, slots_[in.dst].dtype, slot_ptr(left ? in.b : in.a), values[l.value].ptr,
+                        l.walk_dims[1], start % l.walk_dims[1], left, slot_ptr(in.dst), len);
+        continue;
+      }
       if (scalar_at[*k] >= 3) {  // one operand a row-broadcast load
         const bool left = scalar_at[*k] == 3;
         const Load& l = loads_[static_cast<std::size_t>(row_load[alias_of[left ? in.a : in.b]])];
@@ -690,96 +723,6 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
     }
     reducer->add(slot_ptr(root_slot_), len, start);
   }
-}
-
-void FusedProgram::fill_init(const std::vector<Buf>& values, std::int64_t* acc, std::int64_t lo,
-                             std::int64_t hi) const {
-  const Cls c = slots_[root_slot_].cls;
-  double init_d = init_const_;
-  std::int64_t init_i = init_const_i_;
-  if (!init_is_const_) {
-    const DType d = slots_[root_slot_].dtype;
-    if (c == Cls::kI64)
-      init_i = load_elem<std::int64_t>(d, values[init_value_].ptr, 0);
-    else if (c == Cls::kF64)
-      init_d = load_elem<double>(d, values[init_value_].ptr, 0);
-    else
-      init_d = load_elem<float>(d, values[init_value_].ptr, 0);
-  }
-  if (c == Cls::kF32)
-    std::fill(reinterpret_cast<float*>(acc) + lo, reinterpret_cast<float*>(acc) + hi,
-              static_cast<float>(init_d));
-  else if (c == Cls::kF64)
-    std::fill(reinterpret_cast<double*>(acc) + lo, reinterpret_cast<double*>(acc) + hi, init_d);
-  else
-    std::fill(acc + lo, acc + hi, init_i);
-}
-
-void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int threads,
-                       const std::vector<std::uint8_t*>& extra) const {
-  if (extra.size() != extra_values_.size())
-    throw ExecError("fused loop: " + std::to_string(extra_values_.size()) + " extra outputs, " +
-                    std::to_string(extra.size()) + " buffers given");
-  constexpr std::int64_t kParallelMin = 1 << 16;
-  if (!reduce_) {
-    // ATen's elementwise kernels give a tensor of at least kAtenParallelGrain elements to
-    // min(threads, n / kAtenParallelGrain rounded up) threads, in ranges of n / ranges elements
-    // rounded up (at::parallel_for), and each range's vector loop ends in a scalar tail, where
-    // sigmoid's and silu's exp is libm's, not SLEEF's (kernels_elementwise.cc). The loop runs the
-    // same ranges, each chunked from its start, so that its chunks' tails are ATen's.
-    const std::int64_t ranges =
-        n_ < kAtenParallelGrain
-            ? 1
-            : std::min<std::int64_t>(threads, (n_ + kAtenParallelGrain - 1) / kAtenParallelGrain);
-    const std::int64_t range = ranges > 1 ? (n_ + ranges - 1) / ranges : n_;
-    if (threads <= 1 || n_ < kParallelMin) {
-      for (std::int64_t r = 0; r < ranges; ++r)
-        run_range(values, out, r * range, std::min(n_, (r + 1) * range), nullptr, extra);
-      return;
-    }
-    // The executor's threads take pieces of whole chunks from a range's start, at least 16K
-    // elements each: only a range's last piece ends short.
-    const std::int64_t piece = std::max<std::int64_t>(1, (kChunk << 4) / chunk_) * chunk_;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
-    for (std::int64_t lo = 0; lo < n_; lo += range)
-      for (std::int64_t p = lo, hi = std::min(n_, lo + range); p < hi; p += piece)
-        pieces.emplace_back(p, std::min(hi, p + piece));
-    parallel_ranges(static_cast<std::int64_t>(pieces.size()), 1, threads,
-                    [&](std::int64_t lo, std::int64_t hi) {
-                      for (std::int64_t i = lo; i < hi; ++i)
-                        run_range(values, out, pieces[static_cast<std::size_t>(i)].first,
-                                  pieces[static_cast<std::size_t>(i)].second, nullptr, extra);
-                    });
-    return;
-  }
-  // Reduce: accumulators of the loop's class, initialized with the init value.
-  const Cls c = slots_[root_slot_].cls;
-  std::unique_ptr<std::int64_t[]> acc(
-      new std::int64_t[static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1))]);
-  fill_init(values, acc.get(), 0, out_n_);
-  // Trailing reduced dims: each thread folds whole outputs, so results do not depend on the
-  // thread count.
-  auto reduce_range = [&](std::int64_t lo, std::int64_t hi) {
-    std::unique_ptr<Reducer> r;
-    if (c == Cls::kF32)
-      r = make_reducer(reduce_layout_, reinterpret_cast<float*>(acc.get()));
-    else if (c == Cls::kF64)
-      r = make_reducer(reduce_layout_, reinterpret_cast<double*>(acc.get()));
-    else
-      r = make_reducer(reduce_layout_, acc.get());
-    run_range(values, out, lo, hi, r.get(), extra);
-    r->finish();
-  };
-  if (threads > 1 && reduce_layout_.trailing && n_ >= kParallelMin && out_n_ >= threads) {
-    // Pieces of whole rows, at least 16K elements.
-    const std::int64_t inner = reduce_layout_.red_n;
-    parallel_ranges(
-        out_n_, ((kChunk << 4) + inner - 1) / inner, threads,
-        [&](std::int64_t lo, std::int64_t hi) { reduce_range(lo * inner, hi * inner); });
-  } else if (n_ > 0) {
-    reduce_range(0, n_);
-  }
-  store_contiguous(out_dtype_, acc.get(), out_n_, out, 0);
 }
 
 }  // namespace vtrn::runtime::kernels

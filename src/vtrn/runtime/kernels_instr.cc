@@ -1,6 +1,8 @@
 // One fused-loop instruction over one chunk (kernels_instr.h).
 #include "vtrn/runtime/kernels_instr.h"
 
+#include <algorithm>
+
 #include "vtrn/runtime/aten_unary.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/runtime/kernels_elementwise.h"
@@ -197,7 +199,31 @@ void run_rows(const FusedProgram::Instr& in, const void* v, const std::uint8_t* 
                                    first_pos, s_left, o, len);
 }
 
+// |in| over a run of the chunk at a time, each against the table from its position.
+template <typename T>
+void run_table(const FusedProgram::Instr& in, const T* v, const T* table, std::int64_t period,
+               std::int64_t first_pos, bool s_left, T* o, std::int64_t len) {
+  for (std::int64_t i = 0, pos = first_pos; i < len; pos = 0) {
+    const std::int64_t m = std::min(period - pos, len - i);
+    binary_float(in.kind, s_left ? table + pos : v + i, s_left ? v + i : table + pos, o + i, m);
+    i += m;
+  }
+}
+
 }  // namespace
+
+void run_table_instr(const FusedProgram::Instr& in, DType od, const void* v,
+                     const std::uint8_t* table, std::int64_t period, std::int64_t first_pos,
+                     bool s_left, void* o, std::int64_t len) {
+  if (cls_of(in.in_dtype) == Cls::kF32) {
+    run_table(in, static_cast<const float*>(v), reinterpret_cast<const float*>(table), period,
+              first_pos, s_left, static_cast<float*>(o), len);
+    round_f32(od, static_cast<float*>(o), len);
+  } else {
+    run_table(in, static_cast<const double*>(v), reinterpret_cast<const double*>(table), period,
+              first_pos, s_left, static_cast<double*>(o), len);
+  }
+}
 
 void run_rows_instr(const FusedProgram::Instr& in, DType od, const void* v,
                     const std::uint8_t* rows, std::int64_t first, std::int64_t row_stride,

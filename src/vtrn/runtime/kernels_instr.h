@@ -33,4 +33,12 @@ void run_rows_instr(const FusedProgram::Instr& in, hlo::DType od, const void* v,
                     std::int64_t row_len, std::int64_t first_pos, bool s_left, const void* c,
                     void* o, std::int64_t len);
 
+/// A float binary instruction of takes_scalar() (no fma) whose left (|s_left|) or right
+/// operand is a table of |period| elements repeated along the chunk: |v| is the other operand's
+/// chunk, |table| the table's storage (of the instruction's float type), and the chunk starts
+/// at |first_pos| in it. The same bits as run_instr given a chunk filled from the table.
+void run_table_instr(const FusedProgram::Instr& in, hlo::DType od, const void* v,
+                     const std::uint8_t* table, std::int64_t period, std::int64_t first_pos,
+                     bool s_left, void* o, std::int64_t len);
+
 }  // namespace vtrn::runtime::kernels
