@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vtrn/runtime/aten_sum.h"
+#include "vtrn/runtime/isa_clones.h"
 #include "vtrn/runtime/kernels_elementwise.h"
 
 namespace vtrn::runtime::kernels {
@@ -459,6 +460,12 @@ class StridedSumReducer final : public Reducer {
   std::vector<T> part_;  ///< the part blocks, then each level, |out_n| values apiece
 };
 
+// acc[k] += x[k]: the column sums' step, per instruction set (a reducer's member functions
+// are not cloned).
+VTRN_CLONES void accumulate(float* __restrict acc, const float* __restrict x, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) acc[k] = acc[k] + x[k];
+}
+
 // A float32 sum over [kept, rows, columns] in ATen's order (ReduceLayout::columns). ATen's
 // vectorized_outer_sum takes the columns in groups of 4 vectors of 8 (scalar_outer_sum, under 8
 // columns: groups of 4): a grouped column runs the rows in turn through multi_row_sum's levels;
@@ -466,6 +473,7 @@ class StridedSumReducer final : public Reducer {
 // turn (row r to partial r % 4) through levels over the rows / 4 rounds, adds the last rows % 4
 // to partial 0 and the partials in order. The slabs come one after another, each a row at a time
 // across its columns, so the state is per column of one slab and a row's run is a vector loop.
+// Only the levels the rows reach are kept (level j once there are 2^(p j) rows).
 class ColumnSumReducer final : public Reducer {
  public:
   static constexpr int kLevels = 4;  // multi_row_sum's num_levels
@@ -473,14 +481,18 @@ class ColumnSumReducer final : public Reducer {
 
   ColumnSumReducer(const ReduceLayout& l, float* acc)
       : acc_(acc),
+        out_n_(l.out_n),
         rows_(l.red_n),
         width_(l.merged.back()),
         grouped_(width_ >= 8 ? width_ / 32 * 32 : width_ / 4 * 4),
         rounds_(rows_ / kIlp),
         power_(level_power(rows_)),
         round_power_(level_power(rounds_)),
-        levels_(static_cast<std::size_t>(kLevels * width_), 0.0f),
-        partial_levels_(static_cast<std::size_t>(kLevels * kIlp * (width_ - grouped_)), 0.0f),
+        levels_used_(levels_reached(rows_, power_)),
+        round_levels_used_(levels_reached(rounds_, round_power_)),
+        levels_(static_cast<std::size_t>(levels_used_ * grouped_), 0.0f),
+        partial_levels_(static_cast<std::size_t>(round_levels_used_ * kIlp * (width_ - grouped_)),
+                        0.0f),
         partials_(static_cast<std::size_t>(kIlp * (width_ - grouped_)), 0.0f) {}
 
   void add(const void* values, std::int64_t n, std::int64_t start) override {
@@ -490,18 +502,13 @@ class ColumnSumReducer final : public Reducer {
       const std::int64_t c = e % width_, row = e / width_ % rows_, slab = e / width_ / rows_;
       const std::int64_t m = std::min(end - e, width_ - c);
       const float* v = x + (e - start);
-      if (c < grouped_) {
-        float* __restrict a = levels_.data() + c;
-        const float* __restrict in = v;
-        for (std::int64_t j = 0, k = std::min(m, grouped_ - c); j < k; ++j) a[j] = a[j] + in[j];
-      }
+      if (c < grouped_) accumulate(levels_.data() + c, v, std::min(m, grouped_ - c));
       if (c + m > grouped_) {
         const std::int64_t from = std::max(c, grouped_);
-        float* __restrict a = row < rounds_ * kIlp
-                                  ? partial_levels_.data() + (row % kIlp) * tail + (from - grouped_)
-                                  : partials_.data() + (from - grouped_);
-        const float* __restrict in = v + (from - c);
-        for (std::int64_t j = 0, k = c + m - from; j < k; ++j) a[j] = a[j] + in[j];
+        float* a = row < rounds_ * kIlp
+                       ? partial_levels_.data() + (row % kIlp) * tail + (from - grouped_)
+                       : partials_.data() + (from - grouped_);
+        accumulate(a, v + (from - c), c + m - from);
       }
       e += m;
       if (c + m == width_) row_done(slab * width_, row + 1);
@@ -517,6 +524,11 @@ class ColumnSumReducer final : public Reducer {
         size <= 2 ? 1 : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(size - 1)));
     return std::max(4, ceil_log2 / kLevels);
   }
+  static int levels_reached(std::int64_t size, int power) {
+    int used = 1;
+    while (used < kLevels && (size >> (power * used)) > 0) ++used;
+    return used;
+  }
 
   // After |i| whole rows (rounds) of 2^power: level 0 carries into level 1, and level j into
   // j + 1 while i is a multiple of 2^(power (j + 1)). |lv| is level 0 of |n| columns, each level
@@ -525,21 +537,18 @@ class ColumnSumReducer final : public Reducer {
     const std::int64_t step = std::int64_t{1} << power;
     if (i % step != 0) return;
     for (int j = 1; j < kLevels; ++j) {
-      float* __restrict hi = lv + j * stride;
-      float* __restrict lo = lv + (j - 1) * stride;
-      for (std::int64_t k = 0; k < n; ++k) {
-        hi[k] = hi[k] + lo[k];
-        lo[k] = 0.0f;
-      }
+      accumulate(lv + j * stride, lv + (j - 1) * stride, n);
+      std::fill_n(lv + (j - 1) * stride, n, 0.0f);
       if ((i & ((step - 1) << (j * power))) != 0) return;
     }
   }
 
-  // Level 0 of |n| columns plus levels 1..3 in order (multi_row_sum's end), into |out|.
-  static void fold(const float* lv, std::int64_t stride, std::int64_t n, float* out) {
+  // Level 0 of |n| (row_sum) columns plus the |used| - 1 levels above it in order
+  // (multi_row_sum's end), into |out|.
+  static void fold(const float* lv, std::int64_t stride, std::int64_t n, int used, float* out) {
     for (std::int64_t k = 0; k < n; ++k) {
       float s = lv[k];
-      for (int j = 1; j < kLevels; ++j) s = s + lv[j * stride + k];
+      for (int j = 1; j < used; ++j) s = s + lv[j * stride + k];
       out[k] = s;
     }
   }
@@ -547,39 +556,40 @@ class ColumnSumReducer final : public Reducer {
   // Rows [0, i) of the slab whose outputs start at |o| are in.
   void row_done(std::int64_t o, std::int64_t i) {
     const std::int64_t tail = width_ - grouped_;
-    carry(levels_.data(), width_, grouped_, i, power_);
+    carry(levels_.data(), grouped_, grouped_, i, power_);
     if (tail > 0 && i % kIlp == 0 && i / kIlp <= rounds_) {
       for (int k = 0; k < kIlp; ++k)
         carry(partial_levels_.data() + k * tail, kIlp * tail, tail, i / kIlp, round_power_);
       if (i / kIlp == rounds_)
         for (int k = 0; k < kIlp; ++k)
-          fold(partial_levels_.data() + k * tail, kIlp * tail, tail, partials_.data() + k * tail);
+          fold(partial_levels_.data() + k * tail, kIlp * tail, tail, round_levels_used_,
+               partials_.data() + k * tail);
     }
     if (i != rows_) return;
-    std::vector<float>& sums = sums_;
-    sums.resize(static_cast<std::size_t>(width_));
-    fold(levels_.data(), width_, grouped_, sums.data());
+    // Level 0 plus the levels above in order, then added to the init values.
+    for (int j = 1; j < levels_used_; ++j)
+      accumulate(levels_.data(), levels_.data() + j * grouped_, grouped_);
+    accumulate(acc_ + o, levels_.data(), grouped_);
     for (std::int64_t c = 0; c < tail; ++c) {
       float s = partials_[static_cast<std::size_t>(c)];
       for (int k = 1; k < kIlp; ++k) s = s + partials_[static_cast<std::size_t>(k * tail + c)];
-      sums[static_cast<std::size_t>(grouped_ + c)] = s;
+      acc_[o + grouped_ + c] = acc_[o + grouped_ + c] + s;
     }
-    for (std::int64_t c = 0; c < width_; ++c)
-      acc_[o + c] = acc_[o + c] + sums[static_cast<std::size_t>(c)];
+    if (o + width_ == out_n_) return;  // the last slab
     std::fill(levels_.begin(), levels_.end(), 0.0f);
     std::fill(partial_levels_.begin(), partial_levels_.end(), 0.0f);
     std::fill(partials_.begin(), partials_.end(), 0.0f);
   }
 
   float* acc_;
-  std::int64_t rows_, width_;
+  std::int64_t out_n_, rows_, width_;
   std::int64_t grouped_;  ///< columns [0, grouped_) run multi_row_sum, the rest row_sum
   std::int64_t rounds_;   ///< row_sum's rounds of 4 rows
   int power_, round_power_;
-  std::vector<float> levels_;          ///< per level, one value per column
+  int levels_used_, round_levels_used_;
+  std::vector<float> levels_;          ///< per level, one value per grouped column
   std::vector<float> partial_levels_;  ///< per level, per partial, one per row_sum column
   std::vector<float> partials_;        ///< per partial, one per row_sum column
-  std::vector<float> sums_;
 };
 
 }  // namespace
