@@ -40,10 +40,9 @@ void FusedProgram::fill_init(const std::vector<Buf>& values, std::int64_t* acc, 
       init_d = load_elem<float>(d, values[init_value_].ptr, 0);
   }
   if (c == Cls::kF32)
-    std::fill(reinterpret_cast<float*>(acc) + lo, reinterpret_cast<float*>(acc) + hi,
-              static_cast<float>(init_d));
+    elementwise::fill(reinterpret_cast<float*>(acc) + lo, static_cast<float>(init_d), hi - lo);
   else if (c == Cls::kF64)
-    std::fill(reinterpret_cast<double*>(acc) + lo, reinterpret_cast<double*>(acc) + hi, init_d);
+    elementwise::fill(reinterpret_cast<double*>(acc) + lo, init_d, hi - lo);
   else
     std::fill(acc + lo, acc + hi, init_i);
 }
@@ -87,19 +86,26 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
   }
   // Reduce: accumulators of the loop's class, initialized with the init value.
   const Cls c = slots_[root_slot_].cls;
-  std::unique_ptr<std::int64_t[]> acc(
-      new std::int64_t[static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1))]);
-  fill_init(values, acc.get(), 0, out_n_);
+  // (Up to 8 MiB of them kept per thread: a fresh array of 128 KiB or more is a fresh mapping
+  // per run, which glibc hands back zeroed page by page, and the page faults cost more than a
+  // short reduce. A larger one is allocated for the run.)
+  constexpr std::int64_t kKeptOutputs = 1 << 20;
+  thread_local std::vector<std::int64_t> kept;
+  std::vector<std::int64_t> own;
+  std::vector<std::int64_t>& storage = out_n_ <= kKeptOutputs ? kept : own;
+  storage.resize(static_cast<std::size_t>(std::max<std::int64_t>(out_n_, 1)));
+  std::int64_t* const acc = storage.data();
+  fill_init(values, acc, 0, out_n_);
   // Trailing reduced dims: each thread folds whole outputs, so results do not depend on the
   // thread count.
   auto reduce_range = [&](std::int64_t lo, std::int64_t hi) {
     std::unique_ptr<Reducer> r;
     if (c == Cls::kF32)
-      r = make_reducer(reduce_layout_, reinterpret_cast<float*>(acc.get()));
+      r = make_reducer(reduce_layout_, reinterpret_cast<float*>(acc));
     else if (c == Cls::kF64)
-      r = make_reducer(reduce_layout_, reinterpret_cast<double*>(acc.get()));
+      r = make_reducer(reduce_layout_, reinterpret_cast<double*>(acc));
     else
-      r = make_reducer(reduce_layout_, acc.get());
+      r = make_reducer(reduce_layout_, acc);
     run_range(values, out, lo, hi, r.get(), extra);
     r->finish();
   };
@@ -112,7 +118,7 @@ void FusedProgram::run(const std::vector<Buf>& values, std::uint8_t* out, int th
   } else if (n_ > 0) {
     reduce_range(0, n_);
   }
-  store_contiguous(out_dtype_, acc.get(), out_n_, out, 0);
+  store_contiguous(out_dtype_, acc, out_n_, out, 0);
 }
 
 }  // namespace vtrn::runtime::kernels
