@@ -153,7 +153,8 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     const double ord = L.real(1);
     const auto dims = reduce_dims(L, 2, x);
     const bool keepdim = L.flag(3);
-    Value a = L.b.unary(OpKind::kAbs, L.convert(x, opmath(result)));
+    const Value xc = L.convert(x, opmath(result));
+    const Value a = L.b.unary(OpKind::kAbs, xc);  // (left out of the module where unread)
     std::int64_t reduced = 1;
     for (std::int64_t d : dims) reduced *= L.shape(x)[static_cast<std::size_t>(d)];
     Value n;
@@ -172,7 +173,9 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     } else if (ord == 1) {
       n = L.reduce(a, dims, ReduceKind::kAdd, keepdim);
     } else if (ord == 2) {
-      n = L.b.unary(OpKind::kSqrt, L.reduce(L.b.mul(a, a), dims, ReduceKind::kAdd, keepdim));
+      // x * x is |x| * |x|, without a pass over the tensor for |x| (clip_grad_norm_'s
+      // _foreach_norm reads every parameter's gradient).
+      n = L.b.unary(OpKind::kSqrt, L.reduce(L.b.mul(xc, xc), dims, ReduceKind::kAdd, keepdim));
     } else {
       Value p = L.b.binary(OpKind::kPower, a, L.full_like(a, ord));
       Value s = L.reduce(p, dims, ReduceKind::kAdd, keepdim);
