@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "vtrn/runtime/isa_clones.h"
@@ -12,18 +13,16 @@
 #define VTRN_INLINE __attribute__((always_inline)) inline
 
 namespace vtrn::runtime::aten_sum {
+
+int level_power(std::int64_t rows) {
+  // utils::CeilLog2: 1 up to 2, else ceil(log2(rows)).
+  const int ceil_log2 =
+      rows <= 2 ? 1 : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(rows - 1)));
+  return std::max(4, ceil_log2 / kLevels);
+}
 namespace {
 
 std::atomic<int> g_lanes{8};
-
-constexpr int kLevels = 4;  // multi_row_sum's num_levels
-constexpr int kIlp = 4;     // row_sum's ilp_factor
-
-int ceil_log2(std::int64_t x) {
-  int p = 0;
-  while ((std::int64_t{1} << p) < x) ++p;
-  return p;
-}
 
 // W float lanes added lane by lane: one GCC vector, so that the accumulators stay in
 // registers (an array of lanes was kept on the stack, 4x slower on a 256-element row).
@@ -62,7 +61,7 @@ struct Lanes<1> {
 // per 2^p rows.
 template <int W>
 VTRN_INLINE void multi_row_sum(const float* x, std::int64_t size, Lanes<W> out[kIlp]) {
-  const int level_power = std::max(4, ceil_log2(size) / kLevels);
+  const int level_power = aten_sum::level_power(size);
   const std::int64_t level_step = std::int64_t{1} << level_power;
   const std::int64_t level_mask = level_step - 1;
   Lanes<W> a0, a1, a2, a3;

@@ -23,6 +23,12 @@ namespace vtrn::runtime::aten_sum {
 
 /// torch.sum's vector width.
 constexpr int kSumLanes = 8;
+/// multi_row_sum's levels and row_sum's partial sums (SumKernel.cpp's num_levels, ilp_factor).
+constexpr int kLevels = 4;
+constexpr int kIlp = 4;
+/// multi_row_sum's level power for |rows| rows: every 2^p rows carry into the next level,
+/// p = max(4, CeilLog2(rows) / 4).
+int level_power(std::int64_t rows);
 
 /// Sets the W of ATen's kernels registered for AVX-512 (reduce_all_row_sum's); 8 or 16 (anything
 /// else is ignored).

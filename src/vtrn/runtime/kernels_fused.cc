@@ -13,7 +13,6 @@
 #include "vtrn/runtime/kernels_instr.h"
 #include "vtrn/runtime/kernels_reduce.h"
 #include "vtrn/runtime/kernels_strided_load.h"
-#include "vtrn/runtime/thread_pool.h"
 
 namespace vtrn::runtime::kernels {
 

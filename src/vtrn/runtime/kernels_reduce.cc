@@ -476,8 +476,8 @@ VTRN_CLONES void accumulate(float* __restrict acc, const float* __restrict x, st
 // Only the levels the rows reach are kept (level j once there are 2^(p j) rows).
 class ColumnSumReducer final : public Reducer {
  public:
-  static constexpr int kLevels = 4;  // multi_row_sum's num_levels
-  static constexpr int kIlp = 4;     // row_sum's ilp_factor
+  static constexpr int kLevels = aten_sum::kLevels;
+  static constexpr int kIlp = aten_sum::kIlp;
 
   ColumnSumReducer(const ReduceLayout& l, float* acc)
       : acc_(acc),
@@ -486,8 +486,8 @@ class ColumnSumReducer final : public Reducer {
         width_(l.merged.back()),
         grouped_(width_ >= 8 ? width_ / 32 * 32 : width_ / 4 * 4),
         rounds_(rows_ / kIlp),
-        power_(level_power(rows_)),
-        round_power_(level_power(rounds_)),
+        power_(aten_sum::level_power(rows_)),
+        round_power_(aten_sum::level_power(rounds_)),
         levels_used_(levels_reached(rows_, power_)),
         round_levels_used_(levels_reached(rounds_, round_power_)),
         levels_(static_cast<std::size_t>(levels_used_ * grouped_), 0.0f),
@@ -518,12 +518,6 @@ class ColumnSumReducer final : public Reducer {
   void finish() override {}  // a slab's outputs are stored after its last row
 
  private:
-  // multi_row_sum's level_power for |size| rows: max(4, utils::CeilLog2(size) / 4).
-  static int level_power(std::int64_t size) {
-    const int ceil_log2 =
-        size <= 2 ? 1 : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(size - 1)));
-    return std::max(4, ceil_log2 / kLevels);
-  }
   static int levels_reached(std::int64_t size, int power) {
     int used = 1;
     while (used < kLevels && (size >> (power * used)) > 0) ++used;
