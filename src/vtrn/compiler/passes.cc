@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <numeric>
 #include <string_view>
 #include <unordered_map>
 
@@ -362,35 +364,74 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
       if (hlo::is_complex(b.type(v).dtype)) return false;
     return true;
   };
-  // How many such ops read each broadcast's result.
+  // Per value, the op computing it when it is the same at every element: a broadcast of a
+  // one-element operand (broadcast_at), or an elementwise op of such values and splat
+  // constants alone (uniform_at). A loop reads a splat constant as a literal, so constants stay
+  // shared.
+  std::vector<int> broadcast_at(b.types.size(), -1), uniform_at(b.types.size(), -1);
+  std::vector<char> splat(b.types.size(), 0);
+  // How many loop readers (ops that read in a loop) read each such value.
   std::vector<int> loop_readers(b.types.size(), 0);
-  std::vector<int> broadcast_at(b.types.size(), -1);  // the op index of a broadcast result
+  auto shared = [&](int v) { return broadcast_at[v] >= 0 || uniform_at[v] >= 0; };
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
     const Op& op = b.ops[i];
+    if (op.kind == OpKind::kConstant && (op.literal.splat || b.type(op.results[0]).num_elements() == 1))
+      splat[op.results[0]] = 1;
     // Of a one-element operand only: a loop reads it as a scalar. Copying wider ones too (a
     // norm's per-row statistic) made the AEE-on Llama step slower (1.18x the CPU's, not 1.10x).
     if (op.kind == OpKind::kBroadcastInDim && b.type(op.operands[0]).num_elements() == 1)
       broadcast_at[op.results[0]] = static_cast<int>(i);
     if (!reads_in_loop(op)) continue;
+    if (op.kind != OpKind::kReduce && op.kind != OpKind::kBroadcastInDim &&
+        op.results.size() == 1 && !op.operands.empty() &&
+        std::any_of(op.operands.begin(), op.operands.end(), shared) &&
+        std::all_of(op.operands.begin(), op.operands.end(),
+                    [&](int v) { return shared(v) || splat[v]; }))
+      uniform_at[op.results[0]] = static_cast<int>(i);
     for (std::size_t k = 0; k < op.operands.size(); ++k) {
       const int v = op.operands[k];
       const bool again =
           std::find(op.operands.begin(), op.operands.begin() + static_cast<std::ptrdiff_t>(k), v) !=
           op.operands.begin() + static_cast<std::ptrdiff_t>(k);
-      if (broadcast_at[v] >= 0 && !again) ++loop_readers[v];
+      if (shared(v) && !again) ++loop_readers[v];
     }
   }
   std::vector<Op> ops;
   ops.reserve(b.ops.size());
   std::vector<std::size_t> moved_to(b.ops.size(), 0);  // an op's index in |ops|
   std::vector<char> taken(b.types.size(), 0);
+  // Per value, the value it copies (itself for the block's own).
+  std::vector<int> origin(b.types.size());
+  std::iota(origin.begin(), origin.end(), 0);
   int copies = 0;
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
     Op& op = b.ops[i];
     if (reads_in_loop(op)) {
-      std::vector<std::pair<int, int>> renamed;  // (broadcast, its copy) within this op
+      std::vector<std::pair<int, int>> renamed;  // (shared value, its copy) within this op
+      // A copy of |v| placed before this op: a uniform value's operands copied too, so that the
+      // loops reading copies share nothing computed.
+      std::function<int(int)> copy_of = [&](int v) {
+        v = origin[static_cast<std::size_t>(v)];
+        auto it = std::find_if(renamed.begin(), renamed.end(),
+                               [&](const auto& p) { return p.first == v; });
+        if (it != renamed.end()) return it->second;
+        const int at = broadcast_at[v] >= 0 ? broadcast_at[v] : uniform_at[v];
+        Op copy = ops[moved_to[static_cast<std::size_t>(at)]];
+        if (broadcast_at[v] < 0)
+          for (int& o : copy.operands)
+            if (!splat[static_cast<std::size_t>(origin[static_cast<std::size_t>(o)])])
+              o = copy_of(o);
+        const int fresh = static_cast<int>(b.types.size());
+        b.types.push_back(b.types[static_cast<std::size_t>(v)]);
+        origin.push_back(v);
+        copy.results = {fresh};
+        ops.push_back(std::move(copy));
+        renamed.emplace_back(v, fresh);
+        ++copies;
+        return fresh;
+      };
       for (int& v : op.operands) {
-        if (broadcast_at[v] < 0 || loop_readers[v] < 2) continue;
+        if (!shared(v) || loop_readers[v] < 2) continue;
         auto it = std::find_if(renamed.begin(), renamed.end(),
                                [&](const auto& p) { return p.first == v; });
         if (it != renamed.end()) {
@@ -402,14 +443,7 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
           renamed.emplace_back(v, v);
           continue;
         }
-        Op copy = ops[moved_to[static_cast<std::size_t>(broadcast_at[v])]];
-        const int fresh = static_cast<int>(b.types.size());
-        b.types.push_back(b.types[static_cast<std::size_t>(v)]);
-        copy.results = {fresh};
-        ops.push_back(std::move(copy));
-        renamed.emplace_back(v, fresh);
-        v = fresh;
-        ++copies;
+        v = copy_of(v);
       }
     }
     moved_to[i] = ops.size();

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "vtrn/compiler/executable.h"
 #include "vtrn/hlo/builder.h"
+#include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/verify.h"
 
 namespace vtrn::compiler {
@@ -119,6 +123,43 @@ TEST(PassesTest, EachLoopReaderOfABroadcastGetsItsOwnCopy) {
     if (op.kind == OpKind::kReduce) EXPECT_EQ(op.operands[0], broadcasts[2]);
   }
   EXPECT_EQ(blk.results[3], broadcasts[0]);  // the returned value is the original
+}
+
+// Two lerps by one scalar weight (a _foreach_lerp_ over two tensors of one shape): the test of
+// the weight, computed from its broadcast and a splat constant alone, is one value after CSE.
+// Each select gets its own copy of it, down to the broadcast (the constant stays shared), so the
+// two updates compile to two loops, not one over both tensors.
+TEST(PassesTest, AValueComputedFromBroadcastsAloneIsCopiedForEachLoop) {
+  const hlo::Module parsed = hlo::parse_module(R"(
+func.func @main(%x: tensor<64xf32>, %y: tensor<64xf32>, %e: tensor<64xf32>, %f: tensor<64xf32>,
+                %w: tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %wb = stablehlo.broadcast_in_dim %w, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %half = stablehlo.constant dense<0.5> : tensor<64xf32>
+  %abs = stablehlo.abs %wb : tensor<64xf32>
+  %small = stablehlo.compare LT, %abs, %half : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xi1>
+  %dx = stablehlo.subtract %e, %x : tensor<64xf32>
+  %dy = stablehlo.subtract %f, %y : tensor<64xf32>
+  %rx = stablehlo.select %small, %x, %dx : tensor<64xi1>, tensor<64xf32>
+  %ry = stablehlo.select %small, %y, %dy : tensor<64xi1>, tensor<64xf32>
+  return %rx, %ry : tensor<64xf32>, tensor<64xf32>
+})");
+  hlo::Module mod = parsed;
+  EXPECT_EQ(duplicate_shared_broadcasts(mod), 3);  // the compare, its abs and the broadcast
+  hlo::verify_module(mod);
+  std::vector<int> selects, compares, constants;
+  for (const hlo::Op& op : mod.main.ops) {
+    if (op.kind == OpKind::kSelect) selects.push_back(op.operands[0]);
+    if (op.kind == OpKind::kCompare) compares.push_back(op.operands[1]);
+    constants.push_back(op.kind == OpKind::kConstant);
+  }
+  ASSERT_EQ(selects.size(), 2u);
+  EXPECT_NE(selects[0], selects[1]);
+  ASSERT_EQ(compares.size(), 2u);
+  EXPECT_EQ(compares[0], compares[1]);  // the one constant
+  EXPECT_EQ(std::count(constants.begin(), constants.end(), 1), 1);
+  int loops = 0;
+  for (const Kernel& k : compile(parsed).kernels) loops += k.kind == KernelKind::kFused;
+  EXPECT_EQ(loops, 2);
 }
 
 TEST(PassesTest, AWiderBroadcastStaysShared) {

@@ -269,7 +269,7 @@ func.func @main(%x: tensor<4x3000xf32> {jax.buffer_donor = true}, %y: tensor<4x3
   }
 }
 
-// One loop with two outputs (two updates sharing a broadcast scalar, as a foreach op's are),
+// One loop with two outputs (two updates sharing a value computed per element),
 // each given the buffer of an input it reads (the plan allows it: the loop reads both inputs
 // elementwise and nothing reads them after it). The output computed first is written straight
 // over its input only where no later instruction still reads that input: below, x * w lands in
@@ -278,10 +278,10 @@ TEST(ExecutorTest, AnExtraOutputOverAnInputIsWrittenOnlyOnceNothingReadsIt) {
   for (bool x_read_last : {true, false}) {
     const std::string second = x_read_last ? "%x" : "%y";
     const hlo::Module m = hlo::parse_module(R"(
-func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>)
-    -> (tensor<3x2500xf32>, tensor<3x2500xf32>) {
+func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>,
+                %z: tensor<3x2500xf32>) -> (tensor<3x2500xf32>, tensor<3x2500xf32>) {
   %wb = stablehlo.broadcast_in_dim %w, dims = [] : (tensor<f32>) -> tensor<3x2500xf32>
-  %w2 = stablehlo.add %wb, %wb : tensor<3x2500xf32>
+  %w2 = stablehlo.multiply %wb, %z : tensor<3x2500xf32>
   %a = stablehlo.multiply %x, %w2 : tensor<3x2500xf32>
   %yw = stablehlo.multiply %y, %w2 : tensor<3x2500xf32>
   %b = stablehlo.add )" + second + R"(, %yw : tensor<3x2500xf32>
@@ -297,8 +297,10 @@ func.func @main(%x: tensor<3x2500xf32>, %y: tensor<3x2500xf32>, %w: tensor<f32>)
     const auto xs = random_values(t.num_elements(), -3, 3, 49, DType::kF32),
                ys = random_values(t.num_elements(), -3, 3, 50, DType::kF32);
     HostTensor x = HostTensor::from_doubles(t, xs), y = HostTensor::from_doubles(t, ys),
-               w = HostTensor::from_doubles(s, {0.75});
-    const std::vector<const void*> inputs{x.data.data(), y.data.data(), w.data.data()};
+               w = HostTensor::from_doubles(s, {0.75}),
+               z = HostTensor::from_doubles(t, std::vector<double>(xs.size(), 2.0));
+    const std::vector<const void*> inputs{x.data.data(), y.data.data(), w.data.data(),
+                                          z.data.data()};
     const std::vector<void*> outputs{x.data.data(), y.data.data()};
     exe.run(inputs, outputs);
     for (std::int64_t i = 0; i < t.num_elements(); ++i) {
