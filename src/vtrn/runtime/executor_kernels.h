@@ -1,6 +1,7 @@
 // Internal to the executor: the kernel implementations it dispatches to.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -80,6 +81,7 @@ class FusedProgram {
   struct Instr {
     hlo::OpKind kind;
     int dst, a = -1, b = -1, c = -1;
+    int d = -1;  ///< only a folded update's (Update) fourth operand
     hlo::Comparison cmp = hlo::Comparison::kEQ;
     hlo::DType in_dtype;
     /// Every operand is uniform: computed once per run, on one element.
@@ -102,6 +104,14 @@ class FusedProgram {
     /// |b| folded with the four ops after it into this multiply: (a * s) * fma(b, 1 - s, 1).
     enum class Logistic : std::uint8_t { kNone, kSigmoid, kSilu, kSiluBackward };
     Logistic logistic = Logistic::kNone;
+    /// An optimizer's update folded into one instruction (fold_update), each operation rounded
+    /// as before, in one pass over its four operands instead of two or three. |a| is uniform
+    /// (the scalar s) and the others float32 per element:
+    /// kFmaScaled: fma(s * b, c, d) (addcmul); kAddScaledQuotient: d + s * b / c (addcdiv);
+    /// kFmaDifference: fma(s, b - c, d) (lerp with a scalar weight).
+    enum class Update : std::uint8_t { kNone, kFmaScaled, kAddScaledQuotient, kFmaDifference };
+    Update update = Update::kNone;
+    std::array<int, 4> operands() const { return {a, b, c, d}; }
   };
 
  private:
@@ -118,6 +128,10 @@ class FusedProgram {
   /// gradient around such a sigmoid into its last multiply, where the values in between are
   /// read by nothing else.
   void fold_logistic();
+  /// Folds the optimizers' updates (addcmul, addcdiv and lerp by a scalar, as the lowerings
+  /// spell them in float32) each into its last instruction (Instr::update), where the values in
+  /// between are read by nothing else (kernels_fused_update.cc).
+  void fold_update();
 
   std::vector<std::int64_t> domain_;
   std::int64_t n_ = 0;

@@ -557,6 +557,24 @@ VTRN_CLONES void fma_scalar(T s, const T* __restrict b, const T* __restrict c, T
   for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(s, b[i], c[i]);
 }
 
+// (__restrict as the other loops: an in-place update's |o| is an operand at the same index,
+// each element read before it is written.)
+VTRN_CLONES void fma_scaled(float s, const float* __restrict a, const float* __restrict b,
+                            const float* __restrict c, float* __restrict o, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(s * a[i], b[i], c[i]);
+}
+
+VTRN_CLONES void add_scaled_quotient(float s, const float* __restrict a,
+                                     const float* __restrict b, const float* __restrict c,
+                                     float* __restrict o, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] + s * a[i] / b[i];
+}
+
+VTRN_CLONES void fma_difference(float s, const float* __restrict a, const float* __restrict b,
+                                const float* __restrict c, float* __restrict o, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(s, a[i] - b[i], c[i]);
+}
+
 namespace {
 
 // As PyTorch's CPU kernels convert (x86's truncating conversions): NaN and values outside the

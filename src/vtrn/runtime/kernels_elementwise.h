@@ -160,6 +160,15 @@ void fma(const T* a, const T* b, const T* c, T* o, std::int64_t n);
 /// exact, so fma(s, b, c) and fma(b, s, c) are the same bits).
 template <typename T>
 void fma_scalar(T s, const T* __restrict b, const T* __restrict c, T* __restrict o, std::int64_t n);
+/// The optimizers' folded updates (FusedProgram::Instr::Update), each operation rounded on its
+/// own as the instructions they replace: o = fma(s * a, b, c) (addcmul), o = c + s * a / b
+/// (addcdiv), o = fma(s, a - b, c) (lerp). |o| may be one of the operands (an in-place update).
+void fma_scaled(float s, const float* __restrict a, const float* __restrict b,
+                const float* __restrict c, float* __restrict o, std::int64_t n);
+void add_scaled_quotient(float s, const float* __restrict a, const float* __restrict b,
+                         const float* __restrict c, float* __restrict o, std::int64_t n);
+void fma_difference(float s, const float* __restrict a, const float* __restrict b,
+                    const float* __restrict c, float* __restrict o, std::int64_t n);
 /// o[0, n) = v, in the widest vectors the CPU has: a scalar operand's slot is filled per loop.
 /// T is float, double or int64.
 template <typename T>

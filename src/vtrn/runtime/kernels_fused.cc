@@ -251,6 +251,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     }
   }
   fold_logistic();
+  fold_update();
   assign_chunks();
   chunk_ = kChunk;
   // A row summed in ATen's order is gathered whole before it is summed (AtenRowSum): a chunk
@@ -261,8 +262,8 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
       reduce_layout_.red_n <= kMaxCascadeRow)
     chunk_ = reduce_layout_.red_n;
   if (!reduce_) {
-    // Bytes per element of the slots a chunk may write: all but loads read in place and a
-    // float32 root computed straight into the output.
+    // Bytes per element of the slots a chunk may write: all but loads read in place, a float32
+    // root computed straight into the output and uniform values read as scalars.
     std::vector<char> in_place(slots_.size(), 0);
     for (const Load& l : loads_) {
       const Cls c = slots_[l.slot].cls;
@@ -272,8 +273,39 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
                                                     (c == Cls::kI64 && l.dtype == DType::kI64));
     }
     if (out_dtype_ == DType::kF32 && slots_[root_slot_].cls == Cls::kF32 && !instrs_.empty() &&
-        instrs_.back().dst == root_slot_)
+        instrs_.back().dst == root_slot_) {
       in_place[static_cast<std::size_t>(root_slot_)] = 1;
+      // A root picked by a select (a lerp's) is the operand picked, computed into the output
+      // too; the other one is not computed.
+      const Instr& last = instrs_.back();
+      if (last.picks) {
+        std::vector<int> readers(slots_.size(), 0);
+        for (const Instr& in : instrs_)
+          for (int o : in.operands())
+            if (o >= 0) ++readers[static_cast<std::size_t>(o)];
+        for (int o : {last.b, last.c})
+          if (readers[static_cast<std::size_t>(o)] == 1 && slots_[o].dtype == DType::kF32)
+            in_place[static_cast<std::size_t>(o)] = 1;
+      }
+    }
+    // A uniform slot holds its one value, unless an instruction reads it per element (run_range
+    // spreads it over the chunk): not as the scalar operand of takes_scalar() or of a folded
+    // update, nor as a picking select's predicate.
+    for (std::size_t k = 0; k < slots_.size(); ++k)
+      if (slots_[k].uniform && static_cast<int>(k) != root_slot_) in_place[k] = 1;
+    auto uniform = [&](int s) { return s >= 0 && slots_[static_cast<std::size_t>(s)].uniform; };
+    for (const Instr& in : instrs_) {
+      if (in.uniform || in.picks) continue;
+      const bool scalar_side =
+          takes_scalar(in) && !uniform(in.c) && uniform(in.a) != uniform(in.b);
+      for (int o : in.operands()) {
+        if (!uniform(o)) continue;
+        const bool as_scalar =
+            (in.update != Instr::Update::kNone && o == in.a) || (scalar_side && o != in.c);
+        if (!as_scalar) in_place[static_cast<std::size_t>(o)] = 0;
+      }
+    }
+    for (int e : extra_slots_) in_place[static_cast<std::size_t>(e)] = 0;
     std::vector<char> written(static_cast<std::size_t>(units_), 0);
     for (std::size_t k = 0; k < slots_.size(); ++k)
       if (!in_place[k] && slot_unit_[k] >= 0) {  // (a value folded away has no chunk)
@@ -401,7 +433,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         continue;
       }
       live[k] = 1;
-      for (int o : {in.a, in.b, in.c})
+      for (int o : in.operands())
         if (o >= 0) need[static_cast<std::size_t>(o)] = 1;
     }
   }
@@ -477,7 +509,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
       scalar_side[k] = table_value(in.a) ? 5 : 6;
       continue;
     }
-    for (int o : {in.a, in.b, in.c})
+    for (int o : in.operands())
       if (o >= 0) filled[alias[static_cast<std::size_t>(o)]] = 1;
   }
   filled[alias[static_cast<std::size_t>(root_slot_)]] = 1;
@@ -493,9 +525,12 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   };
   for (std::size_t k = 0; k < instrs_.size(); ++k) {
     if (!live[k]) continue;
-    if (scalar_side[k] != 1) reads(instrs_[k].a);
-    if (scalar_side[k] != 2) reads(instrs_[k].b);
-    reads(instrs_[k].c);
+    const Instr& in = instrs_[k];
+    // (A folded update reads its uniform |a| as a scalar.)
+    if (scalar_side[k] != 1 && in.update == Instr::Update::kNone) reads(in.a);
+    if (scalar_side[k] != 2) reads(in.b);
+    reads(in.c);
+    reads(in.d);
   }
   reads(root_slot_);
   for (int e : extra_slots_) reads(e);
@@ -526,7 +561,7 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
   last_read.assign(ns, -1);
   for (std::int64_t k = 0; k < n_instrs; ++k) {
     if (!live[k]) continue;
-    for (int o : {instrs_[k].a, instrs_[k].b, instrs_[k].c})
+    for (int o : instrs_[k].operands())
       if (o >= 0) last_read[alias[static_cast<std::size_t>(o)]] = k;
   }
   last_read[root] = n_instrs;
@@ -708,6 +743,11 @@ void FusedProgram::run_range(const std::vector<Buf>& values, std::uint8_t* out, 
         run_scalar_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), slot_ptr(in.b),
                          in.c >= 0 ? slot_ptr(in.c) : nullptr, scalar_at[*k] == 1, slot_ptr(in.dst),
                          len);
+        continue;
+      }
+      if (in.update != Instr::Update::kNone) {
+        run_update_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), slot_ptr(in.b), slot_ptr(in.c),
+                         slot_ptr(in.d), slot_ptr(in.dst), len);
         continue;
       }
       run_instr(in, slots_[in.dst].dtype, slot_ptr(in.a), in.b >= 0 ? slot_ptr(in.b) : nullptr,

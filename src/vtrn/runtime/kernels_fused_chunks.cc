@@ -25,7 +25,7 @@ void FusedProgram::assign_chunks() {
   // The last instruction that reads each slot (n: read after the last one).
   std::vector<std::int64_t> last(ns, -1);
   for (std::int64_t k = 0; k < n; ++k)
-    for (int o : {instrs_[k].a, instrs_[k].b, instrs_[k].c})
+    for (int o : instrs_[k].operands())
       if (o >= 0) last[static_cast<std::size_t>(o)] = k;
   for (std::size_t s = 0; s < ns; ++s)
     if (own[s]) last[s] = n;
@@ -74,7 +74,7 @@ void FusedProgram::assign_chunks() {
         pool.pop_back();
       }
     }
-    for (int o : {in.a, in.b, in.c})
+    for (int o : in.operands())
       if (o >= 0 && last[static_cast<std::size_t>(o)] <= k) release(o);
     if (last[d] <= k) release(in.dst);
   }

@@ -151,8 +151,26 @@ void run_instr(const FusedProgram::Instr& in, DType od, void* pa, void* pb, void
   }
 }
 
+void run_update_instr(const FusedProgram::Instr& in, DType od, const void* pa, const void* pb,
+                      const void* pc, const void* pd, void* o, std::int64_t len) {
+  using Update = FusedProgram::Instr::Update;
+  const float s = *static_cast<const float*>(pa);
+  const auto* b = static_cast<const float*>(pb);
+  const auto* c = static_cast<const float*>(pc);
+  const auto* d = static_cast<const float*>(pd);
+  auto* fo = static_cast<float*>(o);
+  if (in.update == Update::kFmaScaled)
+    elementwise::fma_scaled(s, b, c, d, fo, len);
+  else if (in.update == Update::kAddScaledQuotient)
+    elementwise::add_scaled_quotient(s, b, c, d, fo, len);
+  else
+    elementwise::fma_difference(s, b, c, d, fo, len);
+  round_f32(od, fo, len);
+}
+
 bool takes_scalar(const FusedProgram::Instr& in) {
   if (in.vml || in.sleef || in.logistic != FusedProgram::Instr::Logistic::kNone ||
+      in.update != FusedProgram::Instr::Update::kNone ||
       cls_of(in.in_dtype) == Cls::kI64)
     return false;
   if (in.kind == OpKind::kFma) return true;
