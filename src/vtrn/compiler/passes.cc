@@ -375,7 +375,8 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
   auto shared = [&](int v) { return broadcast_at[v] >= 0 || uniform_at[v] >= 0; };
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
     const Op& op = b.ops[i];
-    if (op.kind == OpKind::kConstant && (op.literal.splat || b.type(op.results[0]).num_elements() == 1))
+    if (op.kind == OpKind::kConstant &&
+        (op.literal.splat || b.type(op.results[0]).num_elements() == 1))
       splat[op.results[0]] = 1;
     // Of a one-element operand only: a loop reads it as a scalar. Copying wider ones too (a
     // norm's per-row statistic) made the AEE-on Llama step slower (1.18x the CPU's, not 1.10x).

@@ -24,7 +24,8 @@ enum class Update { kAddcmul, kAddcdiv, kLerp };
 std::vector<double> operand(std::int64_t n, unsigned seed, DType d) {
   std::vector<double> v = random_values(n, -3, 3, seed, d);
   const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -3e38, 3e38};
-  for (std::size_t i = 0; i < std::size(special); ++i) v[(seed * 7 + i * 5) % v.size()] = special[i];
+  for (std::size_t i = 0; i < std::size(special); ++i)
+    v[(seed * 7 + i * 5) % v.size()] = special[i];
   return v;
 }
 
@@ -47,7 +48,8 @@ TEST(ExecutorUpdateTest, FoldedUpdatesKeepTheRoundingOfEachStep) {
             middle = b.mul(sv, x);
             r = b.add(z, b.div(middle, y));
           } else {  // lerp(z, x, s)
-            const Value one = b.broadcast_to(b.constant(hlo::Literal::scalar(DType::kF32, 1.0)), {n});
+            const Value one =
+                b.broadcast_to(b.constant(hlo::Literal::scalar(DType::kF32, 1.0)), {n});
             const Value half =
                 b.broadcast_to(b.constant(hlo::Literal::scalar(DType::kF32, 0.5)), {n});
             middle = b.sub(x, z);
@@ -79,15 +81,16 @@ TEST(ExecutorUpdateTest, FoldedUpdatesKeepTheRoundingOfEachStep) {
                 want = zi + quotient;
               } else {
                 const float diff = xi - zi;
-                want = std::fabs(sf) < 0.5f ? std::fma(sf, diff, zi) : std::fma(sf - 1.0f, diff, xi);
+                want =
+                    std::fabs(sf) < 0.5f ? std::fma(sf, diff, zi) : std::fma(sf - 1.0f, diff, xi);
               }
               const double w = ref_round(d, want);
               const double got = out[0].get(i);
               const std::string where = "update " + std::to_string(static_cast<int>(u)) +
                                         " dtype " + std::string(hlo::dtype_name(d)) + " s " +
                                         std::to_string(s) + (fusion ? " fused" : " alone") +
-                                        (intermediate_returned ? " returned" : "") +
-                                        " element " + std::to_string(i);
+                                        (intermediate_returned ? " returned" : "") + " element " +
+                                        std::to_string(i);
               ASSERT_TRUE(std::isnan(w) ? std::isnan(got)
                                         : got == w && std::signbit(got) == std::signbit(w))
                   << where << ": got " << got << " want " << w;

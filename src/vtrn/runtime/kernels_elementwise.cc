@@ -564,9 +564,9 @@ VTRN_CLONES void fma_scaled(float s, const float* __restrict a, const float* __r
   for (std::int64_t i = 0; i < n; ++i) o[i] = std::fma(s * a[i], b[i], c[i]);
 }
 
-VTRN_CLONES void add_scaled_quotient(float s, const float* __restrict a,
-                                     const float* __restrict b, const float* __restrict c,
-                                     float* __restrict o, std::int64_t n) {
+VTRN_CLONES void add_scaled_quotient(float s, const float* __restrict a, const float* __restrict b,
+                                     const float* __restrict c, float* __restrict o,
+                                     std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] + s * a[i] / b[i];
 }
 

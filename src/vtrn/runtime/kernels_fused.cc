@@ -296,8 +296,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
     auto uniform = [&](int s) { return s >= 0 && slots_[static_cast<std::size_t>(s)].uniform; };
     for (const Instr& in : instrs_) {
       if (in.uniform || in.picks) continue;
-      const bool scalar_side =
-          takes_scalar(in) && !uniform(in.c) && uniform(in.a) != uniform(in.b);
+      const bool scalar_side = takes_scalar(in) && !uniform(in.c) && uniform(in.a) != uniform(in.b);
       for (int o : in.operands()) {
         if (!uniform(o)) continue;
         const bool as_scalar =

@@ -47,8 +47,7 @@ class InstrFolding {
     const auto u = static_cast<std::size_t>(s);
     if (readers_[u] != uses || outside_[u] || producer_[u] < 0 || !f32(s)) return nullptr;
     Instr& in = instrs_[static_cast<std::size_t>(producer_[u])];
-    const bool plain =
-        !in.picks && (scaling || !in.scales) && in.update == Instr::Update::kNone;
+    const bool plain = !in.picks && (scaling || !in.scales) && in.update == Instr::Update::kNone;
     return in.kind == kind && in.in_dtype == hlo::DType::kF32 && plain ? &in : nullptr;
   }
   /// Marks |gone| for drop_folded.

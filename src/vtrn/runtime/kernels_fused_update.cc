@@ -24,7 +24,9 @@ void FusedProgram::fold_update() {
            slots_[static_cast<std::size_t>(s)].cls == Cls::kF32;
   };
   // Read per element as floats (any dtype the loop holds as float32).
-  auto floats = [&](int s) { return s >= 0 && slots_[static_cast<std::size_t>(s)].cls == Cls::kF32; };
+  auto floats = [&](int s) {
+    return s >= 0 && slots_[static_cast<std::size_t>(s)].cls == Cls::kF32;
+  };
   // The instruction a fold rewrites: plain, float32 in, float32 class out (rounded to its dtype
   // after, as before).
   auto plain = [&](const Instr& in, OpKind kind) {

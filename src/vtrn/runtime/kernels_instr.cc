@@ -170,8 +170,7 @@ void run_update_instr(const FusedProgram::Instr& in, DType od, const void* pa, c
 
 bool takes_scalar(const FusedProgram::Instr& in) {
   if (in.vml || in.sleef || in.logistic != FusedProgram::Instr::Logistic::kNone ||
-      in.update != FusedProgram::Instr::Update::kNone ||
-      cls_of(in.in_dtype) == Cls::kI64)
+      in.update != FusedProgram::Instr::Update::kNone || cls_of(in.in_dtype) == Cls::kI64)
     return false;
   if (in.kind == OpKind::kFma) return true;
   return in.c < 0 && in.b >= 0 && elementwise::has_binary_scalar_float(in.kind);

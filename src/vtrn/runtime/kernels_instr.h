@@ -15,8 +15,8 @@ void run_instr(const FusedProgram::Instr& in, hlo::DType od, void* pa, void* pb,
 
 /// A folded update (Instr::update, float32): |pa| is its uniform scalar's chunk (element 0
 /// read), |pb|, |pc|, |pd| its other operands' chunks.
-void run_update_instr(const FusedProgram::Instr& in, hlo::DType od, const void* pa,
-                      const void* pb, const void* pc, const void* pd, void* o, std::int64_t len);
+void run_update_instr(const FusedProgram::Instr& in, hlo::DType od, const void* pa, const void* pb,
+                      const void* pc, const void* pd, void* o, std::int64_t len);
 
 /// Whether |in| can read one uniform operand as a scalar instead of a filled chunk: a float
 /// binary op of elementwise::binary_scalar_float, or an fma with a uniform multiplicand.
