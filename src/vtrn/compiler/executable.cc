@@ -397,7 +397,10 @@ Executable compile(const hlo::Module& input, const CompileOptions& options,
     fold_transposes_into_dots(exe.module);
   }
   if (options.opt_level >= 1) eliminate_dead_code(exe.module);
-  if (options.opt_level >= 2 && options.fusion) duplicate_shared_broadcasts(exe.module);
+  if (options.opt_level >= 2 && options.fusion) {
+    recompute_shared_differences(exe.module);
+    duplicate_shared_broadcasts(exe.module);
+  }
   hlo::verify_module(exe.module);
   exe.kernels = form_kernels(exe.module.main, options.fusion);
   for (Kernel& k : exe.kernels) k.cost = kernel_cost(exe.module.main, k, model);

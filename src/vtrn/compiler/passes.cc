@@ -455,6 +455,88 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
   return copies;
 }
 
+int recompute_shared_differences(hlo::Module& module) {
+  Block& b = module.main;
+  // Each value's readers (op indices, one entry per reading op) and whether it is returned.
+  std::vector<std::vector<int>> readers(b.types.size());
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (int v : b.ops[i].operands)
+      if (readers[v].empty() || readers[v].back() != static_cast<int>(i))
+        readers[v].push_back(static_cast<int>(i));
+  std::vector<char> returned(b.types.size(), 0);
+  for (int r : b.results) returned[r] = 1;
+  std::vector<int> def(b.types.size(), -1);
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (int r : b.ops[i].results) def[r] = static_cast<int>(i);
+  auto loop_reader = [&](int i) {
+    const Op& op = b.ops[static_cast<std::size_t>(i)];
+    if (!hlo::is_elementwise(op.kind) && op.kind != OpKind::kReduce) return false;
+    for (int v : op.operands)
+      if (hlo::is_complex(b.type(v).dtype)) return false;
+    return true;
+  };
+  // The difference (or sum) of a value and a broadcast, read by exactly two loops.
+  std::vector<char> recompute(b.ops.size(), 0);
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    const Op& op = b.ops[i];
+    if ((op.kind != OpKind::kSubtract && op.kind != OpKind::kAdd) || op.results.size() != 1)
+      continue;
+    const int r = op.results[0];
+    if (returned[r] || readers[r].size() != 2 || hlo::is_complex(b.type(r).dtype) ||
+        b.type(r).rank() == 0 || !loop_reader(readers[r][0]) || !loop_reader(readers[r][1]))
+      continue;
+    bool broadcast_operand = false;
+    for (int v : op.operands)
+      broadcast_operand =
+          broadcast_operand ||
+          (def[v] >= 0 && b.ops[static_cast<std::size_t>(def[v])].kind == OpKind::kBroadcastInDim);
+    recompute[i] = broadcast_operand;
+  }
+  std::vector<Op> ops;
+  ops.reserve(b.ops.size());
+  std::vector<std::size_t> moved_to(b.ops.size(), 0);
+  int copies = 0;
+  for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    Op& op = b.ops[i];
+    std::vector<std::pair<int, int>> renamed;  // (value, its copy) within this op
+    for (int& v : op.operands) {
+      const int p = def[v];
+      if (p < 0 || !recompute[static_cast<std::size_t>(p)] || readers[v][0] == static_cast<int>(i))
+        continue;
+      auto it =
+          std::find_if(renamed.begin(), renamed.end(), [&](const auto& r) { return r.first == v; });
+      if (it != renamed.end()) {
+        v = it->second;
+        continue;
+      }
+      // The second reader: its own copy, with its own copy of each broadcast it reads.
+      Op copy = ops[moved_to[static_cast<std::size_t>(p)]];
+      for (int& o : copy.operands) {
+        if (def[o] < 0 || b.ops[static_cast<std::size_t>(def[o])].kind != OpKind::kBroadcastInDim)
+          continue;
+        Op bc = ops[moved_to[static_cast<std::size_t>(def[o])]];
+        const int fresh = static_cast<int>(b.types.size());
+        b.types.push_back(b.types[static_cast<std::size_t>(o)]);
+        bc.results = {fresh};
+        ops.push_back(std::move(bc));
+        o = fresh;
+      }
+      const int fresh = static_cast<int>(b.types.size());
+      b.types.push_back(b.types[static_cast<std::size_t>(v)]);
+      copy.results = {fresh};
+      ops.push_back(std::move(copy));
+      renamed.emplace_back(v, fresh);
+      v = fresh;
+      ++copies;
+    }
+    moved_to[i] = ops.size();
+    ops.push_back(std::move(op));
+  }
+  b.ops = std::move(ops);
+  renumber(b);
+  return copies;
+}
+
 int eliminate_dead_code(hlo::Module& module) {
   Block& b = module.main;
   std::vector<bool> used(b.types.size(), false);

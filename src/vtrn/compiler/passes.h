@@ -26,6 +26,12 @@ int fold_transposes_into_dots(hlo::Module& module);
 /// all reading it, were fused into one loop over every tensor at once, which took twice the
 /// time of the separate loops. Returns the number of ops copied.
 int duplicate_shared_broadcasts(hlo::Module& module);
+/// Gives the second of exactly two loop readers (elementwise or reduce ops) of x - b or x + b,
+/// b a broadcast, its own copy of it (and of the broadcast): log_softmax's x - max feeds both
+/// the exponential's sum and the result, and was written whole between them, where each loop
+/// can subtract again on the rows it reads. Run before duplicate_shared_broadcasts. Returns the
+/// number of ops copied.
+int recompute_shared_differences(hlo::Module& module);
 /// Removes ops none of whose results are used (custom_call is kept).
 int eliminate_dead_code(hlo::Module& module);
 /// Renumbers values canonically (see above).

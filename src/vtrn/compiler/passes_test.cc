@@ -162,6 +162,44 @@ func.func @main(%x: tensor<64xf32>, %y: tensor<64xf32>, %e: tensor<64xf32>, %f: 
   EXPECT_EQ(loops, 2);
 }
 
+// log_softmax: x - max read by the exponential's sum and by the result. The result's loop gets
+// its own subtract and broadcast, so the module compiles to the max, the exp-sum, the log and
+// the result, with nothing written between the last two loops but the rows' sums.
+TEST(PassesTest, ADifferenceReadByTwoLoopsIsComputedInEach) {
+  const hlo::Module parsed = hlo::parse_module(R"(
+func.func @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<8x64xf32>, tensor<f32>) -> tensor<8xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<8xf32>) -> tensor<8x64xf32>
+  %shifted = stablehlo.subtract %x, %mb : tensor<8x64xf32>
+  %e = stablehlo.exponential %shifted : tensor<8x64xf32>
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<8x64xf32>, tensor<f32>) -> tensor<8xf32>
+  %l = stablehlo.log %s : tensor<8xf32>
+  %lb = stablehlo.broadcast_in_dim %l, dims = [0] : (tensor<8xf32>) -> tensor<8x64xf32>
+  %y = stablehlo.subtract %shifted, %lb : tensor<8x64xf32>
+  return %y : tensor<8x64xf32>
+})");
+  hlo::Module mod = parsed;
+  EXPECT_EQ(recompute_shared_differences(mod), 1);
+  hlo::verify_module(mod);
+  int subtracts = 0, broadcasts = 0;
+  for (const hlo::Op& op : mod.main.ops) {
+    subtracts += op.kind == OpKind::kSubtract;
+    broadcasts += op.kind == OpKind::kBroadcastInDim;
+  }
+  EXPECT_EQ(subtracts, 3);   // x - max twice, and the result's
+  EXPECT_EQ(broadcasts, 3);  // max's twice, the log's
+  const Executable exe = compile(parsed);
+  int loops = 0;
+  for (const Kernel& k : exe.kernels) loops += k.kind == KernelKind::kFused;
+  EXPECT_EQ(loops, 4);  // max, exp-sum, log, result: no loop writing x - max
+  // A difference read by three loops, or returned, stays one value.
+  hlo::Module returned = parsed;
+  returned.main.results.push_back(returned.main.ops[4].results[0]);
+  EXPECT_EQ(recompute_shared_differences(returned), 0);
+}
+
 TEST(PassesTest, AWiderBroadcastStaysShared) {
   Builder b;
   TensorType t(DType::kF32, {4, 8});
