@@ -1,7 +1,8 @@
 """Row reductions on `neuron` against the same ops on `cpu`, in one process.
 
 `x.mean(-1)` and `x.sum(-1)` over float32 rows as RMSNorm and LayerNorm take them (256 to 4096
-elements per row), and `torch.softmax(x, -1)` over attention-score rows. vtrn sums a row in
+elements per row), `torch.softmax(x, -1)` over attention-score rows, and `log_softmax(x, -1)`
+over a cross-entropy's logits (the Llama example's vocabulary of 1024, and 32000 as Llama 2's). vtrn sums a row in
 ATen's own order (runtime/aten_sum.h), so both devices do the same additions. Prints, per case,
 the fastest of several interleaved samples for each device and their ratio; the machines are
 noisy, so only the ratio in one run means much.
@@ -22,6 +23,8 @@ CASES = [
     ("mean(-1)", (1024, 4096), lambda x: x.mean(-1, keepdim=True)),
     ("sum(-1)", (1024, 256), lambda x: x.sum(-1)),
     ("softmax(-1)", (256, 128), lambda x: torch.softmax(x, -1)),
+    ("log_softmax(-1)", (1024, 1024), lambda x: torch.log_softmax(x, -1)),
+    ("log_softmax(-1)", (256, 32000), lambda x: torch.log_softmax(x, -1)),
 ]
 
 
@@ -57,11 +60,11 @@ def main() -> None:
     warnings.filterwarnings("ignore", message=".*fell back to CPU")
     import vtrn  # noqa: F401  registers the neuron device
 
-    print(f"{'op':12s} {'shape':>12s} {'cpu us':>9s} {'neuron us':>10s} {'neuron/cpu':>11s}")
+    print(f"{'op':16s} {'shape':>12s} {'cpu us':>9s} {'neuron us':>10s} {'neuron/cpu':>11s}")
     for name, shape, fn in CASES:
         best = best_per_device(fn, shape)
         print(
-            f"{name:12s} {str(shape):>12s} {best['cpu'] * 1e6:9.1f} "
+            f"{name:16s} {str(shape):>12s} {best['cpu'] * 1e6:9.1f} "
             f"{best['neuron'] * 1e6:10.1f} {best['neuron'] / best['cpu']:10.2f}x"
         )
 
