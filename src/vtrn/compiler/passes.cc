@@ -356,6 +356,59 @@ int fold_transposes_into_dots(hlo::Module& module) {
   return folded;
 }
 
+namespace {
+
+// Rebuilds a block's op list in order, placing copies of earlier ops just before the op that
+// reads them (duplicate_shared_broadcasts, recompute_shared_differences).
+class CopyPlacer {
+ public:
+  explicit CopyPlacer(Block& b) : b_(b), moved_to_(b.ops.size(), 0), origin_(b.types.size()) {
+    ops_.reserve(b.ops.size());
+    std::iota(origin_.begin(), origin_.end(), 0);
+  }
+  /// The block's value that |v| copies (|v| itself for the block's own values).
+  int origin(int v) const { return origin_[static_cast<std::size_t>(v)]; }
+  /// Op |at| of the block as placed: its operands may have been renamed to copies.
+  const Op& placed(int at) const { return ops_[moved_to_[static_cast<std::size_t>(at)]]; }
+  /// Places |copy|, a copy of the op computing |v|, computing a fresh value of |v|'s type.
+  int place(Op copy, int v) {
+    const int fresh = static_cast<int>(b_.types.size());
+    b_.types.push_back(b_.types[static_cast<std::size_t>(v)]);
+    origin_.push_back(origin(v));
+    copy.results = {fresh};
+    ops_.push_back(std::move(copy));
+    ++copies_;
+    return fresh;
+  }
+  /// Places op |i| of the block, after the copies placed for it.
+  void keep(std::size_t i) {
+    moved_to_[i] = ops_.size();
+    ops_.push_back(std::move(b_.ops[i]));
+  }
+  /// Installs the new op list, renumbered; returns the number of copies placed.
+  int finish() {
+    b_.ops = std::move(ops_);
+    renumber(b_);
+    return copies_;
+  }
+
+ private:
+  Block& b_;
+  std::vector<Op> ops_;
+  std::vector<std::size_t> moved_to_;  // an op's index in ops_
+  std::vector<int> origin_;
+  int copies_ = 0;
+};
+
+// The copy of value v an op reads, once the op has one (v itself where it keeps the original).
+int renamed_to(const std::vector<std::pair<int, int>>& renamed, int v) {
+  auto it =
+      std::find_if(renamed.begin(), renamed.end(), [&](const auto& r) { return r.first == v; });
+  return it == renamed.end() ? -1 : it->second;
+}
+
+}  // namespace
+
 int duplicate_shared_broadcasts(hlo::Module& module) {
   Block& b = module.main;
   auto reads_in_loop = [&](const Op& op) {
@@ -397,14 +450,8 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
       if (shared(v) && !again) ++loop_readers[v];
     }
   }
-  std::vector<Op> ops;
-  ops.reserve(b.ops.size());
-  std::vector<std::size_t> moved_to(b.ops.size(), 0);  // an op's index in |ops|
+  CopyPlacer placer(b);
   std::vector<char> taken(b.types.size(), 0);
-  // Per value, the value it copies (itself for the block's own).
-  std::vector<int> origin(b.types.size());
-  std::iota(origin.begin(), origin.end(), 0);
-  int copies = 0;
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
     Op& op = b.ops[i];
     if (reads_in_loop(op)) {
@@ -412,47 +459,32 @@ int duplicate_shared_broadcasts(hlo::Module& module) {
       // A copy of |v| placed before this op: a uniform value's operands copied too, so that the
       // loops reading copies share nothing computed.
       std::function<int(int)> copy_of = [&](int v) {
-        v = origin[static_cast<std::size_t>(v)];
-        auto it = std::find_if(renamed.begin(), renamed.end(),
-                               [&](const auto& p) { return p.first == v; });
-        if (it != renamed.end()) return it->second;
+        v = placer.origin(v);
+        if (const int r = renamed_to(renamed, v); r >= 0) return r;
         const int at = broadcast_at[v] >= 0 ? broadcast_at[v] : uniform_at[v];
-        Op copy = ops[moved_to[static_cast<std::size_t>(at)]];
+        Op copy = placer.placed(at);
         if (broadcast_at[v] < 0)
           for (int& o : copy.operands)
-            if (!splat[static_cast<std::size_t>(origin[static_cast<std::size_t>(o)])])
-              o = copy_of(o);
-        const int fresh = static_cast<int>(b.types.size());
-        b.types.push_back(b.types[static_cast<std::size_t>(v)]);
-        origin.push_back(v);
-        copy.results = {fresh};
-        ops.push_back(std::move(copy));
+            if (!splat[static_cast<std::size_t>(placer.origin(o))]) o = copy_of(o);
+        const int fresh = placer.place(std::move(copy), v);
         renamed.emplace_back(v, fresh);
-        ++copies;
         return fresh;
       };
       for (int& v : op.operands) {
         if (!shared(v) || loop_readers[v] < 2) continue;
-        auto it = std::find_if(renamed.begin(), renamed.end(),
-                               [&](const auto& p) { return p.first == v; });
-        if (it != renamed.end()) {
-          v = it->second;
-          continue;
-        }
-        if (!taken[v]) {  // the first reader keeps the original
+        if (const int r = renamed_to(renamed, v); r >= 0) {
+          v = r;
+        } else if (!taken[v]) {  // the first reader keeps the original
           taken[v] = 1;
           renamed.emplace_back(v, v);
-          continue;
+        } else {
+          v = copy_of(v);
         }
-        v = copy_of(v);
       }
     }
-    moved_to[i] = ops.size();
-    ops.push_back(std::move(op));
+    placer.keep(i);
   }
-  b.ops = std::move(ops);
-  renumber(b);
-  return copies;
+  return placer.finish();
 }
 
 int recompute_shared_differences(hlo::Module& module) {
@@ -492,10 +524,11 @@ int recompute_shared_differences(hlo::Module& module) {
           (def[v] >= 0 && b.ops[static_cast<std::size_t>(def[v])].kind == OpKind::kBroadcastInDim);
     recompute[i] = broadcast_operand;
   }
-  std::vector<Op> ops;
-  ops.reserve(b.ops.size());
-  std::vector<std::size_t> moved_to(b.ops.size(), 0);
-  int copies = 0;
+  CopyPlacer placer(b);
+  auto broadcast = [&](int v) {
+    const int o = placer.origin(v);
+    return def[o] >= 0 && b.ops[static_cast<std::size_t>(def[o])].kind == OpKind::kBroadcastInDim;
+  };
   for (std::size_t i = 0; i < b.ops.size(); ++i) {
     Op& op = b.ops[i];
     std::vector<std::pair<int, int>> renamed;  // (value, its copy) within this op
@@ -503,38 +536,21 @@ int recompute_shared_differences(hlo::Module& module) {
       const int p = def[v];
       if (p < 0 || !recompute[static_cast<std::size_t>(p)] || readers[v][0] == static_cast<int>(i))
         continue;
-      auto it =
-          std::find_if(renamed.begin(), renamed.end(), [&](const auto& r) { return r.first == v; });
-      if (it != renamed.end()) {
-        v = it->second;
+      if (const int r = renamed_to(renamed, v); r >= 0) {
+        v = r;
         continue;
       }
       // The second reader: its own copy, with its own copy of each broadcast it reads.
-      Op copy = ops[moved_to[static_cast<std::size_t>(p)]];
-      for (int& o : copy.operands) {
-        if (def[o] < 0 || b.ops[static_cast<std::size_t>(def[o])].kind != OpKind::kBroadcastInDim)
-          continue;
-        Op bc = ops[moved_to[static_cast<std::size_t>(def[o])]];
-        const int fresh = static_cast<int>(b.types.size());
-        b.types.push_back(b.types[static_cast<std::size_t>(o)]);
-        bc.results = {fresh};
-        ops.push_back(std::move(bc));
-        o = fresh;
-      }
-      const int fresh = static_cast<int>(b.types.size());
-      b.types.push_back(b.types[static_cast<std::size_t>(v)]);
-      copy.results = {fresh};
-      ops.push_back(std::move(copy));
+      Op copy = placer.placed(p);
+      for (int& o : copy.operands)
+        if (broadcast(o)) o = placer.place(placer.placed(def[placer.origin(o)]), o);
+      const int fresh = placer.place(std::move(copy), v);
       renamed.emplace_back(v, fresh);
       v = fresh;
-      ++copies;
     }
-    moved_to[i] = ops.size();
-    ops.push_back(std::move(op));
+    placer.keep(i);
   }
-  b.ops = std::move(ops);
-  renumber(b);
-  return copies;
+  return placer.finish();
 }
 
 int eliminate_dead_code(hlo::Module& module) {

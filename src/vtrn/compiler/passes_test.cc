@@ -181,7 +181,7 @@ func.func @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   return %y : tensor<8x64xf32>
 })");
   hlo::Module mod = parsed;
-  EXPECT_EQ(recompute_shared_differences(mod), 1);
+  EXPECT_EQ(recompute_shared_differences(mod), 2);  // the subtract and its broadcast
   hlo::verify_module(mod);
   int subtracts = 0, broadcasts = 0;
   for (const hlo::Op& op : mod.main.ops) {
