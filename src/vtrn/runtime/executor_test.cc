@@ -184,6 +184,33 @@ TEST(ExecutorTest, Bf16DotIsRoundedFloat32Result) {
     }
 }
 
+// torch.stack((a, b), dim=-1): a concatenate of two [..., 1] operands along the last dim,
+// interleaved in one pass for 4-byte elements (float32 and int32), on one thread and on two
+// (100000 pairs split into ranges); other element sizes take the strided copies.
+TEST(ExecutorTest, StackingTwoAlongANewLastDimInterleavesThem) {
+  const int threads_before = executor_threads();
+  for (DType d : {DType::kF32, DType::kI32, DType::kF64})
+    for (std::int64_t n : {7, 100000})
+      for (int threads : {1, 2}) {
+        set_executor_threads(threads);
+        const TensorType t(d, {n, 1});
+        Builder b;
+        const hlo::Module m = b.finish({b.concatenate({b.param(t), b.param(t)}, 1)});
+        std::vector<double> xs(static_cast<std::size_t>(n)), ys(xs.size());
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          xs[i] = static_cast<double>(i % 1000) - 500;
+          ys[i] = static_cast<double>(i % 777) + 0.0;
+        }
+        const auto out = run(m, {HostTensor::from_doubles(t, xs), HostTensor::from_doubles(t, ys)});
+        ASSERT_EQ(out[0].type.dims, (Dims{n, 2}));
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(out[0].get(2 * i), xs[static_cast<std::size_t>(i)]) << i;
+          ASSERT_EQ(out[0].get(2 * i + 1), ys[static_cast<std::size_t>(i)]) << i;
+        }
+      }
+  set_executor_threads(threads_before);
+}
+
 TEST(ExecutorTest, DataMovement) {
   Builder b;
   TensorType t(DType::kF32, {3, 4});
