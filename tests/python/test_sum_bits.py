@@ -33,6 +33,20 @@ def test_row_sums_and_means_are_the_cpus(n, threads):
     assert bits_equal(xn.mean(-1, keepdim=True).cpu(), x.mean(-1, keepdim=True))
 
 
+@pytest.mark.parametrize("n", [3, 100, 255, 300, 333, 1000, 1023])
+def test_many_short_rows_are_the_cpus(n, threads):
+    """300 rows shorter than a chunk: a reduce's loop takes as many whole rows per chunk as its
+    scratch allows (a multiple of 32 elements), so rows that do not divide 1024 no longer straddle
+    chunks. Sums, means, maxima and log_softmax (whose loops sum exp(x - max) per row)."""
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(300, n, generator=g) * 3 + 1
+    xn = x.to("neuron")
+    assert bits_equal(xn.sum(-1).cpu(), x.sum(-1))
+    assert bits_equal(xn.mean(-1, keepdim=True).cpu(), x.mean(-1, keepdim=True))
+    assert bits_equal(xn.amax(-1).cpu(), x.amax(-1))
+    assert bits_equal(torch.log_softmax(xn, -1).cpu(), torch.log_softmax(x, -1))
+
+
 @pytest.mark.parametrize("n", [1025, 4096, 16384, 16385])
 def test_rows_of_values_computed_in_the_loop_are_the_cpus(n, threads):
     """Rows longer than a chunk of an elementwise loop, at and past the longest one summed as one
