@@ -47,6 +47,19 @@ def test_many_short_rows_are_the_cpus(n, threads):
     assert bits_equal(torch.log_softmax(xn, -1).cpu(), torch.log_softmax(x, -1))
 
 
+def test_empty_rows_reduce_to_the_cpus(threads):
+    """Rows of no elements: a reduce's chunk of whole rows has no row length to count in (the
+    loop once divided by it and died of SIGILL)."""
+    for shape in ((5, 0), (5, 0, 0), (0, 7)):
+        x = torch.randn(shape)
+        xn = x.to("neuron")
+        assert bits_equal(xn.sum(-1).cpu(), x.sum(-1))
+        assert bits_equal(xn.mean(-1).cpu(), x.mean(-1))
+        assert torch.log_softmax(xn, -1).cpu().shape == torch.log_softmax(x, -1).shape
+    x = torch.randn(0, 7)
+    assert bits_equal(x.to("neuron").amax(-1).cpu(), x.amax(-1))
+
+
 @pytest.mark.parametrize("n", [1025, 4096, 16384, 16385])
 def test_rows_of_values_computed_in_the_loop_are_the_cpus(n, threads):
     """Rows longer than a chunk of an elementwise loop, at and past the longest one summed as one

@@ -314,7 +314,7 @@ FusedProgram::FusedProgram(const hlo::Block& b, const std::vector<int>& ops,
   const std::int64_t bytes = 4 * std::count(written.begin(), written.end(), 1);
   if (!reduce_) {
     while (chunk_ < kMaxChunk && (chunk_ * 2) * bytes <= kChunkScratchBytes) chunk_ *= 2;
-  } else if (reduce_layout_.trailing && reduce_layout_.red_n < kChunk) {
+  } else if (reduce_layout_.trailing && reduce_layout_.red_n > 0 && reduce_layout_.red_n < kChunk) {
     // Rows shorter than a chunk: whole rows per chunk, as many as the scratch allows, so that a
     // RMSNorm's mean over rows of 256 is not a chunk's fixed work per 4 rows. A multiple of 32
     // elements too: a chunk's vector loops end where ATen's do (kernels_elementwise.h).
