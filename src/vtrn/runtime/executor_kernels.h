@@ -123,6 +123,9 @@ class FusedProgram {
   /// Places each slot's chunk in the scratch (slot_unit_, units_): slots whose values are never
   /// needed at the same time share one chunk.
   void assign_chunks();
+  /// Sets chunk_: as long as keeps the slots a chunk writes within the scratch budget, whole
+  /// rows for a reduce over short rows (kernels_fused_chunks.cc).
+  void choose_chunk();
   /// Folds each sigmoid and silu the lowerings spell as float32 negate, exponential, add 1 and
   /// divide (ATen's vectorized formulas) into its divide (Instr::logistic), then each silu
   /// gradient around such a sigmoid into its last multiply, where the values in between are
