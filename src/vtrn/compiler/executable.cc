@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
@@ -173,6 +174,12 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     w.n = a.n;
     w.k = a.k;
     w.tensor_dtype = hw::TensorEngineDType::kFP32;
+    return model.estimate(w);
+  }
+  if (is_aten_norm(root)) {
+    // ATen's vector norm: a multiply (order 2) or an absolute value and an add per element.
+    const AtenNormShape a = aten_norm_shape(b, root);
+    w.vector_ops = 2.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
     return model.estimate(w);
   }
   if (root.kind == OpKind::kCustomCall && root.call_target_name == kCollectiveCallTarget) {

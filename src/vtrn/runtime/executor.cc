@@ -13,12 +13,14 @@
 #include <unordered_map>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_addmm.h"
 #include "vtrn/runtime/kernels_attention.h"
+#include "vtrn/runtime/kernels_norm.h"
 #include "vtrn/runtime/strided_copy.h"
 
 namespace vtrn::runtime {
@@ -71,6 +73,7 @@ std::map<std::string, CustomCallFn>& registry() {
   static std::map<std::string, CustomCallFn> r{
       {std::string(nki::kCustomCallTarget), run_nki_call},
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
+      {std::string(compiler::kAtenNormTarget), kernels::aten_norm},
       {std::string(compiler::kAttentionTarget), kernels::attention_forward},
       {std::string(compiler::kAttentionBackwardTarget), kernels::attention_backward},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
+#include "vtrn/compiler/aten_norm.h"
+#include "vtrn/runtime/kernels_reduce.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -122,6 +125,47 @@ LowerFn all_any(bool all, bool whole) {
   };
 }
 
+/// linalg_vector_norm of order 1 or 2 over dims |dims| of |x| (float32 or bfloat16, the result
+/// of the same type) as ATen's CPU kernel sums it (compiler/aten_norm.h); nullopt where ATen
+/// splits one output's sum between its threads, which the executor's tree stands in for.
+std::optional<Value> aten_norm(Lowerer& L, Value x, const std::vector<std::int64_t>& dims,
+                               bool keepdim, int ord) {
+  const std::vector<std::int64_t> shape = L.shape(x);
+  std::vector<bool> reduced(shape.size(), false);
+  for (std::int64_t d : dims) reduced[static_cast<std::size_t>(d)] = true;
+  std::vector<std::int64_t> order, out_shape;
+  std::int64_t rows = 1, n = 1, last_kept = -1, first_reduced = L.rank(x);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) continue;
+    order.push_back(static_cast<std::int64_t>(d));
+    out_shape.push_back(shape[d]);
+    rows *= shape[d];
+    if (shape[d] > 1) last_kept = static_cast<std::int64_t>(d);
+  }
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) continue;
+    order.push_back(static_cast<std::int64_t>(d));
+    n *= shape[d];
+    if (shape[d] > 1) first_reduced = std::min(first_reduced, static_cast<std::int64_t>(d));
+  }
+  // The reduced dims coalesce into the innermost one (TensorIterator's is_reduce_lastdim).
+  const bool last_dim = last_kept < first_reduced;
+  compiler::AtenNormConfig config;
+  config.ord = ord;
+  config.vectorized = ord == 2 && last_dim;
+  if (!config.vectorized && rows == 1 && n >= runtime::kernels::kAtenParallelGrain)
+    return std::nullopt;
+  Value rows_x = L.b.reshape(last_dim ? x : L.b.transpose(x, order), {rows, n});
+  Value norms = L.b.custom_call(std::string(compiler::kAtenNormTarget), {rows_x},
+                                {TensorType(L.dtype(x), {rows})},
+                                compiler::aten_norm_config(config))[0];
+  if (keepdim) {
+    out_shape.clear();
+    for (std::size_t d = 0; d < shape.size(); ++d) out_shape.push_back(reduced[d] ? 1 : shape[d]);
+  }
+  return L.b.reshape(norms, out_shape);
+}
+
 }  // namespace
 
 void add_reduction_lowerings(std::vector<OpLowering>& r) {
@@ -153,10 +197,14 @@ void add_reduction_lowerings(std::vector<OpLowering>& r) {
     const double ord = L.real(1);
     const auto dims = reduce_dims(L, 2, x);
     const bool keepdim = L.flag(3);
-    const Value xc = L.convert(x, opmath(result));
-    const Value a = L.b.unary(OpKind::kAbs, xc);  // (left out of the module where unread)
     std::int64_t reduced = 1;
     for (std::int64_t d : dims) reduced *= L.shape(x)[static_cast<std::size_t>(d)];
+    if ((ord == 1 || ord == 2) && reduced > 1 && result == in &&
+        (in == DType::kF32 || in == DType::kBF16))
+      if (std::optional<Value> n = aten_norm(L, x, dims, keepdim, static_cast<int>(ord)))
+        return {*n};
+    const Value xc = L.convert(x, opmath(result));
+    const Value a = L.b.unary(OpKind::kAbs, xc);  // (left out of the module where unread)
     Value n;
     if (reduced == 1 && ord != 0) {
       // One element per output: the CPU returns |x| without the power and root, so
