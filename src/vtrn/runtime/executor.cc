@@ -276,6 +276,10 @@ struct LoadedExecutable::Impl {
       constants;  ///< by value number (empty if not a needed constant)
   std::vector<std::int64_t> arg_bytes, result_bytes;
   std::vector<char> is_arg;  ///< by value number
+  /// By result: the value a kernel computes that the result is a reshape (or a chain of them)
+  /// of, or -1. That kernel writes its value straight into the result's buffer: a reshape moves
+  /// no data, so neither need its result.
+  std::vector<int> reshaped_from;
   /// Per input: only fused loops outside row chains read it (through their loads), so a
   /// strided view of it is read where it lies.
   std::vector<char> reads_view_in_place;
@@ -334,6 +338,15 @@ LoadedExecutable::LoadedExecutable(compiler::Executable exe) : impl_(std::make_s
     impl_->arg_bytes.push_back(b.type(a).byte_size());
   }
   for (int r : b.results) impl_->result_bytes.push_back(b.type(r).byte_size());
+  std::vector<int> def(b.types.size(), -1);
+  for (std::size_t i = 0; i < b.ops.size(); ++i)
+    for (int r : b.ops[i].results) def[r] = static_cast<int>(i);
+  for (int r : b.results) {
+    int x = r;
+    while (def[x] >= 0 && b.ops[def[x]].kind == OpKind::kReshape) x = b.ops[def[x]].operands[0];
+    const bool computed = def[x] >= 0 && b.ops[def[x]].kind != OpKind::kConstant;
+    impl_->reshaped_from.push_back(x != r && computed ? x : -1);
+  }
   // Values something other than a plain fused loop reads: a returned value, a dot (an
   // epilogue's head), a row chain's loops (their overlap checks take dense extents), any other
   // kernel.
@@ -487,6 +500,12 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
       has_direct[r] = 1;
     }
   }
+  for (std::size_t j = 0; j < b.results.size(); ++j) {
+    const int x = impl_->reshaped_from[j];
+    if (staged[j] || x < 0 || has_direct[x]) continue;
+    direct[x] = static_cast<std::uint8_t*>(outputs[j]);
+    has_direct[x] = 1;
+  }
   auto alloc = [&](int v) -> std::uint8_t* {
     std::uint8_t* p;
     if (has_direct[v]) {
@@ -588,6 +607,7 @@ void LoadedExecutable::run(std::span<const void* const> inputs, std::span<void* 
       if (staged[j] != (pass == 1)) continue;
       const int r = b.results[j];
       if (has_direct[r] && direct[r] == outputs[j] && written[r]) continue;
+      if (source[j] == outputs[j]) continue;  // a reshape of a value computed in place there
       std::memcpy(outputs[j], source[j], static_cast<std::size_t>(b.type(r).byte_size()));
     }
 }

@@ -161,5 +161,40 @@ func.func @main(%p: tensor<128x128xf32> {jax.buffer_donor = true}, %g: tensor<12
       ASSERT_EQ(p.get(i * n + j), pv[j * n + i] + gv[i * n + j]) << i << ", " << j;
 }
 
+// A result that is a reshape of a kernel's value: the kernel writes into the caller's buffer
+// (a reshape moves no data), seen by a custom call that records where it was asked to write;
+// the value is also read by a later kernel, and returned a second time as itself.
+TEST(ExecutorBuffersTest, AReshapedResultIsComputedInTheCallersBuffer) {
+  static void* written_at = nullptr;
+  register_custom_call("test.record_output", [](const CustomCallArgs& a) {
+    written_at = a.outputs[0];
+    const auto* x = static_cast<const float*>(a.inputs[0]);
+    auto* y = static_cast<float*>(a.outputs[0]);
+    for (int i = 0; i < kN * kN; ++i) y[i] = 2 * x[i];
+  });
+  const hlo::Module m = hlo::parse_module(R"(
+func.func @main(%p: tensor<8x8xf32>) -> (tensor<64xf32>, tensor<4x16xf32>, tensor<8x8xf32>) {
+  %0 = stablehlo.custom_call @test.record_output(%p) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = stablehlo.reshape %0 : (tensor<8x8xf32>) -> tensor<64xf32>
+  %2 = stablehlo.reshape %0 : (tensor<8x8xf32>) -> tensor<4x16xf32>
+  %3 = stablehlo.add %0, %p : tensor<8x8xf32>
+  return %1, %2, %3 : tensor<64xf32>, tensor<4x16xf32>, tensor<8x8xf32>
+})");
+  LoadedExecutable exe(compiler::compile(m));
+  const std::vector<double> pv = small_ints(kN * kN, 6);
+  HostTensor p = HostTensor::from_doubles(TensorType(DType::kF32, {kN, kN}), pv);
+  HostTensor r0(TensorType(DType::kF32, {kN * kN})), r1(TensorType(DType::kF32, {4, 16})),
+      r2(TensorType(DType::kF32, {kN, kN}));
+  exe.run(std::vector<const void*>{p.data.data()},
+          std::vector<void*>{r0.data.data(), r1.data.data(), r2.data.data()});
+  EXPECT_EQ(written_at, r0.data.data());
+  for (int i = 0; i < kN * kN; ++i) {
+    const double x = pv[static_cast<std::size_t>(i)];
+    ASSERT_EQ(r0.get(i), 2 * x) << i;
+    ASSERT_EQ(r1.get(i), 2 * x) << i;
+    ASSERT_EQ(r2.get(i), 3 * x) << i;
+  }
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

@@ -208,6 +208,22 @@ void combine_element(hlo::ScatterKind kind, DType d, std::uint8_t* p, const std:
   std::memcpy(p, &r, static_cast<std::size_t>(hlo::dtype_size(d)));  // little-endian
 }
 
+// The op of |b| that gives value |v|; nullptr for an argument.
+const hlo::Op* producer(const hlo::Block& b, int v) {
+  for (const hlo::Op& o : b.ops)
+    if (std::find(o.results.begin(), o.results.end(), v) != o.results.end()) return &o;
+  return nullptr;
+}
+
+// |n| elements of |es| bytes, each a copy of |value|.
+void fill_with(std::uint8_t* out, const std::uint8_t* value, int es, std::int64_t n) {
+  if (std::all_of(value, value + es, [](std::uint8_t c) { return c == 0; })) {
+    std::memset(out, 0, static_cast<std::size_t>(n * es));
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) std::memcpy(out + i * es, value, static_cast<std::size_t>(es));
+}
+
 void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind,
              const std::uint8_t* upd, std::uint8_t* out) {
   const TensorType& xt = b.type(op.operands[0]);
@@ -215,7 +231,15 @@ void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, cons
   const TensorType& ut = b.type(op.operands[2]);
   const hlo::ScatterDims& s = op.scatter;
   const int es = hlo::dtype_size(xt.dtype);
-  if (out != x) std::memcpy(out, x, static_cast<std::size_t>(xt.byte_size()));
+  if (out != x) {
+    // Into a splat (nll_loss_backward's zeros): the result filled with its value, not copied
+    // from the expanded constant (a read of as many bytes again, from memory).
+    const hlo::Op* def = producer(b, op.operands[0]);
+    if (def != nullptr && def->kind == OpKind::kConstant && def->literal.splat)
+      fill_with(out, def->literal.data.data(), es, xt.num_elements());
+    else
+      std::memcpy(out, x, static_cast<std::size_t>(xt.byte_size()));
+  }
   const hlo::ScatterKind kind = hlo::match_scatter_region(*op.regions[0]);
   const bool add = kind == hlo::ScatterKind::kAdd;
   const bool other = kind == hlo::ScatterKind::kMul || kind == hlo::ScatterKind::kMax ||
