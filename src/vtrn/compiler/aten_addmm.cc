@@ -4,19 +4,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "vtrn/compiler/backend_config.h"
+
 namespace vtrn::compiler {
 namespace {
 
 constexpr std::string_view kBeta = "beta=", kLhs = ";lhs_transposed=", kRhs = ";rhs_transposed=";
-
-// Reads "<key>0" or "<key>1" at the front of |text|.
-std::optional<bool> take_flag(std::string_view& text, std::string_view key) {
-  if (text.substr(0, key.size()) != key || text.size() < key.size() + 1) return std::nullopt;
-  const char c = text[key.size()];
-  if (c != '0' && c != '1') return std::nullopt;
-  text.remove_prefix(key.size() + 1);
-  return c == '1';
-}
 
 }  // namespace
 

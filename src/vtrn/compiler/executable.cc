@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
@@ -174,6 +175,12 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     w.n = a.n;
     w.k = a.k;
     w.tensor_dtype = hw::TensorEngineDType::kFP32;
+    return model.estimate(w);
+  }
+  if (is_aten_layer_norm(root)) {
+    // ATen's layer norm: the moments (about 4 operations an element) and the output (3).
+    const AtenLayerNormShape a = aten_layer_norm_shape(b, root);
+    w.vector_ops = 7.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
     return model.estimate(w);
   }
   if (is_aten_norm(root)) {

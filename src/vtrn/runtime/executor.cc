@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
@@ -74,6 +75,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(nki::kCustomCallTarget), run_nki_call},
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
       {std::string(compiler::kAtenNormTarget), kernels::aten_norm},
+      {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAttentionTarget), kernels::attention_forward},
       {std::string(compiler::kAttentionBackwardTarget), kernels::attention_backward},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},

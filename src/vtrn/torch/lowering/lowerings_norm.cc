@@ -6,7 +6,10 @@
 // and the input gradient, with g = dy * weight and xhat = (x - mean) * rstd,
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
 // The saved mean and rstd have the input's type, or float32 when a bfloat16/float16 input has
-// float32 parameters (the CPU kernel's "mixed type").
+// float32 parameters (the CPU kernel's "mixed type"). A float32 layer norm with float32
+// parameters is instead one `custom_call @vtrn.aten_layer_norm`, computed in ATen's order
+// (compiler/aten_layer_norm.h), so its output, mean and rstd are the CPU's bits.
+#include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -68,6 +71,25 @@ Dims layer_stat_shape(const Dims& s, std::size_t normalized) {
   return out;
 }
 
+/// native_layer_norm of float32 |input| as rows [m, k] with float32 weight (argument 2) and
+/// bias (3) where given, as ATen's CPU kernel computes it (compiler/aten_layer_norm.h); the
+/// mean and rstd in |stat| shape.
+std::vector<Value> aten_layer_norm(Lowerer& L, Value input, std::int64_t m, std::int64_t k,
+                                   const Dims& stat) {
+  compiler::AtenLayerNormConfig config;
+  config.eps = static_cast<float>(L.real(4));
+  config.gamma = L.has(2);
+  config.beta = L.has(3);
+  std::vector<Value> operands{L.b.reshape(input, {m, k})};
+  if (config.gamma) operands.push_back(L.b.reshape(L.tensor(2), {k}));
+  if (config.beta) operands.push_back(L.b.reshape(L.tensor(3), {k}));
+  const std::vector<Value> r = L.b.custom_call(
+      std::string(compiler::kAtenLayerNormTarget), std::move(operands),
+      {TensorType(DType::kF32, {m, k}), TensorType(DType::kF32, {m}), TensorType(DType::kF32, {m})},
+      compiler::aten_layer_norm_config(config));
+  return {L.b.reshape(r[0], L.shape(input)), L.b.reshape(r[1], stat), L.b.reshape(r[2], stat)};
+}
+
 /// Batch norm's view of |input| [N, C, *]: [N, C, HW].
 Dims channel_view(Lowerer& L, Value input) {
   const Dims s = L.shape(input);
@@ -93,6 +115,10 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const Dims normalized = L.ints(1);
         const auto [m, k] = normalized_rows(L, input, normalized, "layer_norm");
         const Dims s = L.shape(input);
+        const bool f32_params = (!L.has(2) || L.dtype(L.tensor(2)) == DType::kF32) &&
+                                (!L.has(3) || L.dtype(L.tensor(3)) == DType::kF32);
+        if (d == DType::kF32 && f32_params && m > 0 && k > 0)
+          return aten_layer_norm(L, input, m, k, layer_stat_shape(s, normalized.size()));
         Value x = L.b.reshape(L.convert(input, DType::kF32), {m, k});
         const RowStats st = row_stats(L, x, L.real(4));
         Value y = normalize_rows(L, x, st.mean, st.rstd);
