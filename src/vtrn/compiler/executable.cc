@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
@@ -175,6 +176,11 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     w.n = a.n;
     w.k = a.k;
     w.tensor_dtype = hw::TensorEngineDType::kFP32;
+    return model.estimate(w);
+  }
+  if (is_aten_gelu(root)) {
+    // GELU: an activation (its erf and exp) per element, on the Scalar engine.
+    w.scalar_ops = static_cast<double>(aten_gelu_elements(b, root));
     return model.estimate(w);
   }
   if (is_aten_layer_norm(root)) {

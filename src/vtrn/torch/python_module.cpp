@@ -19,6 +19,7 @@
 #include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/runtime/executor.h"
+#include "vtrn/torch/aten_gelu.h"
 #include "vtrn/torch/aten_mkl.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
@@ -55,6 +56,8 @@ PYBIND11_MODULE(_C, m) {
   // torch.exp & co. on float32, and float32 mm and bmm, compute with the CPU's own functions
   // (runtime/aten_unary.h, runtime/aten_matmul.h).
   const std::vector<std::string> aten_mkl_functions = adapter::install_aten_mkl();
+  // float32 gelu and its gradient compute with ATen's own kernel (runtime/aten_gelu.h).
+  adapter::install_aten_gelu();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -167,6 +168,16 @@ Value erf(Lowerer& L, Value x) {
   return L.b.select(L.b.compare(Comparison::kLT, x, k(0.0)), L.b.neg(y), y);
 }
 
+/// torch's exact GELU of float32 (x), or its gradient (dy, x), by ATen's own kernel
+/// (compiler/aten_gelu.h).
+Value aten_gelu(Lowerer& L, std::vector<Value> operands) {
+  const bool backward = operands.size() == 2;
+  const TensorType t = L.b.type(operands.back());
+  return L.b.custom_call(
+      std::string(backward ? compiler::kAtenGeluBackwardTarget : compiler::kAtenGeluTarget),
+      std::move(operands), {t}, "")[0];
+}
+
 constexpr double kSqrt1_2 = 0.70710678118654752440;  // 1/sqrt(2)
 constexpr double kBeta = 0.79788456080286535588;     // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
@@ -189,12 +200,17 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           [](Lowerer& L) -> std::vector<Value> {
             const DType d = L.dtype(L.tensor(0));
             L.require_claimed(d);
+            if (d == DType::kF32 && !tanh_gelu(L, 1) && L.out_dtype(0, d) == DType::kF32)
+              return {aten_gelu(L, {L.tensor(0)})};
             Value x = L.convert(L.tensor(0), opmath(d));
             auto k = [&](double v) { return L.full_like(x, v); };
             Value y;
+            const bool f32 = L.dtype(x) == DType::kF32;
             if (tanh_gelu(L, 1)) {
-              Value inner =
-                  L.b.mul(k(kBeta), L.b.add(x, L.b.mul(k(kKappa), L.b.mul(L.b.mul(x, x), x))));
+              // x + kappa * x^3 with the multiply-add fused, as torch's build of the kernel has it.
+              Value cube = L.b.mul(L.b.mul(x, x), x);
+              Value inner = L.b.mul(k(kBeta), f32 ? L.b.fma(k(kKappa), cube, x)
+                                                  : L.b.add(x, L.b.mul(k(kKappa), cube)));
               y = L.b.mul(L.b.mul(k(0.5), x), L.b.add(k(1.0), L.b.unary(OpKind::kTanh, inner)));
             } else {
               y = L.b.mul(L.b.mul(x, k(0.5)), L.b.add(k(1.0), erf(L, L.b.mul(x, k(kSqrt1_2)))));
@@ -211,6 +227,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             L.require_claimed(common);
             auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
             Value g = v[0], x = v[1];
+            if (common == DType::kF32 && !tanh_gelu(L, 2) && L.out_dtype(0, common) == DType::kF32)
+              return {aten_gelu(L, {g, x})};
             auto k = [&](double val) { return L.full_like(x, val); };
             Value dinput;
             if (tanh_gelu(L, 2)) {

@@ -1,0 +1,35 @@
+#include "vtrn/compiler/aten_gelu.h"
+
+#include <string>
+
+namespace vtrn::compiler {
+
+bool is_aten_gelu(const hlo::Op& op) {
+  return op.kind == hlo::OpKind::kCustomCall &&
+         (op.call_target_name == kAtenGeluTarget || op.call_target_name == kAtenGeluBackwardTarget);
+}
+
+std::int64_t aten_gelu_elements(const hlo::Block& b, const hlo::Op& op) {
+  const bool backward = op.call_target_name == kAtenGeluBackwardTarget;
+  const std::string what = "custom_call @" + op.call_target_name;
+  const std::size_t operands = backward ? 2 : 1;
+  bool ok = op.operands.size() == operands && op.results.size() == 1;
+  if (ok) {
+    const hlo::TensorType& out = b.type(op.results[0]);
+    ok = out.dtype == hlo::DType::kF32;
+    for (int v : op.operands) ok = ok && b.type(v) == out;
+  }
+  if (!ok) {
+    std::string got = "(";
+    for (std::size_t i = 0; i < op.operands.size(); ++i)
+      got += (i ? ", " : "") + b.type(op.operands[i]).str();
+    got += ") -> (";
+    for (std::size_t i = 0; i < op.results.size(); ++i)
+      got += (i ? ", " : "") + b.type(op.results[i]).str();
+    throw hlo::Error(what + " takes " + (backward ? "(dy, x)" : "(x)") +
+                     " and gives one result, all float32 of one shape; got " + got + ")");
+  }
+  return b.type(op.results[0]).num_elements();
+}
+
+}  // namespace vtrn::compiler

@@ -1,0 +1,35 @@
+// Installs ATen's own CPU GELU kernels into the runtime (runtime/aten_gelu.h): the executor's
+// `custom_call @vtrn.aten_gelu` then runs exactly what torch.nn.functional.gelu runs on a
+// contiguous CPU tensor (oneDNN's gelu_erf in torch's build), so it gives the CPU's bits.
+// at::cpu:: calls the CPU kernel directly, without the dispatcher: no dispatch mode or
+// profiler sees these calls, and no autograd graph records them.
+#include "vtrn/torch/aten_gelu.h"
+
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/gelu_backward_cpu_dispatch.h>
+#include <ATen/ops/gelu_cpu_dispatch.h>
+
+#include "vtrn/runtime/aten_gelu.h"
+
+namespace vtrn::torch_adapter {
+namespace {
+
+at::Tensor wrap(const float* p, std::int64_t n) {
+  return at::from_blob(const_cast<float*>(p), {n}, at::TensorOptions().dtype(at::kFloat));
+}
+
+void forward(std::int64_t n, const float* x, float* y) {
+  at::Tensor out = wrap(y, n);
+  at::cpu::gelu_out(out, wrap(x, n), "none");
+}
+
+void backward(std::int64_t n, const float* dy, const float* x, float* dx) {
+  at::Tensor out = wrap(dx, n);
+  at::cpu::gelu_backward_out(out, wrap(dy, n), wrap(x, n), "none");
+}
+
+}  // namespace
+
+void install_aten_gelu() { runtime::aten_gelu::install(&forward, &backward); }
+
+}  // namespace vtrn::torch_adapter

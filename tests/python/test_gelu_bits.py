@@ -1,0 +1,55 @@
+"""torch's exact GELU and its gradient on float32 `neuron` tensors give the CPU's bits: they
+lower to `custom_call @vtrn.aten_gelu` / `@vtrn.aten_gelu_backward`, which run ATen's own CPU
+kernel (oneDNN's gelu_erf in torch's build; an erf formula of StableHLO ops matched 29% of the
+elements) (compiler/aten_gelu.h). The tanh approximation is a formula of ops with its
+x + 0.044715 x^3 fused, as torch's kernel has it; it matches where ATen's vector loop covers
+the tensor (lengths a multiple of 32: its scalar tail takes libm's tanh)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import vtrn  # noqa: F401 - registers the device
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
+                                              b.contiguous().view(torch.int32))
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (33,), (1000,), (4, 128, 768), (70001,)])
+def test_exact_gelu_and_its_gradient_are_the_cpus(shape, threads):
+    g = torch.Generator().manual_seed(len(shape))
+    x = torch.randn(shape, generator=g) * 3
+    dy = torch.randn(shape, generator=g)
+    xn, dyn = x.to("neuron"), dy.to("neuron")
+    assert same_bits(F.gelu(xn).cpu(), F.gelu(x))
+    want = torch.ops.aten.gelu_backward(dy, x)
+    assert same_bits(torch.ops.aten.gelu_backward(dyn, xn).cpu(), want)
+    # In place, and through autograd.
+    assert same_bits(F.gelu(xn.clone(), approximate="none").cpu(), F.gelu(x))
+    xr = x.clone().requires_grad_()
+    F.gelu(xr).backward(dy)
+    xnr = x.to("neuron").requires_grad_()
+    F.gelu(xnr).backward(dyn)
+    assert same_bits(xnr.grad.cpu(), xr.grad)
+
+
+@pytest.mark.parametrize("shape", [(64,), (4, 128, 256), (8, 3072)])
+def test_tanh_gelu_is_the_cpus_over_whole_vectors(shape, threads):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 3
+    assert same_bits(F.gelu(x.to("neuron"), approximate="tanh").cpu(), F.gelu(x, approximate="tanh"))
+
+
+def test_a_vit_mlp_is_the_cpus():
+    """HF ViT's intermediate and output layers (linear, exact GELU, linear)."""
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(192, 768), torch.nn.GELU(), torch.nn.Linear(768, 192))
+    x = torch.randn(2, 65, 192)
+    import copy
+
+    dev = copy.deepcopy(mlp).to("neuron")
+    with torch.no_grad():
+        assert same_bits(dev(x.to("neuron")).cpu(), mlp(x))
