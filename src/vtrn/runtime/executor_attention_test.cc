@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "vtrn/compiler/attention_through_memory.h"
+#include "vtrn/runtime/aten_attention.h"
 #include "vtrn/runtime/executor_test_util.h"
 
 namespace vtrn::runtime::test {
@@ -268,6 +269,61 @@ TEST(AttentionKernelTest, AHiddenKeyDoesNotReachTheRow) {
       else
         ASSERT_TRUE(std::isnan(g)) << "the last row reads the NaN key";
     }
+}
+
+// With ATen's flash attention installed (the torch layer installs libtorch's), a float32 call
+// takes its output from it: the kernel gets the shapes, the mask as float32 with leading 1s
+// added to its dims, the causal flag and the scale; the attention call still computes the
+// probabilities its backward reads, and the flash call takes the logsumexp too.
+TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
+  static aten_attention::Call seen;
+  static float mask_1 = 0;  // the mask lives while the call runs
+  aten_attention::install([](const aten_attention::Call& c) {
+    seen = c;
+    if (c.mask != nullptr) mask_1 = c.mask[1];
+    std::fill_n(c.out, c.batch * c.heads * c.q_len * c.d, 7.0f);
+    if (c.logsumexp != nullptr) std::fill_n(c.logsumexp, c.batch * c.heads * c.q_len, -1.0f);
+  });
+  const Case c{DType::kF32, 2, 4, 2, 24, 24, 8, true};
+  auto in = inputs(c, 11);
+  const TensorType mt(DType::kPred, {24, 24});
+  std::vector<double> mv(static_cast<std::size_t>(mt.num_elements()), 1.0);
+  mv[1] = 0;
+  in.push_back(HostTensor::from_doubles(mt, mv));
+  Builder b("attention");
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  Value q = b.param(qt), k = b.param(kt), v = b.param(kt), m = b.param(mt);
+  const FlashAttentionConfig config{c.causal, 0.25};
+  const auto got = run(
+      b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
+                             {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
+                             compiler::flash_attention_config(config))),
+      in);
+  EXPECT_EQ(seen.heads, 4);
+  EXPECT_EQ(seen.kv_heads, 2);
+  EXPECT_EQ(seen.q_len, 24);
+  EXPECT_TRUE(seen.causal);
+  EXPECT_EQ(seen.scale, 0.25);
+  EXPECT_EQ(seen.logsumexp, nullptr);
+  ASSERT_NE(seen.mask, nullptr);
+  EXPECT_EQ(seen.mask_dims[0], 1);
+  EXPECT_EQ(seen.mask_dims[2], 24);
+  EXPECT_EQ(mask_1, -std::numeric_limits<float>::infinity());
+  for (std::int64_t i = 0; i < got[0].type.num_elements(); ++i) ASSERT_EQ(got[0].get(i), 7.0);
+  EXPECT_EQ(got[1].get(0), 1.0);  // query 0 sees key 0 alone: its probability, not ATen's
+  Builder fb("flash");
+  Value fq = fb.param(qt), fk = fb.param(kt), fv = fb.param(kt);
+  const auto flash = run(
+      fb.finish(fb.custom_call(std::string(compiler::kFlashAttentionTarget), {fq, fk, fv},
+                               {qt, TensorType(DType::kF32, {c.batch, c.heads, c.q_len})},
+                               compiler::flash_attention_config(config))),
+      {in[0], in[1], in[2]});
+  EXPECT_NE(seen.logsumexp, nullptr);
+  EXPECT_EQ(seen.mask, nullptr);
+  EXPECT_EQ(flash[0].get(0), 7.0);
+  EXPECT_EQ(flash[1].get(0), -1.0);
+  aten_attention::install(nullptr);
 }
 
 }  // namespace

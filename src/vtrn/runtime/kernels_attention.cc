@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vtrn/compiler/fused_attention.h"
+#include "vtrn/runtime/aten_attention.h"
 #include "vtrn/runtime/host_matmul.h"
 #include "vtrn/runtime/isa_clones.h"
 #include "vtrn/runtime/thread_pool.h"
@@ -201,6 +202,35 @@ struct Bias {
   }
 };
 
+// ATen's own flash attention (runtime/aten_attention.h) for a float32 call whose query, key and
+// value start at input |first|, with the call's bias if any: writes |out| (and |logsumexp|
+// when given) and returns true; false where none is installed or an operand is not float32.
+bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t first,
+                          const Bias* bias, const hlo::TensorType* bias_type, float* out,
+                          float* logsumexp) {
+  const aten_attention::Kernel kernel = aten_attention::installed();
+  if (kernel == nullptr) return false;
+  for (std::size_t i = first; i < first + 3; ++i)
+    if (a.input_types[i].dtype != hlo::DType::kF32) return false;
+  aten_attention::Call c;
+  c.q = static_cast<const float*>(a.inputs[first]);
+  c.k = static_cast<const float*>(a.inputs[first + 1]);
+  c.v = static_cast<const float*>(a.inputs[first + 2]);
+  c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
+  c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
+  c.causal = d.causal;
+  c.scale = d.scale;
+  if (bias != nullptr && bias->rows != nullptr) {
+    c.mask = bias->rows;
+    const auto r = static_cast<int>(bias_type->dims.size());
+    for (int i = 0; i < r; ++i) c.mask_dims[4 - r + i] = bias_type->dims[static_cast<std::size_t>(i)];
+  }
+  c.out = out;
+  c.logsumexp = logsumexp;
+  kernel(c);
+  return true;
+}
+
 // One row of attention_through_memory's softmax: row[0, keys) holds q.k for the keys of its
 // tile, the first |visible| of them unmasked. Leaves the probabilities in row[0, keys) (zero
 // past |visible|) and in p[0, len) (zero past |visible|). As the module's ops: the scores
@@ -281,6 +311,11 @@ void attention_forward(const CustomCallArgs& a) {
   F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/d.kv_len == 0),
       probs(a.output_types[1], a.outputs[1]);
   const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
+  // The output from ATen's kernel where installed: the probabilities (for the backward) only.
+  const bool aten_output = heads > 0 && L > 0 && S > 0 &&
+                           aten_flash_attention(d, a, 0, &bias,
+                                                a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
+                                                out.data(), nullptr);
   if (heads > 0 && L > 0 && S > 0) {
     float* o = out.data();
     float* p = probs.data();
@@ -310,6 +345,7 @@ void attention_forward(const CustomCallArgs& a) {
                                 probabilities, S);
           }
         });
+        if (aten_output) continue;
         // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys), written in place.
         MatmulShape pv;
         pv.m = m, pv.n = D, pv.k = keys;
@@ -416,6 +452,12 @@ void flash_attention_forward(const CustomCallArgs& a) {
   const float* k = as_f32(a.input_types[1], a.inputs[1], kc);
   const float* v = as_f32(a.input_types[2], a.inputs[2], vc);
   F32Out out(a.output_types[0], a.outputs[0]), lse(a.output_types[1], a.outputs[1]);
+  if (d.rows() > 0 && d.blocks() > 0 && d.kv_len > 0 &&
+      aten_flash_attention(d, a, 0, nullptr, nullptr, out.data(), lse.data())) {
+    out.store();
+    lse.store();
+    return;
+  }
   const auto scale = static_cast<float>(d.scale);
   for_each_tile(d, [&](const Tile& t) {
     scores(d, t, q, k, s);

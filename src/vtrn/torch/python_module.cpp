@@ -19,6 +19,7 @@
 #include "vtrn/runtime/aten_sum.h"
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/runtime/executor.h"
+#include "vtrn/torch/aten_attention.h"
 #include "vtrn/torch/aten_gelu.h"
 #include "vtrn/torch/aten_mkl.h"
 #include "vtrn/torch/device.h"
@@ -58,6 +59,8 @@ PYBIND11_MODULE(_C, m) {
   const std::vector<std::string> aten_mkl_functions = adapter::install_aten_mkl();
   // float32 gelu and its gradient compute with ATen's own kernel (runtime/aten_gelu.h).
   adapter::install_aten_gelu();
+  // So does float32 attention's output (runtime/aten_attention.h).
+  adapter::install_aten_attention();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

@@ -1,0 +1,35 @@
+// ATen's own CPU flash attention for the executor's float32 attention calls
+// (compiler/fused_attention.h, compiler/attention_through_memory.h): the torch layer installs
+// it, and the calls' outputs (and the flash call's logsumexp) are then the CPU's bits, since
+// torch's scaled_dot_product_attention on float32 CPU tensors runs that kernel
+// (_scaled_dot_product_flash_attention_for_cpu) for every mask, causal flag and grouped-query
+// layout the calls take. Its blocked online softmax and MKL products round otherwise than any
+// formula of ops. Without it (the C++ tests, `vtrn hlo --run`) the executor's own kernels run.
+#pragma once
+
+#include <cstdint>
+
+namespace vtrn::runtime::aten_attention {
+
+/// One attention: query [B, H, L, D], key and value [B, Hk, S, D], row-major float32; the
+/// optional additive mask in float32 (0 / -inf for a boolean one), of |mask_dims| (four,
+/// leading 1s added) broadcastable to [B, H, L, S].
+struct Call {
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, d = 0;
+  const float* mask = nullptr;
+  std::int64_t mask_dims[4] = {1, 1, 1, 1};
+  bool causal = false;
+  double scale = 1;
+  float* out = nullptr;        ///< [B, H, L, D]
+  float* logsumexp = nullptr;  ///< [B, H, L], or nullptr when not wanted
+};
+
+using Kernel = void (*)(const Call& call);
+
+/// Installs |kernel| (nullptr uninstalls). Safe against concurrent calls.
+void install(Kernel kernel);
+/// The installed kernel, or nullptr.
+Kernel installed();
+
+}  // namespace vtrn::runtime::aten_attention

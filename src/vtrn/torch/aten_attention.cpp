@@ -1,0 +1,34 @@
+// Installs ATen's CPU flash attention into the runtime (runtime/aten_attention.h), called through
+// at::cpu:: on the executor's buffers: below the dispatcher, so no dispatch mode, profiler or
+// autograd graph sees it.
+#include "vtrn/torch/aten_attention.h"
+
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
+#include <ATen/ops/from_blob.h>
+
+#include "vtrn/runtime/aten_attention.h"
+
+namespace vtrn::torch_adapter {
+namespace {
+
+at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
+  return at::from_blob(const_cast<float*>(p), sizes, at::TensorOptions().dtype(at::kFloat));
+}
+
+void flash_attention(const runtime::aten_attention::Call& c) {
+  const at::Tensor q = wrap(c.q, {c.batch, c.heads, c.q_len, c.d});
+  const at::Tensor k = wrap(c.k, {c.batch, c.kv_heads, c.kv_len, c.d});
+  const at::Tensor v = wrap(c.v, {c.batch, c.kv_heads, c.kv_len, c.d});
+  std::optional<at::Tensor> mask;
+  if (c.mask != nullptr) mask = wrap(c.mask, c.mask_dims);
+  auto [out, logsumexp] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(
+      q, k, v, /*dropout_p=*/0.0, c.causal, mask, c.scale);
+  wrap(c.out, {c.batch, c.heads, c.q_len, c.d}).copy_(out);
+  if (c.logsumexp != nullptr) wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).copy_(logsumexp);
+}
+
+}  // namespace
+
+void install_aten_attention() { runtime::aten_attention::install(&flash_attention); }
+
+}  // namespace vtrn::torch_adapter

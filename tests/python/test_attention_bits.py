@@ -1,0 +1,67 @@
+"""float32 scaled_dot_product_attention on `neuron` gives the CPU's output bits: the executor's
+attention calls take their output from ATen's own CPU flash attention, which torch's sdpa runs
+on float32 CPU tensors for every case below (runtime/aten_attention.h). Causal or not, boolean
+and float masks, grouped-query attention, lengths that take vtrn's through-memory call and its
+flash call (multiples of 512); and HF Llama's logits. Gradients still come from vtrn's own
+backward and agree within rounding (test_attention.py)."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import vtrn  # noqa: F401 - registers the device
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
+                                              b.contiguous().view(torch.int32))
+
+
+def qkv(b, h, hk, lq, lk, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(b, h, lq, d, generator=g), torch.randn(b, hk, lk, d, generator=g),
+            torch.randn(b, hk, lk, d, generator=g))
+
+
+@pytest.mark.parametrize("lq,lk", [(1, 1), (7, 7), (128, 128), (33, 70), (512, 512)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_output_is_the_cpus(lq, lk, causal, threads):
+    q, k, v = qkv(2, 4, 4, lq, lk, 32, lq + lk)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    got = F.scaled_dot_product_attention(q.to("neuron"), k.to("neuron"), v.to("neuron"),
+                                         is_causal=causal)
+    assert same_bits(got.cpu(), want)
+
+
+def test_masks_and_grouped_query_attention_are_the_cpus(threads):
+    q, k, v = qkv(2, 8, 2, 64, 64, 16, 1)
+    dev = [t.to("neuron") for t in (q, k, v)]
+    assert same_bits(
+        F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True).cpu(),
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+    g = torch.Generator().manual_seed(2)
+    bool_mask = torch.rand(2, 1, 64, 64, generator=g) > 0.3
+    float_mask = torch.randn(64, 64, generator=g)
+    for mask in (bool_mask, float_mask):
+        want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        got = F.scaled_dot_product_attention(*dev, attn_mask=mask.to("neuron"), enable_gqa=True)
+        assert same_bits(got.cpu(), want), mask.dtype
+
+
+def test_hf_llama_logits_are_the_cpus():
+    transformers = pytest.importorskip("transformers")
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=128, intermediate_size=344, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                                   max_position_embeddings=128, attn_implementation="sdpa")
+    cpu = transformers.LlamaForCausalLM(cfg).eval()
+    dev = copy.deepcopy(cpu).to("neuron")
+    ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert same_bits(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
