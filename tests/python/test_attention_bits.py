@@ -18,14 +18,18 @@ import vtrn  # noqa: F401 - registers the device
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
-                                              b.contiguous().view(torch.int32))
+    return a.shape == b.shape and torch.equal(
+        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
+    )
 
 
 def qkv(b, h, hk, lq, lk, d, seed):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(b, h, lq, d, generator=g), torch.randn(b, hk, lk, d, generator=g),
-            torch.randn(b, hk, lk, d, generator=g))
+    return (
+        torch.randn(b, h, lq, d, generator=g),
+        torch.randn(b, hk, lk, d, generator=g),
+        torch.randn(b, hk, lk, d, generator=g),
+    )
 
 
 @pytest.mark.parametrize("lq,lk", [(1, 1), (7, 7), (128, 128), (33, 70), (512, 512)])
@@ -33,8 +37,9 @@ def qkv(b, h, hk, lq, lk, d, seed):
 def test_attention_output_is_the_cpus(lq, lk, causal, threads):
     q, k, v = qkv(2, 4, 4, lq, lk, 32, lq + lk)
     want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    got = F.scaled_dot_product_attention(q.to("neuron"), k.to("neuron"), v.to("neuron"),
-                                         is_causal=causal)
+    got = F.scaled_dot_product_attention(
+        q.to("neuron"), k.to("neuron"), v.to("neuron"), is_causal=causal
+    )
     assert same_bits(got.cpu(), want)
 
 
@@ -43,7 +48,8 @@ def test_masks_and_grouped_query_attention_are_the_cpus(threads):
     dev = [t.to("neuron") for t in (q, k, v)]
     assert same_bits(
         F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True).cpu(),
-        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+    )
     g = torch.Generator().manual_seed(2)
     bool_mask = torch.rand(2, 1, 64, 64, generator=g) > 0.3
     float_mask = torch.randn(64, 64, generator=g)
@@ -57,9 +63,16 @@ def test_hf_llama_logits_are_the_cpus():
     transformers = pytest.importorskip("transformers")
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(hidden_size=128, intermediate_size=344, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
-                                   max_position_embeddings=128, attn_implementation="sdpa")
+    cfg = transformers.LlamaConfig(
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1000,
+        max_position_embeddings=128,
+        attn_implementation="sdpa",
+    )
     cpu = transformers.LlamaForCausalLM(cfg).eval()
     dev = copy.deepcopy(cpu).to("neuron")
     ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))

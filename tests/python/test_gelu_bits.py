@@ -15,8 +15,9 @@ import vtrn  # noqa: F401 - registers the device
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
-                                              b.contiguous().view(torch.int32))
+    return a.shape == b.shape and torch.equal(
+        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
+    )
 
 
 @pytest.mark.parametrize("shape", [(1,), (7,), (33,), (1000,), (4, 128, 768), (70001,)])
@@ -40,7 +41,9 @@ def test_exact_gelu_and_its_gradient_are_the_cpus(shape, threads):
 @pytest.mark.parametrize("shape", [(64,), (4, 128, 256), (8, 3072)])
 def test_tanh_gelu_is_the_cpus_over_whole_vectors(shape, threads):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 3
-    assert same_bits(F.gelu(x.to("neuron"), approximate="tanh").cpu(), F.gelu(x, approximate="tanh"))
+    assert same_bits(
+        F.gelu(x.to("neuron"), approximate="tanh").cpu(), F.gelu(x, approximate="tanh")
+    )
 
 
 def test_a_vit_mlp_is_the_cpus():

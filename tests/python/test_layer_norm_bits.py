@@ -18,8 +18,9 @@ LENGTHS += [16385, 70000]
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
-                                              b.contiguous().view(torch.int32))
+    return a.shape == b.shape and torch.equal(
+        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
+    )
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -33,8 +34,12 @@ def test_layer_norm_rows_are_the_cpus(n, threads):
     for weight, bias in ((w, b), (w, None), (None, b), (None, None)):
         want = torch.native_layer_norm(x, (n,), weight, bias, 1e-5)
         got = torch.native_layer_norm(
-            xn, (n,), None if weight is None else weight.to("neuron"),
-            None if bias is None else bias.to("neuron"), 1e-5)
+            xn,
+            (n,),
+            None if weight is None else weight.to("neuron"),
+            None if bias is None else bias.to("neuron"),
+            1e-5,
+        )
         for a, c in zip(got, want):
             assert same_bits(a.cpu(), c), (weight is None, bias is None)
 
@@ -62,8 +67,14 @@ def test_gpt2_blocks_with_eager_attention_are_the_cpus():
     transformers = pytest.importorskip("transformers")
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=1000, n_positions=64,
-                                  attn_implementation="eager")
+    cfg = transformers.GPT2Config(
+        n_embd=128,
+        n_layer=2,
+        n_head=4,
+        vocab_size=1000,
+        n_positions=64,
+        attn_implementation="eager",
+    )
     cpu = transformers.GPT2Model(cfg).eval()
     dev = copy.deepcopy(cpu).to("neuron")
     ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))

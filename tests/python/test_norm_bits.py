@@ -38,7 +38,9 @@ def test_whole_tensor_norms_are_the_cpus(n, dtype, threads):
     xn = x.to("neuron")
     # Order 1 over 2^15 or more: see test_one_long_order_1_sum_stays_within_rounding.
     for ord in (2, 1) if n < 32768 else (2,):
-        assert same_bits(torch.linalg.vector_norm(xn, ord).cpu(), torch.linalg.vector_norm(x, ord)), ord
+        assert same_bits(
+            torch.linalg.vector_norm(xn, ord).cpu(), torch.linalg.vector_norm(x, ord)
+        ), ord
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -74,8 +76,10 @@ def test_size_one_dims_do_not_change_the_path(threads):
     """[4, 1, 300] over dims (2,) and [4, 300, 1] over (1,): both rows of 300, the fast path."""
     for shape, dims in (((4, 1, 300), (2,)), ((4, 300, 1), (1,)), ((1, 4, 300), (0, 2))):
         x = sample(shape, torch.float32, 3)
-        assert same_bits(torch.linalg.vector_norm(x.to("neuron"), 2, dims).cpu(),
-                         torch.linalg.vector_norm(x, 2, dims))
+        assert same_bits(
+            torch.linalg.vector_norm(x.to("neuron"), 2, dims).cpu(),
+            torch.linalg.vector_norm(x, 2, dims),
+        )
 
 
 def test_foreach_norm_and_clip_grad_norm_are_the_cpus(threads):

@@ -76,8 +76,10 @@ AtenLayerNormShape aten_layer_norm_shape(const hlo::Block& b, const hlo::Op& op)
     got += ") -> (";
     for (std::size_t i = 0; i < op.results.size(); ++i)
       got += (i ? ", " : "") + b.type(op.results[i]).str();
-    throw hlo::Error(what + " needs float32 x [rows, n], gamma and beta [n], and results y "
-                            "[rows, n], mean and rstd [rows]; got " + got + ")");
+    throw hlo::Error(what +
+                     " needs float32 x [rows, n], gamma and beta [n], and results y "
+                     "[rows, n], mean and rstd [rows]; got " +
+                     got + ")");
   }
   AtenLayerNormShape s;
   s.config = *config;

@@ -12,9 +12,9 @@ using hlo::DType;
 using hlo::TensorType;
 
 TEST(AtenLayerNormConfigTest, RoundTripsAndRejectsOtherText) {
-  for (const AtenLayerNormConfig c : {AtenLayerNormConfig{1e-5f, true, true},
-                                      AtenLayerNormConfig{1e-12f, false, true},
-                                      AtenLayerNormConfig{0.1f, true, false}}) {
+  for (const AtenLayerNormConfig c :
+       {AtenLayerNormConfig{1e-5f, true, true}, AtenLayerNormConfig{1e-12f, false, true},
+        AtenLayerNormConfig{0.1f, true, false}}) {
     const std::optional<AtenLayerNormConfig> back =
         parse_aten_layer_norm_config(aten_layer_norm_config(c));
     ASSERT_TRUE(back.has_value()) << aten_layer_norm_config(c);
@@ -28,7 +28,8 @@ TEST(AtenLayerNormConfigTest, RoundTripsAndRejectsOtherText) {
     EXPECT_FALSE(parse_aten_layer_norm_config(bad).has_value()) << bad;
 }
 
-hlo::Module call(std::vector<TensorType> in, std::vector<TensorType> out, const std::string& config) {
+hlo::Module call(std::vector<TensorType> in, std::vector<TensorType> out,
+                 const std::string& config) {
   hlo::Builder b;
   std::vector<hlo::Value> operands;
   for (const TensorType& t : in) operands.push_back(b.param(t));

@@ -15,8 +15,8 @@ std::string aten_norm_config(const AtenNormConfig& config) {
 }
 
 std::optional<AtenNormConfig> parse_aten_norm_config(std::string_view text) {
-  for (const AtenNormConfig c : {AtenNormConfig{1, false}, AtenNormConfig{2, false},
-                                 AtenNormConfig{2, true}})
+  for (const AtenNormConfig c :
+       {AtenNormConfig{1, false}, AtenNormConfig{2, false}, AtenNormConfig{2, true}})
     if (text == aten_norm_config(c)) return c;
   return std::nullopt;
 }
@@ -38,11 +38,13 @@ AtenNormShape aten_norm_shape(const hlo::Block& b, const hlo::Op& op) {
                      std::to_string(op.results.size()));
   const hlo::TensorType& x = b.type(op.operands[0]);
   const hlo::TensorType& out = b.type(op.results[0]);
-  const bool type_ok = (x.dtype == hlo::DType::kF32 || x.dtype == hlo::DType::kBF16) &&
-                       out.dtype == x.dtype;
+  const bool type_ok =
+      (x.dtype == hlo::DType::kF32 || x.dtype == hlo::DType::kBF16) && out.dtype == x.dtype;
   if (!type_ok || x.rank() != 2 || out.rank() != 1 || out.dims[0] != x.dims[0])
-    throw hlo::Error(what + " takes x [rows, n] of float32 or bfloat16 to [rows] of the same "
-                            "type, got " + x.str() + " -> " + out.str());
+    throw hlo::Error(what +
+                     " takes x [rows, n] of float32 or bfloat16 to [rows] of the same "
+                     "type, got " +
+                     x.str() + " -> " + out.str());
   AtenNormShape s;
   s.config = *config;
   s.rows = x.dims[0];

@@ -14,8 +14,8 @@ using hlo::DType;
 using hlo::TensorType;
 
 TEST(AtenNormConfigTest, RoundTripsAndRejectsOtherText) {
-  for (const AtenNormConfig c : {AtenNormConfig{1, false}, AtenNormConfig{2, false},
-                                 AtenNormConfig{2, true}}) {
+  for (const AtenNormConfig c :
+       {AtenNormConfig{1, false}, AtenNormConfig{2, false}, AtenNormConfig{2, true}}) {
     const std::optional<AtenNormConfig> back = parse_aten_norm_config(aten_norm_config(c));
     ASSERT_TRUE(back.has_value()) << aten_norm_config(c);
     EXPECT_EQ(back->ord, c.ord);
@@ -23,8 +23,8 @@ TEST(AtenNormConfigTest, RoundTripsAndRejectsOtherText) {
   }
   EXPECT_EQ(aten_norm_config({2, true}), "ord=2;vectorized=1");
   // Order 1 has no fast path in ATen; order 3 is not this call's.
-  for (const char* bad : {"", "ord=1;vectorized=1", "ord=3;vectorized=0", "ord=2", "ord=2;vectorized=1;",
-                          "beta=1;lhs_transposed=0;rhs_transposed=0"})
+  for (const char* bad : {"", "ord=1;vectorized=1", "ord=3;vectorized=0", "ord=2",
+                          "ord=2;vectorized=1;", "beta=1;lhs_transposed=0;rhs_transposed=0"})
     EXPECT_FALSE(parse_aten_norm_config(bad).has_value()) << bad;
 }
 
@@ -35,8 +35,8 @@ hlo::Module norm_call(TensorType in, TensorType out, const std::string& config) 
 }
 
 TEST(AtenNormShapeTest, ReadsRowsAndLength) {
-  const hlo::Module mod = norm_call(TensorType(DType::kBF16, {6, 33}), TensorType(DType::kBF16, {6}),
-                                    aten_norm_config({2, true}));
+  const hlo::Module mod = norm_call(TensorType(DType::kBF16, {6, 33}),
+                                    TensorType(DType::kBF16, {6}), aten_norm_config({2, true}));
   const hlo::Op& call = mod.main.ops.back();
   ASSERT_TRUE(is_aten_norm(call));
   const AtenNormShape s = aten_norm_shape(mod.main, call);

@@ -21,11 +21,10 @@ void check(const CustomCallArgs& a, std::size_t operands) {
   for (std::size_t i = 0; ok && i < operands; ++i)
     ok = a.input_types[i] == a.output_types[0] && a.output_types[0].dtype == hlo::DType::kF32;
   if (!ok)
-    throw ExecError("custom_call @" +
-                    std::string(operands == 1 ? compiler::kAtenGeluTarget
-                                              : compiler::kAtenGeluBackwardTarget) +
-                    " needs " + std::to_string(operands) +
-                    " float32 operands of its result's shape");
+    throw ExecError(
+        "custom_call @" +
+        std::string(operands == 1 ? compiler::kAtenGeluTarget : compiler::kAtenGeluBackwardTarget) +
+        " needs " + std::to_string(operands) + " float32 operands of its result's shape");
 }
 
 }  // namespace

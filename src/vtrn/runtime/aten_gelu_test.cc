@@ -72,10 +72,10 @@ TEST(AtenGeluTest, AnInstalledKernelGetsTheWholeTensor) {
 
 TEST(AtenGeluTest, OperandsOfAnotherShapeAreRejected) {
   Builder b;
-  const hlo::Module m = b.finish(b.custom_call(
-      std::string(compiler::kAtenGeluBackwardTarget),
-      {b.param(TensorType(DType::kF32, {4})), b.param(TensorType(DType::kF32, {5}))},
-      {TensorType(DType::kF32, {4})}, ""));
+  const hlo::Module m = b.finish(
+      b.custom_call(std::string(compiler::kAtenGeluBackwardTarget),
+                    {b.param(TensorType(DType::kF32, {4})), b.param(TensorType(DType::kF32, {5}))},
+                    {TensorType(DType::kF32, {4})}, ""));
   try {
     compiler::aten_gelu_elements(m.main, m.main.ops.back());
     FAIL() << "no error";

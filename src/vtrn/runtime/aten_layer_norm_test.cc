@@ -89,14 +89,15 @@ TEST(AtenLayerNormTest, CallGivesEachRowsNormalization) {
           operands.push_back(b.param(pt));
           in.push_back(HostTensor::from_doubles(pt, bs));
         }
-        const hlo::Module m = b.finish(b.custom_call(std::string(compiler::kAtenLayerNormTarget),
-                                                     operands, {xt, st, st},
-                                                     compiler::aten_layer_norm_config(c)));
+        const hlo::Module m =
+            b.finish(b.custom_call(std::string(compiler::kAtenLayerNormTarget), operands,
+                                   {xt, st, st}, compiler::aten_layer_norm_config(c)));
         const std::vector<HostTensor> out = run(m, in);
         const std::vector<float> g(gs.begin(), gs.end()), bv(bs.begin(), bs.end());
         for (std::int64_t r = 0; r < rows; ++r) {
           std::vector<float> x(static_cast<std::size_t>(n)), y(x.size());
-          for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(xs[r * n + i]);
+          for (std::int64_t i = 0; i < n; ++i)
+            x[static_cast<std::size_t>(i)] = static_cast<float>(xs[r * n + i]);
           float mean, rstd;
           aten_layer_norm::layer_norm_row(x.data(), n, with_gamma ? g.data() : nullptr,
                                           with_beta ? bv.data() : nullptr, 1e-6f, y.data(), &mean,

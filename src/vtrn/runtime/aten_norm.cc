@@ -33,7 +33,7 @@ inline float load(const std::uint16_t* x, std::int64_t i) { return hlo::bf16_to_
 // The lanes after the vector loop, added in order, then the tail from |d|.
 template <typename T>
 __attribute__((always_inline)) inline float finish(const Lanes& lanes, const T* x, std::int64_t d,
-                                                 std::int64_t n) {
+                                                   std::int64_t n) {
   float acc = lanes[0];
   for (int j = 1; j < kLanes; ++j) acc = acc + lanes[j];
   const std::int64_t grouped = d + (n - d) / kTailGroup * kTailGroup;
@@ -88,8 +88,6 @@ float in_order(const T* x, std::int64_t n, int ord) {
 }  // namespace
 
 float norm_in_order(const float* x, std::int64_t n, int ord) { return in_order(x, n, ord); }
-float norm_in_order(const std::uint16_t* x, std::int64_t n, int ord) {
-  return in_order(x, n, ord);
-}
+float norm_in_order(const std::uint16_t* x, std::int64_t n, int ord) { return in_order(x, n, ord); }
 
 }  // namespace vtrn::runtime::aten_norm

@@ -90,9 +90,9 @@ TEST(AtenNormTest, CallGivesEachRowsNorm) {
         set_executor_threads(threads);
         const TensorType in(d, {rows, n});
         Builder b;
-        const hlo::Module m = b.finish(b.custom_call(std::string(compiler::kAtenNormTarget),
-                                                     {b.param(in)}, {TensorType(d, {rows})},
-                                                     compiler::aten_norm_config(c)));
+        const hlo::Module m =
+            b.finish(b.custom_call(std::string(compiler::kAtenNormTarget), {b.param(in)},
+                                   {TensorType(d, {rows})}, compiler::aten_norm_config(c)));
         const HostTensor x = HostTensor::from_doubles(in, xs);
         const std::vector<HostTensor> out = run(m, {x});
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -107,11 +107,11 @@ TEST(AtenNormTest, CallGivesEachRowsNorm) {
             want = c.vectorized ? aten_norm::norm2_vectorized(row.data(), n)
                                 : aten_norm::norm_in_order(row.data(), n, c.ord);
           else
-            want = hlo::bf16_to_f32(hlo::f32_to_bf16(
-                c.vectorized ? aten_norm::norm2_vectorized(bits.data(), n)
-                             : aten_norm::norm_in_order(bits.data(), n, c.ord)));
-          ASSERT_EQ(out[0].get(r), want) << "row " << r << " threads " << threads << " "
-                                         << compiler::aten_norm_config(c);
+            want = hlo::bf16_to_f32(
+                hlo::f32_to_bf16(c.vectorized ? aten_norm::norm2_vectorized(bits.data(), n)
+                                              : aten_norm::norm_in_order(bits.data(), n, c.ord)));
+          ASSERT_EQ(out[0].get(r), want)
+              << "row " << r << " threads " << threads << " " << compiler::aten_norm_config(c);
         }
       }
   set_executor_threads(threads_before);

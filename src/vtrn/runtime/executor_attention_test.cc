@@ -295,11 +295,11 @@ TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
   Value q = b.param(qt), k = b.param(kt), v = b.param(kt), m = b.param(mt);
   const FlashAttentionConfig config{c.causal, 0.25};
-  const auto got = run(
-      b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
-                             {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
-                             compiler::flash_attention_config(config))),
-      in);
+  const auto got =
+      run(b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
+                                 {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
+                                 compiler::flash_attention_config(config))),
+          in);
   EXPECT_EQ(seen.heads, 4);
   EXPECT_EQ(seen.kv_heads, 2);
   EXPECT_EQ(seen.q_len, 24);
@@ -314,11 +314,11 @@ TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   EXPECT_EQ(got[1].get(0), 1.0);  // query 0 sees key 0 alone: its probability, not ATen's
   Builder fb("flash");
   Value fq = fb.param(qt), fk = fb.param(kt), fv = fb.param(kt);
-  const auto flash = run(
-      fb.finish(fb.custom_call(std::string(compiler::kFlashAttentionTarget), {fq, fk, fv},
-                               {qt, TensorType(DType::kF32, {c.batch, c.heads, c.q_len})},
-                               compiler::flash_attention_config(config))),
-      {in[0], in[1], in[2]});
+  const auto flash =
+      run(fb.finish(fb.custom_call(std::string(compiler::kFlashAttentionTarget), {fq, fk, fv},
+                                   {qt, TensorType(DType::kF32, {c.batch, c.heads, c.q_len})},
+                                   compiler::flash_attention_config(config))),
+          {in[0], in[1], in[2]});
   EXPECT_NE(seen.logsumexp, nullptr);
   EXPECT_EQ(seen.mask, nullptr);
   EXPECT_EQ(flash[0].get(0), 7.0);

@@ -223,7 +223,8 @@ bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t fi
   if (bias != nullptr && bias->rows != nullptr) {
     c.mask = bias->rows;
     const auto r = static_cast<int>(bias_type->dims.size());
-    for (int i = 0; i < r; ++i) c.mask_dims[4 - r + i] = bias_type->dims[static_cast<std::size_t>(i)];
+    for (int i = 0; i < r; ++i)
+      c.mask_dims[4 - r + i] = bias_type->dims[static_cast<std::size_t>(i)];
   }
   c.out = out;
   c.logsumexp = logsumexp;
@@ -312,10 +313,10 @@ void attention_forward(const CustomCallArgs& a) {
       probs(a.output_types[1], a.outputs[1]);
   const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
   // The output from ATen's kernel where installed: the probabilities (for the backward) only.
-  const bool aten_output = heads > 0 && L > 0 && S > 0 &&
-                           aten_flash_attention(d, a, 0, &bias,
-                                                a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
-                                                out.data(), nullptr);
+  const bool aten_output =
+      heads > 0 && L > 0 && S > 0 &&
+      aten_flash_attention(d, a, 0, &bias, a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
+                           out.data(), nullptr);
   if (heads > 0 && L > 0 && S > 0) {
     float* o = out.data();
     float* p = probs.data();

@@ -221,7 +221,8 @@ void fill_with(std::uint8_t* out, const std::uint8_t* value, int es, std::int64_
     std::memset(out, 0, static_cast<std::size_t>(n * es));
     return;
   }
-  for (std::int64_t i = 0; i < n; ++i) std::memcpy(out + i * es, value, static_cast<std::size_t>(es));
+  for (std::int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * es, value, static_cast<std::size_t>(es));
 }
 
 void scatter(const hlo::Block& b, const hlo::Op& op, const std::uint8_t* x, const std::uint8_t* ind,

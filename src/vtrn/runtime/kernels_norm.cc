@@ -64,8 +64,7 @@ void aten_layer_norm(const CustomCallArgs& args) {
       compiler::parse_aten_layer_norm_config(args.backend_config);
   if (!c) throw ExecError(what + " has a malformed backend_config \"" + args.backend_config + "\"");
   const std::size_t operands = 1 + (c->gamma ? 1 : 0) + (c->beta ? 1 : 0);
-  if (args.inputs.size() != operands || args.outputs.size() != 3 ||
-      args.input_types[0].rank() != 2)
+  if (args.inputs.size() != operands || args.outputs.size() != 3 || args.input_types[0].rank() != 2)
     throw ExecError(what + " got " + std::to_string(args.inputs.size()) + " operands and " +
                     std::to_string(args.outputs.size()) + " results");
   const std::int64_t rows = args.input_types[0].dims[0], n = args.input_types[0].dims[1];

@@ -156,9 +156,9 @@ std::optional<Value> aten_norm(Lowerer& L, Value x, const std::vector<std::int64
   if (!config.vectorized && rows == 1 && n >= runtime::kernels::kAtenParallelGrain)
     return std::nullopt;
   Value rows_x = L.b.reshape(last_dim ? x : L.b.transpose(x, order), {rows, n});
-  Value norms = L.b.custom_call(std::string(compiler::kAtenNormTarget), {rows_x},
-                                {TensorType(L.dtype(x), {rows})},
-                                compiler::aten_norm_config(config))[0];
+  Value norms =
+      L.b.custom_call(std::string(compiler::kAtenNormTarget), {rows_x},
+                      {TensorType(L.dtype(x), {rows})}, compiler::aten_norm_config(config))[0];
   if (keepdim) {
     out_shape.clear();
     for (std::size_t d = 0; d < shape.size(); ++d) out_shape.push_back(reduced[d] ? 1 : shape[d]);
