@@ -21,16 +21,10 @@ std::string aten_addmm_config(const AtenAddmmConfig& config) {
 }
 
 std::optional<AtenAddmmConfig> parse_aten_addmm_config(std::string_view text) {
-  if (text.substr(0, kBeta.size()) != kBeta) return std::nullopt;
-  text.remove_prefix(kBeta.size());
-  const std::size_t end_of_number = text.find(';');
-  if (end_of_number == 0 || end_of_number == std::string_view::npos) return std::nullopt;
-  const std::string number(text.substr(0, end_of_number));
-  char* end = nullptr;
+  const std::optional<double> beta = take_number(text, kBeta);
+  if (!beta) return std::nullopt;
   AtenAddmmConfig c;
-  c.beta = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) return std::nullopt;
-  text.remove_prefix(end_of_number);
+  c.beta = *beta;
   const std::optional<bool> lhs = take_flag(text, kLhs);
   if (!lhs) return std::nullopt;
   const std::optional<bool> rhs = take_flag(text, kRhs);

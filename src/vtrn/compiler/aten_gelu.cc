@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "vtrn/compiler/backend_config.h"
+
 namespace vtrn::compiler {
 
 bool is_aten_gelu(const hlo::Op& op) {
@@ -19,16 +21,9 @@ std::int64_t aten_gelu_elements(const hlo::Block& b, const hlo::Op& op) {
     ok = out.dtype == hlo::DType::kF32;
     for (int v : op.operands) ok = ok && b.type(v) == out;
   }
-  if (!ok) {
-    std::string got = "(";
-    for (std::size_t i = 0; i < op.operands.size(); ++i)
-      got += (i ? ", " : "") + b.type(op.operands[i]).str();
-    got += ") -> (";
-    for (std::size_t i = 0; i < op.results.size(); ++i)
-      got += (i ? ", " : "") + b.type(op.results[i]).str();
+  if (!ok)
     throw hlo::Error(what + " takes " + (backward ? "(dy, x)" : "(x)") +
-                     " and gives one result, all float32 of one shape; got " + got + ")");
-  }
+                     " and gives one result, all float32 of one shape; got " + call_types(b, op));
   return b.type(op.results[0]).num_elements();
 }
 

@@ -21,16 +21,10 @@ std::string aten_layer_norm_config(const AtenLayerNormConfig& config) {
 }
 
 std::optional<AtenLayerNormConfig> parse_aten_layer_norm_config(std::string_view text) {
-  if (text.substr(0, kEps.size()) != kEps) return std::nullopt;
-  text.remove_prefix(kEps.size());
-  const std::size_t end_of_number = text.find(';');
-  if (end_of_number == 0 || end_of_number == std::string_view::npos) return std::nullopt;
-  const std::string number(text.substr(0, end_of_number));
-  char* end = nullptr;
+  const std::optional<double> eps = take_number(text, kEps);
+  if (!eps) return std::nullopt;
   AtenLayerNormConfig c;
-  c.eps = std::strtof(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) return std::nullopt;
-  text.remove_prefix(end_of_number);
+  c.eps = static_cast<float>(*eps);
   const std::optional<bool> gamma = take_flag(text, kGamma);
   if (!gamma) return std::nullopt;
   const std::optional<bool> beta = take_flag(text, kBeta);
@@ -69,18 +63,11 @@ AtenLayerNormShape aten_layer_norm_shape(const hlo::Block& b, const hlo::Op& op)
     const hlo::TensorType& t = b.type(op.results[static_cast<std::size_t>(r)]);
     ok = ok && t.dtype == hlo::DType::kF32 && t.dims == std::vector<std::int64_t>{rows};
   }
-  if (!ok) {
-    std::string got = "(";
-    for (std::size_t i = 0; i < op.operands.size(); ++i)
-      got += (i ? ", " : "") + b.type(op.operands[i]).str();
-    got += ") -> (";
-    for (std::size_t i = 0; i < op.results.size(); ++i)
-      got += (i ? ", " : "") + b.type(op.results[i]).str();
+  if (!ok)
     throw hlo::Error(what +
                      " needs float32 x [rows, n], gamma and beta [n], and results y "
                      "[rows, n], mean and rstd [rows]; got " +
-                     got + ")");
-  }
+                     call_types(b, op));
   AtenLayerNormShape s;
   s.config = *config;
   s.rows = rows;
