@@ -78,3 +78,20 @@ def test_hf_llama_logits_are_the_cpus():
     ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         assert same_bits(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_flash_attention_gradients_are_the_cpus(kv_heads, threads):
+    """Lengths that take the flash calls (multiples of 512, no mask): the backward is ATen's
+    flash backward from the output and logsumexp its forward gave, so the gradients are the
+    CPU's bits too, grouped-query attention included."""
+    q, k, v = qkv(1, 4, kv_heads, 512, 512, 32, kv_heads)
+    g = torch.randn(1, 4, 512, 32, generator=torch.Generator().manual_seed(9))
+    grads = {}
+    for device in ("cpu", "neuron"):
+        leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+        out = F.scaled_dot_product_attention(*leaves, is_causal=True, enable_gqa=kv_heads != 4)
+        out.backward(g.to(device))
+        grads[device] = [t.grad.cpu() for t in leaves]
+    for a, b in zip(grads["neuron"], grads["cpu"]):
+        assert same_bits(a, b)

@@ -1,6 +1,7 @@
 // ATen's own CPU flash attention for the executor's float32 attention calls
 // (compiler/fused_attention.h, compiler/attention_through_memory.h): the torch layer installs
-// it, and the calls' outputs (and the flash call's logsumexp) are then the CPU's bits, since
+// it, and the calls' outputs (and the flash call's logsumexp, and the flash backward's
+// gradients) are then the CPU's bits, since
 // torch's scaled_dot_product_attention on float32 CPU tensors runs that kernel
 // (_scaled_dot_product_flash_attention_for_cpu) for every mask, causal flag and grouped-query
 // layout the calls take. Its blocked online softmax and MKL products round otherwise than any
@@ -27,9 +28,24 @@ struct Call {
 
 using Kernel = void (*)(const Call& call);
 
-/// Installs |kernel| (nullptr uninstalls). Safe against concurrent calls.
-void install(Kernel kernel);
-/// The installed kernel, or nullptr.
+/// The flash backward (_scaled_dot_product_flash_attention_for_cpu_backward): the gradients of
+/// query, key and value from the output's gradient and the forward's output and logsumexp, no
+/// mask. Shapes as in Call.
+struct BackwardCall {
+  const float *grad_out = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr,
+              *logsumexp = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, d = 0;
+  bool causal = false;
+  double scale = 1;
+  float *grad_q = nullptr, *grad_k = nullptr, *grad_v = nullptr;
+};
+
+using BackwardKernel = void (*)(const BackwardCall& call);
+
+/// Installs |kernel| and |backward| (nullptr uninstalls). Safe against concurrent calls.
+void install(Kernel kernel, BackwardKernel backward = nullptr);
+/// The installed kernels, or nullptr.
 Kernel installed();
+BackwardKernel installed_backward();
 
 }  // namespace vtrn::runtime::aten_attention

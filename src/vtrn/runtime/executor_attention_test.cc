@@ -326,5 +326,38 @@ TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   aten_attention::install(nullptr);
 }
 
+// The flash backward takes the three gradients from ATen's flash backward where installed,
+// handing it the shapes, the causal flag and the scale.
+TEST(AttentionKernelTest, AnInstalledAtenBackwardGivesTheGradients) {
+  static aten_attention::BackwardCall seen;
+  aten_attention::install(nullptr, [](const aten_attention::BackwardCall& c) {
+    seen = c;
+    std::fill_n(c.grad_q, c.batch * c.heads * c.q_len * c.d, 3.0f);
+    std::fill_n(c.grad_k, c.batch * c.kv_heads * c.kv_len * c.d, 4.0f);
+    std::fill_n(c.grad_v, c.batch * c.kv_heads * c.kv_len * c.d, 5.0f);
+  });
+  const Case c{DType::kF32, 1, 4, 2, 16, 16, 8, true};
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  const TensorType lt(DType::kF32, {c.batch, c.heads, c.q_len});
+  Builder b("flash_backward");
+  Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(kt), o = b.param(qt),
+        l = b.param(lt);
+  const auto in = inputs(c, 13);
+  const HostTensor zeros_q(qt), zeros_l(lt);
+  const auto got = run(b.finish(b.custom_call(std::string(compiler::kFlashAttentionBackwardTarget),
+                                              {g, q, k, v, o, l}, {qt, kt, kt},
+                                              compiler::flash_attention_config({true, 0.5}))),
+                       {zeros_q, in[0], in[1], in[2], zeros_q, zeros_l});
+  EXPECT_EQ(seen.kv_heads, 2);
+  EXPECT_EQ(seen.q_len, 16);
+  EXPECT_TRUE(seen.causal);
+  EXPECT_EQ(seen.scale, 0.5);
+  EXPECT_EQ(got[0].get(0), 3.0);
+  EXPECT_EQ(got[1].get(0), 4.0);
+  EXPECT_EQ(got[2].get(kt.num_elements() - 1), 5.0);
+  aten_attention::install(nullptr, nullptr);
+}
+
 }  // namespace
 }  // namespace vtrn::runtime::test

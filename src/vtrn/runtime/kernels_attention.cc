@@ -202,6 +202,31 @@ struct Bias {
   }
 };
 
+// ATen's flash backward (runtime/aten_attention.h) for a float32 flash backward call
+// (grad_output, query, key, value, output, logsumexp): writes the gradients and returns true;
+// false where none is installed, an operand is not float32 or a shape is empty.
+bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a, float* grad_q,
+                                   float* grad_k, float* grad_v) {
+  const aten_attention::BackwardKernel kernel = aten_attention::installed_backward();
+  if (kernel == nullptr || d.rows() == 0 || d.blocks() == 0 || d.kv_len == 0) return false;
+  for (std::size_t i = 0; i < 6; ++i)
+    if (a.input_types[i].dtype != hlo::DType::kF32) return false;
+  aten_attention::BackwardCall c;
+  c.grad_out = static_cast<const float*>(a.inputs[0]);
+  c.q = static_cast<const float*>(a.inputs[1]);
+  c.k = static_cast<const float*>(a.inputs[2]);
+  c.v = static_cast<const float*>(a.inputs[3]);
+  c.out = static_cast<const float*>(a.inputs[4]);
+  c.logsumexp = static_cast<const float*>(a.inputs[5]);
+  c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
+  c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
+  c.causal = d.causal;
+  c.scale = d.scale;
+  c.grad_q = grad_q, c.grad_k = grad_k, c.grad_v = grad_v;
+  kernel(c);
+  return true;
+}
+
 // ATen's own flash attention (runtime/aten_attention.h) for a float32 call whose query, key and
 // value start at input |first|, with the call's bias if any: writes |out| (and |logsumexp|
 // when given) and returns true; false where none is installed or an operand is not float32.
@@ -502,6 +527,12 @@ void flash_attention_backward(const CustomCallArgs& a) {
   // dK and dV sum over every query row of a block: zeroed, then each tile adds its part.
   F32Out dq(a.output_types[0], a.outputs[0]), dk(a.output_types[1], a.outputs[1], true),
       dv(a.output_types[2], a.outputs[2], true);
+  if (aten_flash_attention_backward(d, a, dq.data(), dk.data(), dv.data())) {
+    dq.store();
+    dk.store();
+    dv.store();
+    return;
+  }
   const auto scale = static_cast<float>(d.scale);
   const std::int64_t kn = d.kv_len * d.d;
   for_each_tile(d, [&](const Tile& t) {

@@ -3,8 +3,11 @@
 // autograd graph sees it.
 #include "vtrn/torch/aten_attention.h"
 
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
 #include <ATen/ops/from_blob.h>
+
+#include <array>
 
 #include "vtrn/runtime/aten_attention.h"
 
@@ -27,8 +30,23 @@ void flash_attention(const runtime::aten_attention::Call& c) {
   if (c.logsumexp != nullptr) wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).copy_(logsumexp);
 }
 
+void flash_attention_backward(const runtime::aten_attention::BackwardCall& c) {
+  // (Arrays, not IntArrayRef lists: a braced list dies with its declaration's statement.)
+  const std::array<int64_t, 4> q_shape{c.batch, c.heads, c.q_len, c.d};
+  const std::array<int64_t, 4> kv_shape{c.batch, c.kv_heads, c.kv_len, c.d};
+  auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
+      wrap(c.grad_out, q_shape), wrap(c.q, q_shape), wrap(c.k, kv_shape), wrap(c.v, kv_shape),
+      wrap(c.out, q_shape), wrap(c.logsumexp, {c.batch, c.heads, c.q_len}), /*dropout_p=*/0.0,
+      c.causal, std::nullopt, c.scale);
+  wrap(c.grad_q, q_shape).copy_(dq);
+  wrap(c.grad_k, kv_shape).copy_(dk);
+  wrap(c.grad_v, kv_shape).copy_(dv);
+}
+
 }  // namespace
 
-void install_aten_attention() { runtime::aten_attention::install(&flash_attention); }
+void install_aten_attention() {
+  runtime::aten_attention::install(&flash_attention, &flash_attention_backward);
+}
 
 }  // namespace vtrn::torch_adapter
