@@ -18,8 +18,11 @@ import vtrn  # noqa: F401 - registers the device
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(
-        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
+    view = torch.int32 if a.dtype == torch.float32 else torch.int16
+    return (
+        a.shape == b.shape
+        and a.dtype == b.dtype
+        and torch.equal(a.contiguous().view(view), b.contiguous().view(view))
     )
 
 
@@ -95,3 +98,28 @@ def test_flash_attention_gradients_are_the_cpus(kv_heads, threads):
         grads[device] = [t.grad.cpu() for t in leaves]
     for a, b in zip(grads["neuron"], grads["cpu"]):
         assert same_bits(a, b)
+
+
+@pytest.mark.parametrize("length", [128, 512])
+def test_bfloat16_attention_is_the_cpus(length):
+    """bfloat16 (autocast's attention dtype): the outputs, with a mask and grouped-query
+    attention, and at flash lengths the gradients."""
+    q, k, v = (t.bfloat16() for t in qkv(2, 4, 2, length, length, 32, length))
+    mask = torch.rand(length, length, generator=torch.Generator().manual_seed(5)) > 0.2
+    for kwargs in ({"is_causal": True}, {"attn_mask": mask}):
+        want = F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kwargs)
+        dev_kwargs = {n: a.to("neuron") if torch.is_tensor(a) else a for n, a in kwargs.items()}
+        got = F.scaled_dot_product_attention(
+            q.to("neuron"), k.to("neuron"), v.to("neuron"), enable_gqa=True, **dev_kwargs
+        )
+        assert same_bits(got.cpu(), want), kwargs.keys()
+    if length % 512 == 0:
+        g = torch.randn(2, 4, length, 32, generator=torch.Generator().manual_seed(6)).bfloat16()
+        grads = {}
+        for device in ("cpu", "neuron"):
+            leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+            out = F.scaled_dot_product_attention(*leaves, is_causal=True, enable_gqa=True)
+            out.backward(g.to(device))
+            grads[device] = [t.grad.cpu() for t in leaves]
+        for a, b in zip(grads["neuron"], grads["cpu"]):
+            assert same_bits(a, b)

@@ -281,7 +281,7 @@ TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   aten_attention::install([](const aten_attention::Call& c) {
     seen = c;
     if (c.mask != nullptr) mask_1 = c.mask[1];
-    std::fill_n(c.out, c.batch * c.heads * c.q_len * c.d, 7.0f);
+    std::fill_n(static_cast<float*>(c.out), c.batch * c.heads * c.q_len * c.d, 7.0f);
     if (c.logsumexp != nullptr) std::fill_n(c.logsumexp, c.batch * c.heads * c.q_len, -1.0f);
   });
   const Case c{DType::kF32, 2, 4, 2, 24, 24, 8, true};
@@ -332,9 +332,9 @@ TEST(AttentionKernelTest, AnInstalledAtenBackwardGivesTheGradients) {
   static aten_attention::BackwardCall seen;
   aten_attention::install(nullptr, [](const aten_attention::BackwardCall& c) {
     seen = c;
-    std::fill_n(c.grad_q, c.batch * c.heads * c.q_len * c.d, 3.0f);
-    std::fill_n(c.grad_k, c.batch * c.kv_heads * c.kv_len * c.d, 4.0f);
-    std::fill_n(c.grad_v, c.batch * c.kv_heads * c.kv_len * c.d, 5.0f);
+    std::fill_n(static_cast<float*>(c.grad_q), c.batch * c.heads * c.q_len * c.d, 3.0f);
+    std::fill_n(static_cast<float*>(c.grad_k), c.batch * c.kv_heads * c.kv_len * c.d, 4.0f);
+    std::fill_n(static_cast<float*>(c.grad_v), c.batch * c.kv_heads * c.kv_len * c.d, 5.0f);
   });
   const Case c{DType::kF32, 1, 4, 2, 16, 16, 8, true};
   const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "vtrn/compiler/fused_attention.h"
@@ -202,45 +203,51 @@ struct Bias {
   }
 };
 
-// ATen's flash backward (runtime/aten_attention.h) for a float32 flash backward call
-// (grad_output, query, key, value, output, logsumexp): writes the gradients and returns true;
-// false where none is installed, an operand is not float32 or a shape is empty.
-bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a, float* grad_q,
-                                   float* grad_k, float* grad_v) {
+// The operands [first, first + count) are all float32 or all bfloat16: which, or nullopt.
+std::optional<bool> bf16_operands(const CustomCallArgs& a, std::size_t first, std::size_t count) {
+  const hlo::DType t = a.input_types[first].dtype;
+  if (t != hlo::DType::kF32 && t != hlo::DType::kBF16) return std::nullopt;
+  for (std::size_t i = first; i < first + count; ++i)
+    if (a.input_types[i].dtype != t) return std::nullopt;
+  return t == hlo::DType::kBF16;
+}
+
+// ATen's flash backward (runtime/aten_attention.h) for a flash backward call (grad_output,
+// query, key, value, output of one type, float32 or bfloat16; logsumexp): writes the
+// gradients into the call's outputs and returns true; false where none is installed, the types
+// differ or a shape is empty.
+bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a) {
   const aten_attention::BackwardKernel kernel = aten_attention::installed_backward();
   if (kernel == nullptr || d.rows() == 0 || d.blocks() == 0 || d.kv_len == 0) return false;
-  for (std::size_t i = 0; i < 6; ++i)
-    if (a.input_types[i].dtype != hlo::DType::kF32) return false;
+  const std::optional<bool> bf16 = bf16_operands(a, 0, 5);
+  if (!bf16 || a.input_types[5].dtype != hlo::DType::kF32) return false;
   aten_attention::BackwardCall c;
-  c.grad_out = static_cast<const float*>(a.inputs[0]);
-  c.q = static_cast<const float*>(a.inputs[1]);
-  c.k = static_cast<const float*>(a.inputs[2]);
-  c.v = static_cast<const float*>(a.inputs[3]);
-  c.out = static_cast<const float*>(a.inputs[4]);
+  c.bf16 = *bf16;
+  c.grad_out = a.inputs[0], c.q = a.inputs[1], c.k = a.inputs[2], c.v = a.inputs[3];
+  c.out = a.inputs[4];
   c.logsumexp = static_cast<const float*>(a.inputs[5]);
   c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
   c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
   c.causal = d.causal;
   c.scale = d.scale;
-  c.grad_q = grad_q, c.grad_k = grad_k, c.grad_v = grad_v;
+  c.grad_q = a.outputs[0], c.grad_k = a.outputs[1], c.grad_v = a.outputs[2];
   kernel(c);
   return true;
 }
 
-// ATen's own flash attention (runtime/aten_attention.h) for a float32 call whose query, key and
-// value start at input |first|, with the call's bias if any: writes |out| (and |logsumexp|
-// when given) and returns true; false where none is installed or an operand is not float32.
+// ATen's own flash attention (runtime/aten_attention.h) for a call whose query, key and value
+// (float32 or bfloat16) start at input |first|, with the call's bias if any: writes the call's
+// first output (and |logsumexp| when given) and returns true; false where none is installed or
+// the types differ.
 bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t first,
-                          const Bias* bias, const hlo::TensorType* bias_type, float* out,
-                          float* logsumexp) {
+                          const Bias* bias, const hlo::TensorType* bias_type, float* logsumexp) {
   const aten_attention::Kernel kernel = aten_attention::installed();
   if (kernel == nullptr) return false;
-  for (std::size_t i = first; i < first + 3; ++i)
-    if (a.input_types[i].dtype != hlo::DType::kF32) return false;
+  const std::optional<bool> bf16 = bf16_operands(a, first, 3);
+  if (!bf16) return false;
   aten_attention::Call c;
-  c.q = static_cast<const float*>(a.inputs[first]);
-  c.k = static_cast<const float*>(a.inputs[first + 1]);
-  c.v = static_cast<const float*>(a.inputs[first + 2]);
+  c.bf16 = *bf16;
+  c.q = a.inputs[first], c.k = a.inputs[first + 1], c.v = a.inputs[first + 2];
   c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
   c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
   c.causal = d.causal;
@@ -251,7 +258,7 @@ bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t fi
     for (int i = 0; i < r; ++i)
       c.mask_dims[4 - r + i] = bias_type->dims[static_cast<std::size_t>(i)];
   }
-  c.out = out;
+  c.out = a.outputs[0];
   c.logsumexp = logsumexp;
   kernel(c);
   return true;
@@ -341,7 +348,7 @@ void attention_forward(const CustomCallArgs& a) {
   const bool aten_output =
       heads > 0 && L > 0 && S > 0 &&
       aten_flash_attention(d, a, 0, &bias, a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
-                           out.data(), nullptr);
+                           nullptr);
   if (heads > 0 && L > 0 && S > 0) {
     float* o = out.data();
     float* p = probs.data();
@@ -383,7 +390,7 @@ void attention_forward(const CustomCallArgs& a) {
       }
     }
   }
-  out.store();
+  if (!aten_output) out.store();  // ATen's kernel wrote the output in its type
   probs.store();
 }
 
@@ -477,13 +484,11 @@ void flash_attention_forward(const CustomCallArgs& a) {
   const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
   const float* k = as_f32(a.input_types[1], a.inputs[1], kc);
   const float* v = as_f32(a.input_types[2], a.inputs[2], vc);
-  F32Out out(a.output_types[0], a.outputs[0]), lse(a.output_types[1], a.outputs[1]);
   if (d.rows() > 0 && d.blocks() > 0 && d.kv_len > 0 &&
-      aten_flash_attention(d, a, 0, nullptr, nullptr, out.data(), lse.data())) {
-    out.store();
-    lse.store();
+      a.output_types[1].dtype == hlo::DType::kF32 &&
+      aten_flash_attention(d, a, 0, nullptr, nullptr, static_cast<float*>(a.outputs[1])))
     return;
-  }
+  F32Out out(a.output_types[0], a.outputs[0]), lse(a.output_types[1], a.outputs[1]);
   const auto scale = static_cast<float>(d.scale);
   for_each_tile(d, [&](const Tile& t) {
     scores(d, t, q, k, s);
@@ -524,15 +529,10 @@ void flash_attention_backward(const CustomCallArgs& a) {
   const float* v = as_f32(a.input_types[3], a.inputs[3], vc);
   const float* o = as_f32(a.input_types[4], a.inputs[4], oc);
   const float* lse = as_f32(a.input_types[5], a.inputs[5], lc);
+  if (aten_flash_attention_backward(d, a)) return;
   // dK and dV sum over every query row of a block: zeroed, then each tile adds its part.
   F32Out dq(a.output_types[0], a.outputs[0]), dk(a.output_types[1], a.outputs[1], true),
       dv(a.output_types[2], a.outputs[2], true);
-  if (aten_flash_attention_backward(d, a, dq.data(), dk.data(), dv.data())) {
-    dq.store();
-    dk.store();
-    dv.store();
-    return;
-  }
   const auto scale = static_cast<float>(d.scale);
   const std::int64_t kn = d.kv_len * d.d;
   for_each_tile(d, [&](const Tile& t) {
