@@ -21,8 +21,12 @@ for _extension in ("model", "hlo", "plan"):
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same shape and the same float32 bits (so -0.0 differs from 0.0, and NaNs compare)."""
-    return a.shape == b.shape and torch.equal(a.view(torch.int32), b.view(torch.int32))
+    """Same shape, dtype and bits (so -0.0 differs from 0.0, and NaNs compare), for float32
+    and 2-byte floats (bfloat16, float16)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    view = torch.int32 if a.element_size() == 4 else torch.int16
+    return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
 
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])

@@ -13,17 +13,9 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import bits_equal
 
 import vtrn  # noqa: F401 - registers the device
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    view = torch.int32 if a.dtype == torch.float32 else torch.int16
-    return (
-        a.shape == b.shape
-        and a.dtype == b.dtype
-        and torch.equal(a.contiguous().view(view), b.contiguous().view(view))
-    )
 
 
 def qkv(b, h, hk, lq, lk, d, seed):
@@ -43,13 +35,13 @@ def test_attention_output_is_the_cpus(lq, lk, causal, threads):
     got = F.scaled_dot_product_attention(
         q.to("neuron"), k.to("neuron"), v.to("neuron"), is_causal=causal
     )
-    assert same_bits(got.cpu(), want)
+    assert bits_equal(got.cpu(), want)
 
 
 def test_masks_and_grouped_query_attention_are_the_cpus(threads):
     q, k, v = qkv(2, 8, 2, 64, 64, 16, 1)
     dev = [t.to("neuron") for t in (q, k, v)]
-    assert same_bits(
+    assert bits_equal(
         F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True).cpu(),
         F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
     )
@@ -59,7 +51,7 @@ def test_masks_and_grouped_query_attention_are_the_cpus(threads):
     for mask in (bool_mask, float_mask):
         want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         got = F.scaled_dot_product_attention(*dev, attn_mask=mask.to("neuron"), enable_gqa=True)
-        assert same_bits(got.cpu(), want), mask.dtype
+        assert bits_equal(got.cpu(), want), mask.dtype
 
 
 def test_hf_llama_logits_are_the_cpus():
@@ -80,7 +72,7 @@ def test_hf_llama_logits_are_the_cpus():
     dev = copy.deepcopy(cpu).to("neuron")
     ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        assert same_bits(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
+        assert bits_equal(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2])
@@ -97,7 +89,7 @@ def test_flash_attention_gradients_are_the_cpus(kv_heads, threads):
         out.backward(g.to(device))
         grads[device] = [t.grad.cpu() for t in leaves]
     for a, b in zip(grads["neuron"], grads["cpu"]):
-        assert same_bits(a, b)
+        assert bits_equal(a, b)
 
 
 @pytest.mark.parametrize("length", [128, 512])
@@ -112,7 +104,7 @@ def test_bfloat16_attention_is_the_cpus(length):
         got = F.scaled_dot_product_attention(
             q.to("neuron"), k.to("neuron"), v.to("neuron"), enable_gqa=True, **dev_kwargs
         )
-        assert same_bits(got.cpu(), want), kwargs.keys()
+        assert bits_equal(got.cpu(), want), kwargs.keys()
     if length % 512 == 0:
         g = torch.randn(2, 4, length, 32, generator=torch.Generator().manual_seed(6)).bfloat16()
         grads = {}
@@ -122,4 +114,4 @@ def test_bfloat16_attention_is_the_cpus(length):
             out.backward(g.to(device))
             grads[device] = [t.grad.cpu() for t in leaves]
         for a, b in zip(grads["neuron"], grads["cpu"]):
-            assert same_bits(a, b)
+            assert bits_equal(a, b)

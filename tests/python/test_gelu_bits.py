@@ -10,14 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import bits_equal
 
 import vtrn  # noqa: F401 - registers the device
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(
-        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
-    )
 
 
 @pytest.mark.parametrize("shape", [(1,), (7,), (33,), (1000,), (4, 128, 768), (70001,)])
@@ -26,22 +21,22 @@ def test_exact_gelu_and_its_gradient_are_the_cpus(shape, threads):
     x = torch.randn(shape, generator=g) * 3
     dy = torch.randn(shape, generator=g)
     xn, dyn = x.to("neuron"), dy.to("neuron")
-    assert same_bits(F.gelu(xn).cpu(), F.gelu(x))
+    assert bits_equal(F.gelu(xn).cpu(), F.gelu(x))
     want = torch.ops.aten.gelu_backward(dy, x)
-    assert same_bits(torch.ops.aten.gelu_backward(dyn, xn).cpu(), want)
+    assert bits_equal(torch.ops.aten.gelu_backward(dyn, xn).cpu(), want)
     # In place, and through autograd.
-    assert same_bits(F.gelu(xn.clone(), approximate="none").cpu(), F.gelu(x))
+    assert bits_equal(F.gelu(xn.clone(), approximate="none").cpu(), F.gelu(x))
     xr = x.clone().requires_grad_()
     F.gelu(xr).backward(dy)
     xnr = x.to("neuron").requires_grad_()
     F.gelu(xnr).backward(dyn)
-    assert same_bits(xnr.grad.cpu(), xr.grad)
+    assert bits_equal(xnr.grad.cpu(), xr.grad)
 
 
 @pytest.mark.parametrize("shape", [(64,), (4, 128, 256), (8, 3072)])
 def test_tanh_gelu_is_the_cpus_over_whole_vectors(shape, threads):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 3
-    assert same_bits(
+    assert bits_equal(
         F.gelu(x.to("neuron"), approximate="tanh").cpu(), F.gelu(x, approximate="tanh")
     )
 
@@ -55,4 +50,4 @@ def test_a_vit_mlp_is_the_cpus():
 
     dev = copy.deepcopy(mlp).to("neuron")
     with torch.no_grad():
-        assert same_bits(dev(x.to("neuron")).cpu(), mlp(x))
+        assert bits_equal(dev(x.to("neuron")).cpu(), mlp(x))

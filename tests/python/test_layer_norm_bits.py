@@ -10,17 +10,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
 LENGTHS = [1, 3, 7, 8, 9, 15, 16, 31, 100, 127, 128, 129, 256, 384, 768, 1000, 1024, 3000, 4096]
 LENGTHS += [16385, 70000]
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(
-        a.contiguous().view(torch.int32), b.contiguous().view(torch.int32)
-    )
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -41,7 +36,7 @@ def test_layer_norm_rows_are_the_cpus(n, threads):
             1e-5,
         )
         for a, c in zip(got, want):
-            assert same_bits(a.cpu(), c), (weight is None, bias is None)
+            assert bits_equal(a.cpu(), c), (weight is None, bias is None)
 
 
 def test_layer_norm_over_several_dims_and_eps(threads):
@@ -54,8 +49,8 @@ def test_layer_norm_over_several_dims_and_eps(threads):
     lnn = torch.nn.LayerNorm((8, 16), eps=1e-12).to("neuron")
     lnn.load_state_dict(ln.state_dict())
     with torch.no_grad():
-        assert same_bits(lnn(x.to("neuron")).cpu(), ln(x))
-        assert same_bits(F.layer_norm(x.to("neuron"), (16,)).cpu(), F.layer_norm(x, (16,)))
+        assert bits_equal(lnn(x.to("neuron")).cpu(), ln(x))
+        assert bits_equal(F.layer_norm(x.to("neuron"), (16,)).cpu(), F.layer_norm(x, (16,)))
 
 
 def test_gpt2_blocks_with_eager_attention_are_the_cpus():
@@ -82,4 +77,4 @@ def test_gpt2_blocks_with_eager_attention_are_the_cpus():
         want = cpu(ids, output_hidden_states=True).hidden_states
         got = dev(ids.to("neuron"), output_hidden_states=True).hidden_states
     for i, (a, b) in enumerate(zip(got, want)):
-        assert same_bits(a.cpu(), b), i
+        assert bits_equal(a.cpu(), b), i

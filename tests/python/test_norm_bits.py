@@ -11,19 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
 LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 23, 31, 33, 100, 257, 1000, 4099]
 LENGTHS += [40000, 100003]
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same shape, dtype and bits (float32 or bfloat16)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    view = torch.int32 if a.dtype == torch.float32 else torch.int16
-    return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
 
 
 def sample(shape, dtype, seed):
@@ -38,7 +31,7 @@ def test_whole_tensor_norms_are_the_cpus(n, dtype, threads):
     xn = x.to("neuron")
     # Order 1 over 2^15 or more: see test_one_long_order_1_sum_stays_within_rounding.
     for ord in (2, 1) if n < 32768 else (2,):
-        assert same_bits(
+        assert bits_equal(
             torch.linalg.vector_norm(xn, ord).cpu(), torch.linalg.vector_norm(x, ord)
         ), ord
 
@@ -53,9 +46,9 @@ def test_row_norms_are_the_cpus(n, dtype, threads):
     for ord in (2, 1):
         for keepdim in (False, True):
             want = torch.linalg.vector_norm(x, ord, -1, keepdim)
-            assert same_bits(torch.linalg.vector_norm(xn, ord, -1, keepdim).cpu(), want), ord
-    assert same_bits(F.normalize(xn, dim=-1).cpu(), F.normalize(x, dim=-1))
-    assert same_bits(xn.norm(dim=-1).cpu(), x.norm(dim=-1))
+            assert bits_equal(torch.linalg.vector_norm(xn, ord, -1, keepdim).cpu(), want), ord
+    assert bits_equal(F.normalize(xn, dim=-1).cpu(), F.normalize(x, dim=-1))
+    assert bits_equal(xn.norm(dim=-1).cpu(), x.norm(dim=-1))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -69,14 +62,14 @@ def test_norms_over_any_dims_are_the_cpus(dims, dtype, threads):
         for keepdim in (False, True):
             want = torch.linalg.vector_norm(x, ord, dims, keepdim)
             got = torch.linalg.vector_norm(xn, ord, dims, keepdim).cpu()
-            assert same_bits(got, want), (ord, keepdim)
+            assert bits_equal(got, want), (ord, keepdim)
 
 
 def test_size_one_dims_do_not_change_the_path(threads):
     """[4, 1, 300] over dims (2,) and [4, 300, 1] over (1,): both rows of 300, the fast path."""
     for shape, dims in (((4, 1, 300), (2,)), ((4, 300, 1), (1,)), ((1, 4, 300), (0, 2))):
         x = sample(shape, torch.float32, 3)
-        assert same_bits(
+        assert bits_equal(
             torch.linalg.vector_norm(x.to("neuron"), 2, dims).cpu(),
             torch.linalg.vector_norm(x, 2, dims),
         )
@@ -97,7 +90,7 @@ def test_foreach_norm_and_clip_grad_norm_are_the_cpus(threads):
         total = torch.nn.utils.clip_grad_norm_(params, max_norm=1.0)
         out[device] = [n.cpu() for n in norms] + [total.cpu()] + [p.grad.cpu() for p in params]
     for a, b in zip(out["neuron"], out["cpu"]):
-        assert same_bits(a, b)
+        assert bits_equal(a, b)
 
 
 def test_one_long_order_1_sum_stays_within_rounding():
