@@ -2,8 +2,8 @@
 attention calls take their output from ATen's own CPU flash attention, which torch's sdpa runs
 on float32 CPU tensors for every case below (runtime/aten_attention.h). Causal or not, boolean
 and float masks, grouped-query attention, lengths that take vtrn's through-memory call and its
-flash call (multiples of 512); and HF Llama's logits. Gradients still come from vtrn's own
-backward and agree within rounding (test_attention.py)."""
+flash call (multiples of 512); and HF Llama's logits. The backward calls take ATen's flash
+backward from the logsumexp their forward saved, so the gradients are the CPU's bits too."""
 
 from __future__ import annotations
 
@@ -75,27 +75,46 @@ def test_hf_llama_logits_are_the_cpus():
         assert bits_equal(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
 
 
+def gradients(q, k, v, g, device, **kwargs):
+    leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+    kwargs = {n: a.to(device) if torch.is_tensor(a) else a for n, a in kwargs.items()}
+    out = F.scaled_dot_product_attention(*leaves, enable_gqa=k.shape[1] != q.shape[1], **kwargs)
+    out.backward(g.to(device))
+    return [t.grad.cpu() for t in leaves]
+
+
+def masks(lq, lk):
+    gen = torch.Generator().manual_seed(lq + lk)
+    bool_mask = torch.rand(2, 1, lq, lk, generator=gen) > 0.3
+    bool_mask[0, 0, 0] = False  # a query that sees no key
+    return {
+        "causal": {"is_causal": True},
+        "none": {},
+        "bool": {"attn_mask": bool_mask},
+        "float": {"attn_mask": torch.randn(lq, lk, generator=gen)},
+    }
+
+
+@pytest.mark.parametrize("lq,lk", [(1, 1), (7, 7), (33, 70), (128, 128), (512, 512)])
 @pytest.mark.parametrize("kv_heads", [4, 2])
-def test_flash_attention_gradients_are_the_cpus(kv_heads, threads):
-    """Lengths that take the flash calls (multiples of 512, no mask): the backward is ATen's
-    flash backward from the output and logsumexp its forward gave, so the gradients are the
-    CPU's bits too, grouped-query attention included."""
-    q, k, v = qkv(1, 4, kv_heads, 512, 512, 32, kv_heads)
-    g = torch.randn(1, 4, 512, 32, generator=torch.Generator().manual_seed(9))
-    grads = {}
-    for device in ("cpu", "neuron"):
-        leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
-        out = F.scaled_dot_product_attention(*leaves, is_causal=True, enable_gqa=kv_heads != 4)
-        out.backward(g.to(device))
-        grads[device] = [t.grad.cpu() for t in leaves]
-    for a, b in zip(grads["neuron"], grads["cpu"]):
+@pytest.mark.parametrize("mask", ["causal", "none", "bool", "float"])
+def test_attention_gradients_are_the_cpus(lq, lk, kv_heads, mask, threads):
+    """Through-memory lengths (the forward saves each row's logsumexp after its probabilities)
+    and flash lengths (multiples of 512, no mask), masks, a query that sees no key, and
+    grouped-query attention: query, key and value gradients are the CPU's bits."""
+    q, k, v = qkv(2, 4, kv_heads, lq, lk, 32, lq + kv_heads)
+    g = torch.randn(2, 4, lq, 32, generator=torch.Generator().manual_seed(9))
+    kwargs = masks(lq, lk)[mask]
+    for a, b in zip(
+        gradients(q, k, v, g, "neuron", **kwargs), gradients(q, k, v, g, "cpu", **kwargs)
+    ):
         assert bits_equal(a, b)
 
 
 @pytest.mark.parametrize("length", [128, 512])
 def test_bfloat16_attention_is_the_cpus(length):
-    """bfloat16 (autocast's attention dtype): the outputs, with a mask and grouped-query
-    attention, and at flash lengths the gradients."""
+    """bfloat16 (autocast's attention dtype): the outputs and the gradients, with a mask and
+    grouped-query attention."""
     q, k, v = (t.bfloat16() for t in qkv(2, 4, 2, length, length, 32, length))
     mask = torch.rand(length, length, generator=torch.Generator().manual_seed(5)) > 0.2
     for kwargs in ({"is_causal": True}, {"attn_mask": mask}):
@@ -105,13 +124,8 @@ def test_bfloat16_attention_is_the_cpus(length):
             q.to("neuron"), k.to("neuron"), v.to("neuron"), enable_gqa=True, **dev_kwargs
         )
         assert bits_equal(got.cpu(), want), kwargs.keys()
-    if length % 512 == 0:
-        g = torch.randn(2, 4, length, 32, generator=torch.Generator().manual_seed(6)).bfloat16()
-        grads = {}
-        for device in ("cpu", "neuron"):
-            leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
-            out = F.scaled_dot_product_attention(*leaves, is_causal=True, enable_gqa=True)
-            out.backward(g.to(device))
-            grads[device] = [t.grad.cpu() for t in leaves]
-        for a, b in zip(grads["neuron"], grads["cpu"]):
-            assert bits_equal(a, b)
+    g = torch.randn(2, 4, length, 32, generator=torch.Generator().manual_seed(6)).bfloat16()
+    for kwargs in ({"is_causal": True}, {"attn_mask": mask}):
+        neuron = gradients(q, k, v, g, "neuron", **kwargs)
+        for a, b in zip(neuron, gradients(q, k, v, g, "cpu", **kwargs)):
+            assert bits_equal(a, b), kwargs.keys()

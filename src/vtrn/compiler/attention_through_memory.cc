@@ -125,6 +125,11 @@ std::vector<Value> attention_backward_through_memory(Builder& b, Value g, Value 
           convert(b, sum_head_groups(b, dv, groups), b.type(v).dtype)};
 }
 
+hlo::TensorType attention_saved_type(const hlo::TensorType& q, const hlo::TensorType& k) {
+  const std::int64_t tail = 4 / hlo::dtype_size(q.dtype);  // the logsumexp's float32 bits
+  return hlo::TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], k.dims[2] + tail});
+}
+
 bool is_attention_call(const hlo::Op& op) {
   return op.kind == hlo::OpKind::kCustomCall && (op.call_target_name == kAttentionTarget ||
                                                  op.call_target_name == kAttentionBackwardTarget);
@@ -136,8 +141,8 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
   const bool backward = op.call_target_name == kAttentionBackwardTarget;
   const std::size_t first = backward ? 1 : 0;  // the query's operand
   const std::size_t n = op.operands.size();
-  if (backward ? n != 5 : (n != 3 && n != 4))
-    throw hlo::Error(what + " takes " + (backward ? "5" : "3 or 4") + " operands, got " +
+  if (backward ? (n != 6 && n != 7) : (n != 3 && n != 4))
+    throw hlo::Error(what + " takes " + (backward ? "6 or 7" : "3 or 4") + " operands, got " +
                      std::to_string(n));
   const std::optional<FlashAttentionConfig> config =
       parse_flash_attention_config(op.backend_config);
@@ -155,13 +160,30 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
                      "(float32, bfloat16 or float16) with Hk dividing H; got " +
                      qt.str() + ", " + kt.str() + ", " + vt.str());
   const hlo::TensorType pt(qt.dtype, {qt.dims[0], qt.dims[1], qt.dims[2], kt.dims[2]});
-  if (backward && (block.type(op.operands[0]) != qt || block.type(op.operands[4]) != pt))
-    throw hlo::Error(what + " needs grad_output " + qt.str() + " and probabilities " + pt.str() +
-                     "; got " + block.type(op.operands[0]).str() + ", " +
-                     block.type(op.operands[4]).str());
+  const hlo::TensorType st = attention_saved_type(qt, kt);
+  if (backward && (block.type(op.operands[0]) != qt || block.type(op.operands[4]) != st ||
+                   block.type(op.operands[5]) != qt))
+    throw hlo::Error(what + " needs grad_output " + qt.str() + ", saved probabilities " + st.str() +
+                     " and output " + qt.str() + "; got " + block.type(op.operands[0]).str() +
+                     ", " + block.type(op.operands[4]).str() + ", " +
+                     block.type(op.operands[5]).str());
+  std::vector<hlo::TensorType> results_want{qt, st};
+  if (backward) results_want = {qt, kt, vt};
+  bool results_fit = op.results.size() == results_want.size();
+  for (std::size_t i = 0; results_fit && i < op.results.size(); ++i)
+    results_fit = block.type(op.results[i]) == results_want[i];
+  if (!results_fit) {
+    std::string want;
+    for (const hlo::TensorType& t : results_want) want += (want.empty() ? "" : ", ") + t.str();
+    throw hlo::Error(what + " gives (" + want + ")" +
+                     (backward ? ""
+                               : ": the output, and the probabilities each row followed by "
+                                 "its float32 logsumexp"));
+  }
+  const std::size_t bias_operand = backward ? 6 : 3;
   std::optional<hlo::TensorType> bias;
-  if (!backward && n == 4) {
-    bias = block.type(op.operands[3]);
+  if (n == bias_operand + 1) {
+    bias = block.type(op.operands[bias_operand]);
     const std::vector<std::int64_t> full{qt.dims[0], qt.dims[1], qt.dims[2], kt.dims[2]};
     bool fits = bias->dims.size() <= 4 && (bias->dtype == DType::kPred || bias->dtype == qt.dtype);
     for (std::size_t i = 1; fits && i <= bias->dims.size(); ++i) {

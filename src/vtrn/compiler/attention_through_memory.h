@@ -6,22 +6,26 @@
 // instead, `custom_call @vtrn.attention`:
 //
 //   (query [B, H, L, D], key [B, Hk, S, D], value [B, Hk, S, D][, bias])
-//     -> (output [B, H, L, D], probabilities [B, H, L, S]), both of the query's dtype
+//     -> (output [B, H, L, D], saved [B, H, L, S + c]), both of the query's dtype
 //
-// the bias (an attention mask) pred or of the query's dtype, broadcastable to [B, H, L, S]
+// the bias (an attention mask) pred or of the query's dtype, broadcastable to [B, H, L, S].
+// Each row of |saved| is the row's S probabilities followed by its float32 logsumexp, its bits
+// in the c = 4 / sizeof(dtype) elements after them (attention_saved_type()): what the backward
+// reads, and the logsumexp lets the host take ATen's flash backward (runtime/aten_attention.h).
 //
 // and its backward, attention_backward_through_memory(), as `custom_call
 // @vtrn.attention_backward`:
 //
-//   (grad_output [B, H, L, D], query, key, value, probabilities [B, H, L, S])
+//   (grad_output [B, H, L, D], query, key, value, saved [B, H, L, S + c], output[, bias])
 //     -> (grad_query, grad_key, grad_value), each of its operand's type
 //
 // float32, bfloat16 or float16; Hk divides H (query head h reads key/value head h / (H / Hk));
 // backend_config as flash_attention_config ("causal=0|1;scale=<softmax scale>"). The executor
 // runs the calls on the host (runtime/kernels_attention.cc), skipping the products of keys the
 // causal mask hides (their probabilities are zero); the compiler prices each as exactly the ops
-// it stands for (attention_call_cost), so a call changes how fast the host runs it, never its
-// modeled Trainium time.
+// it stands for (attention_call_cost: the probabilities through HBM, the few bytes of the
+// logsumexp and the backward's read of the output aside), so a call changes how fast the host
+// runs it, never its modeled Trainium time.
 #pragma once
 
 #include <optional>
@@ -55,6 +59,10 @@ std::vector<hlo::Value> attention_backward_through_memory(hlo::Builder& b, hlo::
                                                           hlo::Value q, hlo::Value k, hlo::Value v,
                                                           hlo::Value p,
                                                           const FlashAttentionConfig& config);
+
+/// The type of @vtrn.attention's second result for query |q| [B, H, L, D] and key |k|
+/// [B, Hk, S, D] (float32, bfloat16 or float16): [B, H, L, S + 4 / sizeof(dtype)] of q's dtype.
+hlo::TensorType attention_saved_type(const hlo::TensorType& q, const hlo::TensorType& k);
 
 /// Whether |op| is a `custom_call @vtrn.attention` or `@vtrn.attention_backward`.
 bool is_attention_call(const hlo::Op& op);

@@ -23,8 +23,8 @@ hlo::Module attention(DType d, bool as_call, const std::string& config, int oper
         attention_through_memory(b, qv, k, v, {}, *parse_flash_attention_config(config)));
   std::vector<Value> in{qv, k, v};
   in.resize(static_cast<std::size_t>(operands), qv);
-  return b.finish(b.custom_call(std::string(kAttentionTarget), in,
-                                {q, TensorType(d, {8, 8, 128, 128})}, config));
+  return b.finish(
+      b.custom_call(std::string(kAttentionTarget), in, {q, attention_saved_type(q, kv)}, config));
 }
 
 TEST(AttentionThroughMemoryTest, ACallIsOneKernelPricedAsItsOps) {
@@ -48,16 +48,19 @@ TEST(AttentionThroughMemoryTest, ACallIsOneKernelPricedAsItsOps) {
 }
 
 hlo::Module attention_backward(DType d, bool as_call, const std::string& config,
-                               DType probabilities) {
+                               DType probabilities, bool mask = false) {
   Builder b("attention_backward");
   const TensorType q(d, {8, 8, 128, 32}), kv(d, {8, 4, 128, 32});
   Value g = b.param(q), qv = b.param(q), k = b.param(kv), v = b.param(kv);
-  Value p = b.param(TensorType(probabilities, {8, 8, 128, 128}));
   if (!as_call)
-    return b.finish(attention_backward_through_memory(b, g, qv, k, v, p,
-                                                      *parse_flash_attention_config(config)));
-  return b.finish(
-      b.custom_call(std::string(kAttentionBackwardTarget), {g, qv, k, v, p}, {q, kv, kv}, config));
+    return b.finish(attention_backward_through_memory(
+        b, g, qv, k, v, b.param(TensorType(probabilities, {8, 8, 128, 128})),
+        *parse_flash_attention_config(config)));
+  TensorType saved = attention_saved_type(q, kv);
+  saved.dtype = probabilities;
+  std::vector<Value> in{g, qv, k, v, b.param(saved), b.param(q)};
+  if (mask) in.push_back(b.param(TensorType(DType::kPred, {128, 128})));
+  return b.finish(b.custom_call(std::string(kAttentionBackwardTarget), in, {q, kv, kv}, config));
 }
 
 TEST(AttentionThroughMemoryTest, ABackwardCallIsOneKernelPricedAsItsOps) {
@@ -73,6 +76,11 @@ TEST(AttentionThroughMemoryTest, ABackwardCallIsOneKernelPricedAsItsOps) {
     EXPECT_DOUBLE_EQ(call.kernels[0].cost.flops, flops);
     EXPECT_DOUBLE_EQ(flops, 4 * 2.0 * 8 * 8 * 128 * 128 * 32);
   }
+  // The mask changes nothing the ops price (the saved probabilities carry it).
+  const std::string config = flash_attention_config({false, 0.25});
+  EXPECT_DOUBLE_EQ(
+      compile(attention_backward(DType::kF32, true, config, DType::kF32, true)).modeled_time_s(),
+      compile(attention_backward(DType::kF32, false, config, DType::kF32)).modeled_time_s());
   // Probabilities of another dtype than the query's are not the kernel's.
   EXPECT_THROW(compile(attention_backward(DType::kBF16, true, flash_attention_config({true, 1}),
                                           DType::kF32)),
@@ -86,8 +94,7 @@ hlo::Module masked_attention(bool as_call, const TensorType& mask) {
   const FlashAttentionConfig config{false, 0.25};
   if (!as_call) return b.finish(attention_through_memory(b, qv, k, v, m, config));
   return b.finish(b.custom_call(std::string(kAttentionTarget), {qv, k, v, m},
-                                {q, TensorType(DType::kF32, {2, 4, 64, 64})},
-                                flash_attention_config(config)));
+                                {q, attention_saved_type(q, q)}, flash_attention_config(config)));
 }
 
 TEST(AttentionThroughMemoryTest, ACallWithAMaskIsPricedAsItsOps) {
@@ -108,6 +115,14 @@ TEST(AttentionThroughMemoryTest, ACallThatIsNotTheKernelsFailsToCompile) {
   EXPECT_THROW(compile(attention(DType::kF32, true, flash_attention_config({true, 1}), 2)),
                hlo::Error);
   EXPECT_THROW(compile(attention(DType::kF64, true, flash_attention_config({true, 1}))),
+               hlo::Error);
+  // The probabilities without the logsumexp after each row are not the call's result.
+  Builder b("attention");
+  const TensorType q(DType::kF32, {1, 2, 16, 8});
+  Value qv = b.param(q), k = b.param(q), v = b.param(q);
+  EXPECT_THROW(compile(b.finish(b.custom_call(std::string(kAttentionTarget), {qv, k, v},
+                                              {q, TensorType(DType::kF32, {1, 2, 16, 16})},
+                                              flash_attention_config({true, 1})))),
                hlo::Error);
 }
 

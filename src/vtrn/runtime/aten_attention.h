@@ -30,13 +30,15 @@ struct Call {
 using Kernel = void (*)(const Call& call);
 
 /// The flash backward (_scaled_dot_product_flash_attention_for_cpu_backward): the gradients of
-/// query, key and value from the output's gradient and the forward's output and logsumexp, no
-/// mask. Shapes and types as in Call (the logsumexp float32).
+/// query, key and value from the output's gradient and the forward's output and logsumexp, with
+/// the forward's mask if it had one. Shapes and types as in Call (the logsumexp float32).
 struct BackwardCall {
   bool bf16 = false;
   const void *grad_out = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr;
   const float* logsumexp = nullptr;
   std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, d = 0;
+  const float* mask = nullptr;  ///< as Call's
+  std::int64_t mask_dims[4] = {1, 1, 1, 1};
   bool causal = false;
   double scale = 1;
   void *grad_q = nullptr, *grad_k = nullptr, *grad_v = nullptr;

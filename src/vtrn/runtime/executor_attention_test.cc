@@ -1,12 +1,14 @@
 // custom_call @vtrn.attention and @vtrn.attention_backward (compiler/attention_through_memory.h)
-// run by the executor: the output and probabilities, and the gradients, against attention
-// written out in double and against the ops each call stands for run through the executor's
-// own loops; causal tiles that do not divide the
-// query length, more queries than keys, grouped-query heads, bfloat16 and float16.
+// run by the executor: the output, probabilities and logsumexp, and the gradients, against
+// attention written out in double and against the ops each call stands for run through the
+// executor's own loops; causal tiles that do not divide the query length, more queries than keys,
+// grouped-query heads, bfloat16 and float16.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/runtime/aten_attention.h"
@@ -31,8 +33,28 @@ hlo::Module call_module(const Case& c, bool as_call) {
   const FlashAttentionConfig config{c.causal, 1.0 / std::sqrt(static_cast<double>(c.d))};
   if (!as_call) return b.finish(compiler::attention_through_memory(b, q, k, v, {}, config));
   return b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v},
-                                {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
+                                {qt, compiler::attention_saved_type(qt, kt)},
                                 compiler::flash_attention_config(config)));
+}
+
+// The probabilities [B, H, L, S] of the call's saved result (each row followed by the float32
+// bits of its logsumexp), and the logsumexps [B, H, L].
+std::vector<double> saved_probabilities(const HostTensor& saved, std::int64_t kv_len) {
+  const std::int64_t stride = saved.type.dims[3];
+  std::vector<double> p;
+  for (std::int64_t i = 0; i < saved.type.num_elements(); ++i)
+    if (i % stride < kv_len) p.push_back(saved.get(i));
+  return p;
+}
+std::vector<double> saved_logsumexp(const HostTensor& saved, std::int64_t kv_len) {
+  const std::int64_t stride = saved.type.dims[3], es = hlo::dtype_size(saved.type.dtype);
+  std::vector<double> lse;
+  for (std::int64_t r = 0; r < saved.type.num_elements() / stride; ++r) {
+    float x;
+    std::memcpy(&x, saved.data.data() + (r * stride + kv_len) * es, sizeof x);
+    lse.push_back(x);
+  }
+  return lse;
 }
 
 std::vector<HostTensor> inputs(const Case& c, unsigned seed) {
@@ -43,12 +65,13 @@ std::vector<HostTensor> inputs(const Case& c, unsigned seed) {
           HostTensor::from_doubles(kt, random_values(kt.num_elements(), -2, 2, seed + 2, c.dtype))};
 }
 
-// {output, probabilities} in double, written out.
+// {output, probabilities, logsumexp} in double, written out.
 std::vector<std::vector<double>> attention_in_double(const Case& c,
                                                      const std::vector<HostTensor>& in) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
   std::vector<double> o(static_cast<std::size_t>(c.batch * c.heads * c.q_len * c.d));
   std::vector<double> p(static_cast<std::size_t>(c.batch * c.heads * c.q_len * c.kv_len));
+  std::vector<double> lse(static_cast<std::size_t>(c.batch * c.heads * c.q_len));
   for (std::int64_t b = 0; b < c.batch; ++b)
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const std::int64_t kh = b * c.kv_heads + h / (c.heads / c.kv_heads);
@@ -65,6 +88,7 @@ std::vector<std::vector<double>> attention_in_double(const Case& c,
           mx = std::max(mx, s[j]);
         }
         for (double& x : s) sum += x = std::exp(x - mx);
+        lse[row] = mx + std::log(sum);
         for (std::int64_t j = 0; j < visible; ++j) p[row * c.kv_len + j] = s[j] / sum;
         for (std::int64_t t = 0; t < c.d; ++t) {
           double acc = 0;
@@ -74,7 +98,7 @@ std::vector<std::vector<double>> attention_in_double(const Case& c,
         }
       }
     }
-  return {o, p};
+  return {o, p, lse};
 }
 
 void expect_near_all(const HostTensor& got, const std::vector<double>& want, double tol,
@@ -104,30 +128,47 @@ TEST(AttentionKernelTest, TheCallGivesAttentionAndWhatItsOpsGive) {
     const auto ops = run(call_module(c, false), in);
     const auto exact = attention_in_double(c, in);
     // float32: sums of up to 300 terms in another order; the reduced types: one rounding of
-    // the output and probabilities to them.
+    // the output and probabilities to them. The logsumexp is float32 in every case.
     const double tol = c.dtype == DType::kF32 ? 2e-6 : tolerance(c.dtype) * 2;
-    for (int r = 0; r < 2; ++r) {
-      const std::string part = what + (r == 0 ? " output" : " probabilities");
-      expect_near_all(call[r], exact[r], tol, part + " (call vs double)");
-      std::vector<double> from_ops(exact[r].size());
-      for (std::size_t i = 0; i < from_ops.size(); ++i)
-        from_ops[i] = ops[r].get(static_cast<std::int64_t>(i));
-      expect_near_all(call[r], from_ops, tol, part + " (call vs its ops)");
+    const std::vector<double> got[] = {
+        [&] {
+          std::vector<double> o;
+          for (std::int64_t i = 0; i < call[0].type.num_elements(); ++i)
+            o.push_back(call[0].get(i));
+          return o;
+        }(),
+        saved_probabilities(call[1], c.kv_len), saved_logsumexp(call[1], c.kv_len)};
+    const char* names[] = {" output", " probabilities", " logsumexp"};
+    for (int r = 0; r < 3; ++r) {
+      const std::string part = what + names[r];
+      ASSERT_EQ(got[r].size(), exact[r].size()) << part;
+      for (std::size_t i = 0; i < got[r].size(); ++i)
+        ASSERT_NEAR(got[r][i], exact[r][i], r == 2 ? 1e-5 : tol)
+            << part << " (call vs double) " << i;
+      if (r == 2) continue;  // the ops give no logsumexp
+      for (std::size_t i = 0; i < got[r].size(); ++i)
+        ASSERT_NEAR(got[r][i], ops[r].get(static_cast<std::int64_t>(i)), tol)
+            << part << " (call vs its ops) " << i;
     }
   }
 }
 
+// The backward as a call, given (g, q, k, v, saved, output), or as the ops, given (g, q, k, v,
+// probabilities).
 hlo::Module backward_module(const Case& c, bool as_call) {
   Builder b("attention_backward");
   const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
   const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
   const TensorType pt(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len});
-  Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(kt), p = b.param(pt);
+  Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(kt);
   const FlashAttentionConfig config{c.causal, 1.0 / std::sqrt(static_cast<double>(c.d))};
   if (!as_call)
-    return b.finish(compiler::attention_backward_through_memory(b, g, q, k, v, p, config));
-  return b.finish(b.custom_call(std::string(compiler::kAttentionBackwardTarget), {g, q, k, v, p},
-                                {qt, kt, kt}, compiler::flash_attention_config(config)));
+    return b.finish(
+        compiler::attention_backward_through_memory(b, g, q, k, v, b.param(pt), config));
+  Value saved = b.param(compiler::attention_saved_type(qt, kt)), out = b.param(qt);
+  return b.finish(b.custom_call(std::string(compiler::kAttentionBackwardTarget),
+                                {g, q, k, v, saved, out}, {qt, kt, kt},
+                                compiler::flash_attention_config(config)));
 }
 
 // {dq, dk, dv} in double from the probabilities |p| the forward saved, written out.
@@ -180,10 +221,13 @@ TEST(AttentionKernelTest, TheBackwardCallGivesTheGradientsAndWhatItsOpsGive) {
     const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
     const HostTensor g =
         HostTensor::from_doubles(qt, random_values(qt.num_elements(), -1, 1, seed + 7, c.dtype));
-    const HostTensor p = run(call_module(c, true), in)[1];
-    const std::vector<HostTensor> args = {g, in[0], in[1], in[2], p};
-    const auto call = run(backward_module(c, true), args);
-    const auto ops = run(backward_module(c, false), args);
+    const auto forward = run(call_module(c, true), in);
+    const HostTensor p =
+        HostTensor::from_doubles(TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len}),
+                                 saved_probabilities(forward[1], c.kv_len));
+    const auto call =
+        run(backward_module(c, true), {g, in[0], in[1], in[2], forward[1], forward[0]});
+    const auto ops = run(backward_module(c, false), {g, in[0], in[1], in[2], p});
     const auto exact = backward_in_double(c, g, in, p);
     const double tol = c.dtype == DType::kF32 ? 1e-5 : tolerance(c.dtype) * 8;
     const char* names[] = {" dq", " dk", " dv"};
@@ -232,22 +276,25 @@ TEST(AttentionKernelTest, TheCallWithAMaskGivesWhatItsOpsGive) {
       Value q = b.param(qt), k = b.param(kt), v = b.param(kt), m = b.param(mt);
       const FlashAttentionConfig config{c.causal, 0.3};
       if (!as_call) return b.finish(compiler::attention_through_memory(b, q, k, v, m, config));
-      return b.finish(
-          b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
-                        {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
-                        compiler::flash_attention_config(config)));
+      return b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
+                                    {qt, compiler::attention_saved_type(qt, kt)},
+                                    compiler::flash_attention_config(config)));
     };
     const auto call = run(module(true), in);
     const auto ops = run(module(false), in);
     const double tol = c.dtype == DType::kF32 ? 2e-6 : tolerance(c.dtype) * 2;
-    for (int r = 0; r < 2; ++r) {
-      std::vector<double> from_ops(static_cast<std::size_t>(ops[r].type.num_elements()));
-      for (std::size_t i = 0; i < from_ops.size(); ++i)
-        from_ops[i] = ops[r].get(static_cast<std::int64_t>(i));
-      expect_near_all(call[r], from_ops, tol, what + (r == 0 ? " output" : " probabilities"));
+    std::vector<double> from_ops(static_cast<std::size_t>(ops[0].type.num_elements()));
+    for (std::size_t i = 0; i < from_ops.size(); ++i)
+      from_ops[i] = ops[0].get(static_cast<std::int64_t>(i));
+    expect_near_all(call[0], from_ops, tol, what + " output");
+    const std::vector<double> probabilities = saved_probabilities(call[1], c.kv_len);
+    for (std::size_t i = 0; i < probabilities.size(); ++i)
+      ASSERT_NEAR(probabilities[i], ops[1].get(static_cast<std::int64_t>(i)), tol)
+          << what << " probabilities " << i;
+    if (mc.mask == DType::kPred) {  // the row whose keys are all hidden: zero weights
+      for (std::int64_t j = 0; j < c.kv_len; ++j) ASSERT_EQ(probabilities[j], 0.0) << what;
+      EXPECT_EQ(saved_logsumexp(call[1], c.kv_len)[0], -INFINITY) << what;
     }
-    if (mc.mask == DType::kPred)  // the row whose keys are all hidden: zero weights
-      for (std::int64_t j = 0; j < c.kv_len; ++j) ASSERT_EQ(call[1].get(j), 0.0) << what;
   }
 }
 
@@ -274,7 +321,8 @@ TEST(AttentionKernelTest, AHiddenKeyDoesNotReachTheRow) {
 // With ATen's flash attention installed (the torch layer installs libtorch's), a float32 call
 // takes its output from it: the kernel gets the shapes, the mask as float32 with leading 1s
 // added to its dims, the causal flag and the scale; the attention call still computes the
-// probabilities its backward reads, and the flash call takes the logsumexp too.
+// probabilities its backward reads and saves ATen's logsumexp beside them, and the flash call
+// takes the logsumexp too.
 TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   static aten_attention::Call seen;
   static float mask_1 = 0;  // the mask lives while the call runs
@@ -295,23 +343,23 @@ TEST(AttentionKernelTest, AnInstalledAtenKernelGivesTheOutput) {
   const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
   Value q = b.param(qt), k = b.param(kt), v = b.param(kt), m = b.param(mt);
   const FlashAttentionConfig config{c.causal, 0.25};
-  const auto got =
-      run(b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
-                                 {qt, TensorType(c.dtype, {c.batch, c.heads, c.q_len, c.kv_len})},
-                                 compiler::flash_attention_config(config))),
-          in);
+  const auto got = run(b.finish(b.custom_call(std::string(compiler::kAttentionTarget), {q, k, v, m},
+                                              {qt, compiler::attention_saved_type(qt, kt)},
+                                              compiler::flash_attention_config(config))),
+                       in);
   EXPECT_EQ(seen.heads, 4);
   EXPECT_EQ(seen.kv_heads, 2);
   EXPECT_EQ(seen.q_len, 24);
   EXPECT_TRUE(seen.causal);
   EXPECT_EQ(seen.scale, 0.25);
-  EXPECT_EQ(seen.logsumexp, nullptr);
+  EXPECT_NE(seen.logsumexp, nullptr);
   ASSERT_NE(seen.mask, nullptr);
   EXPECT_EQ(seen.mask_dims[0], 1);
   EXPECT_EQ(seen.mask_dims[2], 24);
   EXPECT_EQ(mask_1, -std::numeric_limits<float>::infinity());
   for (std::int64_t i = 0; i < got[0].type.num_elements(); ++i) ASSERT_EQ(got[0].get(i), 7.0);
   EXPECT_EQ(got[1].get(0), 1.0);  // query 0 sees key 0 alone: its probability, not ATen's
+  for (double lse : saved_logsumexp(got[1], c.kv_len)) ASSERT_EQ(lse, -1.0);  // ATen's
   Builder fb("flash");
   Value fq = fb.param(qt), fk = fb.param(kt), fv = fb.param(kt);
   const auto flash =
@@ -353,6 +401,60 @@ TEST(AttentionKernelTest, AnInstalledAtenBackwardGivesTheGradients) {
   EXPECT_EQ(seen.q_len, 16);
   EXPECT_TRUE(seen.causal);
   EXPECT_EQ(seen.scale, 0.5);
+  EXPECT_EQ(got[0].get(0), 3.0);
+  EXPECT_EQ(got[1].get(0), 4.0);
+  EXPECT_EQ(got[2].get(kt.num_elements() - 1), 5.0);
+  aten_attention::install(nullptr, nullptr);
+}
+
+// The attention backward takes its gradients from ATen's flash backward where installed,
+// handing it the logsumexp saved after each row's probabilities, the forward's output and its
+// mask (float32, leading 1s added to its dims).
+TEST(AttentionKernelTest, AnInstalledAtenBackwardGivesTheAttentionGradients) {
+  static aten_attention::BackwardCall seen;
+  static std::vector<float> lse_seen;
+  static float mask_1 = 0, out_0 = 0;
+  aten_attention::install(nullptr, [](const aten_attention::BackwardCall& c) {
+    seen = c;
+    lse_seen.assign(c.logsumexp, c.logsumexp + c.batch * c.heads * c.q_len);
+    mask_1 = c.mask != nullptr ? c.mask[1] : 0;
+    out_0 = static_cast<const float*>(c.out)[0];
+    std::fill_n(static_cast<float*>(c.grad_q), c.batch * c.heads * c.q_len * c.d, 3.0f);
+    std::fill_n(static_cast<float*>(c.grad_k), c.batch * c.kv_heads * c.kv_len * c.d, 4.0f);
+    std::fill_n(static_cast<float*>(c.grad_v), c.batch * c.kv_heads * c.kv_len * c.d, 5.0f);
+  });
+  const Case c{DType::kF32, 2, 4, 2, 12, 20, 8, false};
+  const TensorType qt(c.dtype, {c.batch, c.heads, c.q_len, c.d});
+  const TensorType kt(c.dtype, {c.batch, c.kv_heads, c.kv_len, c.d});
+  const TensorType st = compiler::attention_saved_type(qt, kt);
+  const TensorType mt(DType::kPred, {c.q_len, c.kv_len});
+  ASSERT_EQ(st.dims[3], c.kv_len + 1);
+  HostTensor saved(st), out(qt);
+  const std::int64_t rows = c.batch * c.heads * c.q_len;
+  for (std::int64_t r = 0; r < rows; ++r)
+    saved.as<float>()[r * (c.kv_len + 1) + c.kv_len] = 0.5f * r;
+  out.as<float>()[0] = 9;
+  std::vector<double> mv(static_cast<std::size_t>(mt.num_elements()), 1.0);
+  mv[1] = 0;
+  const auto in = inputs(c, 17);
+  Builder b("attention_backward");
+  Value g = b.param(qt), q = b.param(qt), k = b.param(kt), v = b.param(kt), s = b.param(st),
+        o = b.param(qt), m = b.param(mt);
+  const auto got = run(
+      b.finish(b.custom_call(std::string(compiler::kAttentionBackwardTarget), {g, q, k, v, s, o, m},
+                             {qt, kt, kt}, compiler::flash_attention_config({false, 0.5}))),
+      {HostTensor(qt), in[0], in[1], in[2], saved, out, HostTensor::from_doubles(mt, mv)});
+  ASSERT_EQ(lse_seen.size(), static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) ASSERT_EQ(lse_seen[r], 0.5f * r) << "row " << r;
+  EXPECT_EQ(out_0, 9.0f);
+  EXPECT_EQ(seen.kv_heads, 2);
+  EXPECT_EQ(seen.kv_len, 20);
+  EXPECT_FALSE(seen.causal);
+  EXPECT_EQ(seen.scale, 0.5);
+  EXPECT_EQ(seen.mask_dims[0], 1);
+  EXPECT_EQ(seen.mask_dims[2], c.q_len);
+  EXPECT_EQ(seen.mask_dims[3], c.kv_len);
+  EXPECT_EQ(mask_1, -std::numeric_limits<float>::infinity());
   EXPECT_EQ(got[0].get(0), 3.0);
   EXPECT_EQ(got[1].get(0), 4.0);
   EXPECT_EQ(got[2].get(kt.num_elements() - 1), 5.0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -78,6 +79,68 @@ class F32Out {
   void* dst_;
   std::vector<float> scratch_;
 };
+
+// attention_forward's saved result [B, H, L, S + c] (compiler/attention_through_memory.h):
+// each row's S probabilities, computed in float32 (in place for a float32 result, else in a
+// scratch rounded by store()), then the float32 bits of the row's logsumexp.
+class SavedRows {
+ public:
+  SavedRows(const hlo::TensorType& type, void* dst, std::int64_t len)
+      : dtype_(type.dtype),
+        es_(hlo::dtype_size(type.dtype)),
+        len_(len),
+        stride_(len + 4 / es_),
+        dst_(static_cast<std::uint8_t*>(dst)) {
+    if (dtype_ != hlo::DType::kF32)
+      scratch_.assign(static_cast<std::size_t>(type.num_elements() / stride_ * len), 0.0f);
+  }
+  float* row(std::int64_t r) {
+    return dtype_ == hlo::DType::kF32 ? reinterpret_cast<float*>(dst_) + r * stride_
+                                      : scratch_.data() + r * len_;
+  }
+  void set_logsumexp(std::int64_t r, float lse) {
+    std::memcpy(dst_ + (r * stride_ + len_) * es_, &lse, sizeof lse);
+  }
+  void store() const {
+    if (dtype_ == hlo::DType::kF32) return;
+    for (std::size_t i = 0; i < scratch_.size(); ++i) {
+      const auto r = static_cast<std::int64_t>(i) / len_, j = static_cast<std::int64_t>(i) % len_;
+      hlo::store_double(dtype_, scratch_[i], dst_ + (r * stride_ + j) * es_);
+    }
+  }
+
+ private:
+  hlo::DType dtype_;
+  int es_;
+  std::int64_t len_, stride_;
+  std::uint8_t* dst_;
+  std::vector<float> scratch_;
+};
+
+// The probabilities of a saved result (SavedRows' layout) as float32 [rows, len].
+const float* saved_probabilities(const hlo::TensorType& type, const void* src, std::int64_t len,
+                                 std::vector<float>& probabilities) {
+  const int es = hlo::dtype_size(type.dtype);
+  const std::int64_t stride = len + 4 / es, rows = type.num_elements() / stride;
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  probabilities.resize(static_cast<std::size_t>(rows * len));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < len; ++j)
+      probabilities[r * len + j] =
+          static_cast<float>(hlo::load_double(type.dtype, p + (r * stride + j) * es));
+  return probabilities.data();
+}
+
+// Each row's logsumexp of a saved result (SavedRows' layout), [rows].
+void saved_logsumexp(const hlo::TensorType& type, const void* src, std::int64_t len,
+                     std::vector<float>& lse) {
+  const int es = hlo::dtype_size(type.dtype);
+  const std::int64_t stride = len + 4 / es, rows = type.num_elements() / stride;
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  lse.resize(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(&lse[static_cast<std::size_t>(r)], p + (r * stride + len) * es, sizeof(float));
+}
 
 // The scores of one tile: |nb| whole blocks from block |b0|, or rows [r0, r0 + m) of block b0
 // (nb == 1) when a block's scores alone exceed the tile budget.
@@ -197,6 +260,11 @@ struct Bias {
     }
     step = strides[3];
   }
+  // |type|'s dims as four, leading 1s added.
+  static void dims_into(const hlo::TensorType& type, std::int64_t (&dims)[4]) {
+    const auto r = static_cast<int>(type.dims.size());
+    for (int i = 0; i < r; ++i) dims[4 - r + i] = type.dims[static_cast<std::size_t>(i)];
+  }
   // Row |i| of the (batch, head) pair |head| (batch * heads + head).
   const float* row(const Dims& d, std::int64_t head, std::int64_t i) const {
     return rows + (head / d.heads) * strides[0] + (head % d.heads) * strides[1] + i * strides[2];
@@ -212,24 +280,31 @@ std::optional<bool> bf16_operands(const CustomCallArgs& a, std::size_t first, st
   return t == hlo::DType::kBF16;
 }
 
-// ATen's flash backward (runtime/aten_attention.h) for a flash backward call (grad_output,
-// query, key, value, output of one type, float32 or bfloat16; logsumexp): writes the
-// gradients into the call's outputs and returns true; false where none is installed, the types
-// differ or a shape is empty.
-bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a) {
+// ATen's flash backward (runtime/aten_attention.h) for a backward call whose first four
+// operands are grad_output, query, key and value (float32 or bfloat16, one type), given the
+// forward's |out| (of that type) and float32 |logsumexp| [B, H, L], and its mask if any: writes
+// the gradients into the call's outputs and returns true; false where none is installed, the
+// types differ or a shape is empty.
+bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a, const void* out,
+                                   const hlo::TensorType& out_type, const float* logsumexp,
+                                   const Bias* bias, const hlo::TensorType* bias_type) {
   const aten_attention::BackwardKernel kernel = aten_attention::installed_backward();
   if (kernel == nullptr || d.rows() == 0 || d.blocks() == 0 || d.kv_len == 0) return false;
-  const std::optional<bool> bf16 = bf16_operands(a, 0, 5);
-  if (!bf16 || a.input_types[5].dtype != hlo::DType::kF32) return false;
+  const std::optional<bool> bf16 = bf16_operands(a, 0, 4);
+  if (!bf16 || out_type.dtype != a.input_types[0].dtype) return false;
   aten_attention::BackwardCall c;
   c.bf16 = *bf16;
   c.grad_out = a.inputs[0], c.q = a.inputs[1], c.k = a.inputs[2], c.v = a.inputs[3];
-  c.out = a.inputs[4];
-  c.logsumexp = static_cast<const float*>(a.inputs[5]);
+  c.out = out;
+  c.logsumexp = logsumexp;
   c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
   c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
   c.causal = d.causal;
   c.scale = d.scale;
+  if (bias != nullptr && bias->rows != nullptr) {
+    c.mask = bias->rows;
+    bias->dims_into(*bias_type, c.mask_dims);
+  }
   c.grad_q = a.outputs[0], c.grad_k = a.outputs[1], c.grad_v = a.outputs[2];
   kernel(c);
   return true;
@@ -254,9 +329,7 @@ bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t fi
   c.scale = d.scale;
   if (bias != nullptr && bias->rows != nullptr) {
     c.mask = bias->rows;
-    const auto r = static_cast<int>(bias_type->dims.size());
-    for (int i = 0; i < r; ++i)
-      c.mask_dims[4 - r + i] = bias_type->dims[static_cast<std::size_t>(i)];
+    bias->dims_into(*bias_type, c.mask_dims);
   }
   c.out = a.outputs[0];
   c.logsumexp = logsumexp;
@@ -271,10 +344,11 @@ bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t fi
 // max(s, 1) (NaN stays NaN). The masked scores are never read, as in ATen's and the NKI flash
 // kernels: a NaN or inf key hidden by the mask does not reach the row. With an attention bias,
 // bias[j * bias_step] is added to score j after the scale (-inf where a boolean mask is false).
+// Returns the row's logsumexp (-inf for a row with no visible key).
 template <bool kBias>
-VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::int64_t keys,
-                             float scale, const float* __restrict bias, std::int64_t bias_step,
-                             float* __restrict p, std::int64_t len) {
+VTRN_CLONES float softmax_row(float* __restrict row, std::int64_t visible, std::int64_t keys,
+                              float scale, const float* __restrict bias, std::int64_t bias_step,
+                              float* __restrict p, std::int64_t len) {
   constexpr int kLanes = 8;
   float mx[kLanes], sum[kLanes];
   bool nan = false;
@@ -305,10 +379,12 @@ VTRN_CLONES void softmax_row(float* __restrict row, std::int64_t visible, std::i
     for (int t = 0; t < kLanes; ++t) sum[t] += row[j + t];
   for (; j < visible; ++j) sum[0] += row[j];
   float l = ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+  const float lse = l == 0 ? -std::numeric_limits<float>::infinity() : m + std::log(l);
   if (!(l != l)) l = std::max(l, 1.0f);
   for (std::int64_t i = 0; i < visible; ++i) p[i] = row[i] = row[i] / l;
   std::fill(row + visible, row + keys, 0.0f);
   std::fill(p + visible, p + len, 0.0f);
+  return lse;
 }
 
 // One row of attention_backward_through_memory's softmax backward, over the keys of its tile:
@@ -336,22 +412,24 @@ void accumulate(float* __restrict into, const float* __restrict part, std::int64
 
 void attention_forward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 0, "vtrn.attention");
-  std::vector<float> qc, kc, vc, kr, vr, s;
+  std::vector<float> qc, kc, vc, kr, vr, s, aten_lse;
   const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
   const float* k = repeat_heads(d, as_f32(a.input_types[1], a.inputs[1], kc), kr);
   const float* v = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], vc), vr);
   const Bias bias = a.inputs.size() > 3 ? Bias(a.input_types[3], a.inputs[3]) : Bias();
-  F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/d.kv_len == 0),
-      probs(a.output_types[1], a.outputs[1]);
   const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
-  // The output from ATen's kernel where installed: the probabilities (for the backward) only.
+  F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/S == 0);
+  SavedRows saved(a.output_types[1], a.outputs[1], S);
+  // The output and logsumexp from ATen's kernel where installed: the probabilities only here.
+  if (heads > 0 && L > 0 && S > 0) aten_lse.resize(static_cast<std::size_t>(heads * L));
   const bool aten_output =
       heads > 0 && L > 0 && S > 0 &&
       aten_flash_attention(d, a, 0, &bias, a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
-                           nullptr);
+                           aten_lse.data());
+  for (std::int64_t r = 0; r < heads * L && S == 0; ++r)
+    saved.set_logsumexp(r, -std::numeric_limits<float>::infinity());
   if (heads > 0 && L > 0 && S > 0) {
     float* o = out.data();
-    float* p = probs.data();
     const std::int64_t tile = d.causal ? causal_tile_rows(L) : L;
     // Heads per step: as many as keep a step's scores in a core's L2 (kStepScores).
     const std::int64_t per = std::max<std::int64_t>(1, kStepScores / (tile * S));
@@ -370,12 +448,14 @@ void attention_forward(const CustomCallArgs& a) {
             const std::int64_t visible = d.causal ? std::min(i + 1, S) : S;
             const std::int64_t head = h0 + r / m;
             float* scores = s.data() + r * keys;
-            float* probabilities = p + (head * L + i) * S;
-            if (bias.rows == nullptr)
-              softmax_row<false>(scores, visible, keys, scale, nullptr, 0, probabilities, S);
-            else
-              softmax_row<true>(scores, visible, keys, scale, bias.row(d, head, i), bias.step,
-                                probabilities, S);
+            const std::int64_t row = head * L + i;
+            const float lse =
+                bias.rows == nullptr
+                    ? softmax_row<false>(scores, visible, keys, scale, nullptr, 0, saved.row(row),
+                                         S)
+                    : softmax_row<true>(scores, visible, keys, scale, bias.row(d, head, i),
+                                        bias.step, saved.row(row), S);
+            saved.set_logsumexp(row, aten_output ? aten_lse[static_cast<std::size_t>(row)] : lse);
           }
         });
         if (aten_output) continue;
@@ -391,17 +471,27 @@ void attention_forward(const CustomCallArgs& a) {
     }
   }
   if (!aten_output) out.store();  // ATen's kernel wrote the output in its type
-  probs.store();
+  saved.store();
 }
 
 void attention_backward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 1, "vtrn.attention_backward");
-  std::vector<float> gc, qc, kc, vc, pc, kr, vr, dkh, dvh, ds;
+  std::vector<float> gc, qc, kc, vc, pc, lse, kr, vr, dkh, dvh, ds;
+  // ATen's flash backward where installed, from the logsumexp the forward saved: the CPU's
+  // gradients, since ATen's flash forward made that forward's output and logsumexp.
+  if (aten_attention::installed_backward() != nullptr && d.rows() > 0 && d.blocks() > 0 &&
+      d.kv_len > 0) {
+    saved_logsumexp(a.input_types[4], a.inputs[4], d.kv_len, lse);
+    const Bias bias = a.inputs.size() > 6 ? Bias(a.input_types[6], a.inputs[6]) : Bias();
+    if (aten_flash_attention_backward(d, a, a.inputs[5], a.input_types[5], lse.data(), &bias,
+                                      a.inputs.size() > 6 ? &a.input_types[6] : nullptr))
+      return;
+  }
   const float* g = as_f32(a.input_types[0], a.inputs[0], gc);
   const float* q = as_f32(a.input_types[1], a.inputs[1], qc);
   const float* k = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], kc), kr);
   const float* v = repeat_heads(d, as_f32(a.input_types[3], a.inputs[3], vc), vr);
-  const float* p = as_f32(a.input_types[4], a.inputs[4], pc);
+  const float* p = saved_probabilities(a.input_types[4], a.inputs[4], d.kv_len, pc);
   const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
   const std::int64_t groups = d.heads / d.kv_heads;
   // The causal mask leaves keys past the last query without probabilities: zero gradients.
@@ -522,6 +612,10 @@ void flash_attention_forward(const CustomCallArgs& a) {
 
 void flash_attention_backward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 1, "vtrn.flash_attention_backward");
+  if (a.input_types[5].dtype == hlo::DType::kF32 &&
+      aten_flash_attention_backward(d, a, a.inputs[4], a.input_types[4],
+                                    static_cast<const float*>(a.inputs[5]), nullptr, nullptr))
+    return;
   std::vector<float> goc, qc, kc, vc, oc, lc, p, dp, part;
   const float* go = as_f32(a.input_types[0], a.inputs[0], goc);
   const float* q = as_f32(a.input_types[1], a.inputs[1], qc);
@@ -529,7 +623,6 @@ void flash_attention_backward(const CustomCallArgs& a) {
   const float* v = as_f32(a.input_types[3], a.inputs[3], vc);
   const float* o = as_f32(a.input_types[4], a.inputs[4], oc);
   const float* lse = as_f32(a.input_types[5], a.inputs[5], lc);
-  if (aten_flash_attention_backward(d, a)) return;
   // dK and dV sum over every query row of a block: zeroed, then each tile adds its part.
   F32Out dq(a.output_types[0], a.outputs[0]), dk(a.output_types[1], a.outputs[1], true),
       dv(a.output_types[2], a.outputs[2], true);

@@ -8,6 +8,8 @@
 #include <ATen/ops/from_blob.h>
 
 #include <array>
+#include <cstdint>
+#include <optional>
 
 #include "vtrn/runtime/aten_attention.h"
 
@@ -20,17 +22,21 @@ at::Tensor wrap(const void* p, at::IntArrayRef sizes, at::ScalarType type = at::
 
 at::ScalarType type_of(bool bf16) { return bf16 ? at::kBFloat16 : at::kFloat; }
 
+// The kernels take a mask of the query's type (0 and -inf are exact in bfloat16, and a bfloat16
+// mask's values came from bfloat16).
+std::optional<at::Tensor> mask_of(const float* mask, const std::int64_t (&dims)[4],
+                                  at::ScalarType t) {
+  if (mask == nullptr) return std::nullopt;
+  return wrap(mask, dims).to(t);
+}
+
 void flash_attention(const runtime::aten_attention::Call& c) {
   const at::ScalarType t = type_of(c.bf16);
   const at::Tensor q = wrap(c.q, {c.batch, c.heads, c.q_len, c.d}, t);
   const at::Tensor k = wrap(c.k, {c.batch, c.kv_heads, c.kv_len, c.d}, t);
   const at::Tensor v = wrap(c.v, {c.batch, c.kv_heads, c.kv_len, c.d}, t);
-  // The kernel takes a mask of the query's type (0 and -inf are exact in bfloat16, and a
-  // bfloat16 mask's values came from bfloat16).
-  std::optional<at::Tensor> mask;
-  if (c.mask != nullptr) mask = wrap(c.mask, c.mask_dims).to(t);
   auto [out, logsumexp] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(
-      q, k, v, /*dropout_p=*/0.0, c.causal, mask, c.scale);
+      q, k, v, /*dropout_p=*/0.0, c.causal, mask_of(c.mask, c.mask_dims, t), c.scale);
   wrap(c.out, {c.batch, c.heads, c.q_len, c.d}, t).copy_(out);
   if (c.logsumexp != nullptr) wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).copy_(logsumexp);
 }
@@ -43,8 +49,8 @@ void flash_attention_backward(const runtime::aten_attention::BackwardCall& c) {
   auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
       wrap(c.grad_out, q_shape, t), wrap(c.q, q_shape, t), wrap(c.k, kv_shape, t),
       wrap(c.v, kv_shape, t), wrap(c.out, q_shape, t),
-      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}), /*dropout_p=*/0.0, c.causal, std::nullopt,
-      c.scale);
+      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}), /*dropout_p=*/0.0, c.causal,
+      mask_of(c.mask, c.mask_dims, t), c.scale);
   wrap(c.grad_q, q_shape, t).copy_(dq);
   wrap(c.grad_k, kv_shape, t).copy_(dk);
   wrap(c.grad_v, kv_shape, t).copy_(dv);

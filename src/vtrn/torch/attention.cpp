@@ -9,7 +9,7 @@
 // flash kernel each (vtrn::flash_attention_forward / _backward): the scores stay on the chip
 // and the forward saves the float32 logsumexp [B, H, L] for the backward. Otherwise they are
 // one module each that goes through HBM (vtrn::sdpa_forward / vtrn::sdpa_backward), saving the
-// attention probabilities. Both are lowered in lowerings_nn.cc.
+// attention probabilities (each row with its logsumexp). Both are lowered in lowerings_nn.cc.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <cmath>
 #include <utility>
@@ -86,8 +86,8 @@ using SdpaResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c1
                               c10::SymInt, at::Tensor, at::Tensor, at::Tensor>;
 
 // The overrideable kernel's nine results from the output and what the backward reads (the
-// logsumexp or the probabilities, in the logsumexp slot). No dropout: the RNG state slots
-// PyTorch's autograd saves are empty.
+// logsumexp, or the probabilities with their logsumexp, in the logsumexp slot). No dropout: the RNG
+// state slots PyTorch's autograd saves are empty.
 SdpaResult sdpa_result(const at::Tensor& q, const at::Tensor& k, at::Tensor out, at::Tensor saved) {
   const at::Tensor empty_long = at::empty({}, q.options().dtype(at::kLong).device(at::kCPU));
   return {
@@ -122,19 +122,19 @@ SdpaResult sdpa_overrideable(const at::Tensor& q, const at::Tensor& k, const at:
                                       const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                       const std::optional<at::Tensor>&, bool, double)>();
   // The second result stands in the logsumexp slot: autograd hands it back to the backward
-  // untouched, and vtrn's backward reads the attention probabilities from it.
-  auto [out, probabilities] = forward.call(q, k, v, attn_bias, is_causal, softmax_scale(q, scale));
-  return sdpa_result(q, k, out, probabilities);
+  // untouched, and vtrn's backward reads the attention probabilities and logsumexp from it.
+  auto [out, saved] = forward.call(q, k, v, attn_bias, is_causal, softmax_scale(q, scale));
+  return sdpa_result(q, k, out, saved);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
     const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-    const at::Tensor& /*attn_bias*/, std::array<bool, 4> /*grad_input_mask*/, const at::Tensor& out,
-    const at::Tensor& probabilities, const at::Tensor& /*cum_seq_q*/,
-    const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
-    double /*dropout_p*/, bool is_causal, const at::Tensor& /*philox_seed*/,
-    const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
-  if (probabilities.dim() == 3) {  // the flash forward's logsumexp [B, H, L]
+    const at::Tensor& attn_bias, std::array<bool, 4> /*grad_input_mask*/, const at::Tensor& out,
+    const at::Tensor& saved, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/,
+    c10::SymInt /*max_q*/, c10::SymInt /*max_k*/, double /*dropout_p*/, bool is_causal,
+    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/,
+    std::optional<double> scale) {
+  if (saved.dim() == 3) {  // the flash forward's logsumexp [B, H, L]
     static const auto flash =
         c10::Dispatcher::singleton()
             .findSchemaOrThrow("vtrn::flash_attention_backward", "")
@@ -142,17 +142,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
                 const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                 const at::Tensor&, const at::Tensor&, bool, double)>();
     auto [dq, dk, dv] =
-        flash.call(grad_out, q, k, v, out, probabilities, is_causal, softmax_scale(q, scale));
+        flash.call(grad_out, q, k, v, out, saved, is_causal, softmax_scale(q, scale));
     return {dq, dk, dv, at::Tensor()};
   }
-  static const auto backward =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("vtrn::sdpa_backward", "")
-          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
-              const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-              const at::Tensor&, const at::Tensor&, bool, double)>();
+  static const auto backward = c10::Dispatcher::singleton()
+                                   .findSchemaOrThrow("vtrn::sdpa_backward", "")
+                                   .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+                                       const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const std::optional<at::Tensor>&, bool, double)>();
+  std::optional<at::Tensor> bias;
+  if (attn_bias.defined()) bias = attn_bias;
   auto [dq, dk, dv] =
-      backward.call(grad_out, q, k, v, out, probabilities, is_causal, softmax_scale(q, scale));
+      backward.call(grad_out, q, k, v, out, saved, bias, is_causal, softmax_scale(q, scale));
   return {dq, dk, dv, at::Tensor()};
 }
 
@@ -162,8 +164,7 @@ TORCH_LIBRARY(vtrn, m) {
       "float scale) -> (Tensor, Tensor)");
   m.def(
       "sdpa_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor "
-      "probabilities, "
-      "bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
+      "saved, Tensor? attn_bias, bool is_causal, float scale) -> (Tensor, Tensor, Tensor)");
   m.def(
       "flash_attention_forward(Tensor query, Tensor key, Tensor value, bool is_causal, float "
       "scale) -> (Tensor, Tensor)");

@@ -229,14 +229,15 @@ void check_attention(Lowerer& L, Value q, Value k, Value v) {
 }  // namespace
 
 void add_nn_lowerings(std::vector<OpLowering>& r) {
-  // vtrn::sdpa_forward(query, key, value, attn_bias?, is_causal, scale) -> (output,
-  // probabilities): the attention of scaled_dot_product_attention as one module through HBM
+  // vtrn::sdpa_forward(query, key, value, attn_bias?, is_causal, scale) -> (output, saved):
+  // the attention of scaled_dot_product_attention as one module through HBM
   // (compiler/attention_through_memory.h; softmax in float32). Key and value may have fewer
   // heads than the query (grouped-query attention). A row whose keys are all masked gets zero
   // probabilities, as the math path's _safe_softmax gives. The probabilities, in the inputs'
-  // type, are what the backward reads (PyTorch's math path saves the same tensor); recomputing
-  // them from a logsumexp costs an exp per score on this CPU. The module is one call of the
-  // kernel that stands for those ops, priced as they are (float64: the ops).
+  // type, are what the backward reads (PyTorch's math path saves the same tensor), each row
+  // with its logsumexp after it (for ATen's flash backward on the host). The module is one call
+  // of the kernel that stands for those ops, priced as they are (float64: the ops, saving the
+  // probabilities alone).
   add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value q = L.tensor(0), k = L.tensor(1), v = L.tensor(2);
         check_attention(L, q, k, v);
@@ -246,9 +247,9 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         if (L.has(3)) bias = L.tensor(3);
         const bool bias_taken = !bias || L.dtype(*bias) == DType::kPred || L.dtype(*bias) == d;
         if (bias_taken && (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)) {
-          const auto qs = L.shape(q), ks = L.shape(k);
+          const auto qs = L.shape(q);
           std::vector<TensorType> results{TensorType(d, qs),
-                                          TensorType(d, {qs[0], qs[1], qs[2], ks[2]})};
+                                          compiler::attention_saved_type(L.b.type(q), L.b.type(k))};
           std::vector<Value> operands{q, k, v};
           if (bias) operands.push_back(*bias);
           return L.b.custom_call(std::string(compiler::kAttentionTarget), std::move(operands),
@@ -256,24 +257,33 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         }
         return compiler::attention_through_memory(L.b, q, k, v, bias, config);
       }));
-  // vtrn::sdpa_backward(grad_out, query, key, value, out, probabilities, is_causal, scale)
+  // vtrn::sdpa_backward(grad_out, query, key, value, out, saved, attn_bias?, is_causal, scale)
   //   -> (grad_query, grad_key, grad_value): the backward of sdpa_forward's module, one call
-  //   of the kernel that stands for its ops (compiler/attention_through_memory.h).
+  //   of the kernel that stands for its ops (compiler/attention_through_memory.h), reading the
+  //   probabilities and logsumexp the forward saved, its output and its mask.
   add(r, {"vtrn::sdpa_backward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value g = L.tensor(0), q = L.tensor(1), k = L.tensor(2), v = L.tensor(3);
-        Value p = L.tensor(5);
+        Value out = L.tensor(4), saved = L.tensor(5);
         check_attention(L, q, k, v);
-        const compiler::FlashAttentionConfig config{L.flag(6), L.real(7)};
+        const compiler::FlashAttentionConfig config{L.flag(7), L.real(8)};
         const DType d = L.dtype(q);
         const auto qs = L.shape(q);
-        const std::vector<std::int64_t> ps{qs[0], qs[1], qs[2], L.shape(k)[2]};
-        if (L.dtype(g) != d || L.dtype(p) != d || L.shape(g) != qs || L.shape(p) != ps)
+        if (L.dtype(g) != d || L.shape(g) != qs || L.b.type(out) != L.b.type(q))
           throw Unsupported("attention gradient operands");
-        if (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16)
-          return L.b.custom_call(std::string(compiler::kAttentionBackwardTarget), {g, q, k, v, p},
-                                 {L.b.type(q), L.b.type(k), L.b.type(v)},
+        // The kernel's saved probabilities and logsumexp, or the probabilities alone of the
+        // module of ops (float64, or a bias the kernel does not take).
+        if ((d == DType::kF32 || d == DType::kBF16 || d == DType::kF16) &&
+            L.b.type(saved) == compiler::attention_saved_type(L.b.type(q), L.b.type(k))) {
+          std::vector<Value> operands{g, q, k, v, saved, out};
+          if (L.has(6)) operands.push_back(L.tensor(6));
+          return L.b.custom_call(std::string(compiler::kAttentionBackwardTarget),
+                                 std::move(operands), {L.b.type(q), L.b.type(k), L.b.type(v)},
                                  compiler::flash_attention_config(config));
-        return compiler::attention_backward_through_memory(L.b, g, q, k, v, p, config);
+        }
+        const std::vector<std::int64_t> ps{qs[0], qs[1], qs[2], L.shape(k)[2]};
+        if (L.dtype(saved) != d || L.shape(saved) != ps)
+          throw Unsupported("attention gradient operands");
+        return compiler::attention_backward_through_memory(L.b, g, q, k, v, saved, config);
       }));
   // vtrn::flash_attention_forward(query, key, value, is_causal, scale) -> (output, logsumexp)
   // and vtrn::flash_attention_backward(grad_out, query, key, value, out, logsumexp, is_causal,
