@@ -10,6 +10,7 @@
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
+#include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
@@ -187,6 +188,12 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     // ATen's layer norm: the moments (about 4 operations an element) and the output (3).
     const AtenLayerNormShape a = aten_layer_norm_shape(b, root);
     w.vector_ops = 7.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
+    return model.estimate(w);
+  }
+  if (is_aten_nll_loss(root)) {
+    // ATen's nll_loss: a gather of one value per sample and its weighted sum.
+    const AtenNllLossShape a = aten_nll_loss_shape(b, root);
+    w.vector_ops = (a.weighted ? 3.0 : 2.0) * static_cast<double>(a.samples);
     return model.estimate(w);
   }
   if (is_aten_norm(root)) {

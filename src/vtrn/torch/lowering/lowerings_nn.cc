@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/torch/lowering/families.h"
@@ -170,8 +171,10 @@ struct NllParts {
   std::int64_t n, c;
 };
 
-NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::int64_t ignore_index,
-                   DType compute) {
+/// nll_loss's [N, C] (or [C]) input checked as the CPU checks it (it raises): an int64/uint8
+/// target of the batch's size, a weight of the input's dtype with one value per class. {N, C}.
+std::pair<std::int64_t, std::int64_t> nll_dims(Lowerer& L, Value self, Value target,
+                                               int weight_arg) {
   if (L.rank(self) > 2 || L.rank(self) < 1) throw Unsupported("nll_loss of rank > 2 (nll_loss2d)");
   const std::int64_t n = L.rank(self) == 2 ? L.shape(self)[0] : 1;
   const std::int64_t c = L.shape(self).back();
@@ -188,6 +191,12 @@ NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::in
       throw Unsupported("nll_loss weight");
   }
   if (c == 0) throw Unsupported("nll_loss over zero classes");
+  return {n, c};
+}
+
+NllParts nll_parts(Lowerer& L, Value self, Value target, int weight_arg, std::int64_t ignore_index,
+                   DType compute) {
+  const auto [n, c] = nll_dims(L, self, target, weight_arg);
   Value t = L.b.reshape(L.convert(target, DType::kI64), {n});
   auto splat = [&](double v, DType d) { return L.b.broadcast_to(L.constant(v, d), {n}); };
   Value valid =
@@ -353,6 +362,18 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
         L.require_claimed(d);
         const DType c = opmath(d);
         const std::int64_t reduction = L.integer(3);
+        if (reduction != 0 && (d == DType::kF32 || d == DType::kBF16)) {
+          // The CPU's sum order and rounding (compiler/aten_nll_loss.h).
+          const auto [n, classes] = nll_dims(L, self, L.tensor(1), 2);
+          std::vector<Value> operands{L.b.reshape(self, {n, classes}),
+                                      L.b.reshape(L.convert(L.tensor(1), DType::kI64), {n})};
+          if (L.has(2)) operands.push_back(L.tensor(2));
+          std::vector<Value> out =
+              L.b.custom_call(std::string(compiler::kAtenNllLossTarget), std::move(operands),
+                              {TensorType(d, {}), TensorType(d, {})},
+                              compiler::aten_nll_loss_config({L.integer(4), reduction == 1}));
+          return {L.convert(out[0], L.out_dtype(0, d)), L.convert(out[1], L.out_dtype(1, d))};
+        }
         NllParts p = nll_parts(L, self, L.tensor(1), 2, L.integer(4), c);
         Value x = L.b.reshape(L.convert(self, c), {p.n, p.c});
         hlo::GatherDims g;
