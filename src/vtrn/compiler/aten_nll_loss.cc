@@ -45,8 +45,8 @@ AtenNllLossShape aten_nll_loss_shape(const hlo::Block& b, const hlo::Op& op) {
   if (fits) {
     const hlo::TensorType& x = b.type(op.operands[0]);
     const hlo::TensorType& target = b.type(op.operands[1]);
-    fits = (x.dtype == hlo::DType::kF32 || x.dtype == hlo::DType::kBF16) && x.rank() == 2 && target.dtype == hlo::DType::kI64 && target.rank() == 1 &&
-           target.dims[0] == x.dims[0];
+    fits = (x.dtype == hlo::DType::kF32 || x.dtype == hlo::DType::kBF16) && x.rank() == 2 &&
+           target.dtype == hlo::DType::kI64 && target.rank() == 1 && target.dims[0] == x.dims[0];
     if (fits && n == 3) {
       const hlo::TensorType& w = b.type(op.operands[2]);
       fits = w.dtype == x.dtype && w.rank() == 1 && w.dims[0] == x.dims[1];

@@ -16,20 +16,21 @@ using hlo::TensorType;
 TEST(AtenNllLossConfigTest, RoundTripsAndRejectsOtherText) {
   for (const AtenNllLossConfig c : {AtenNllLossConfig{-100, true}, AtenNllLossConfig{3, false},
                                     AtenNllLossConfig{INT64_MIN, true}}) {
-    const std::optional<AtenNllLossConfig> back = parse_aten_nll_loss_config(aten_nll_loss_config(c));
+    const std::optional<AtenNllLossConfig> back =
+        parse_aten_nll_loss_config(aten_nll_loss_config(c));
     ASSERT_TRUE(back.has_value()) << aten_nll_loss_config(c);
     EXPECT_EQ(back->ignore_index, c.ignore_index);
     EXPECT_EQ(back->mean, c.mean);
   }
   EXPECT_EQ(aten_nll_loss_config({-100, true}), "ignore_index=-100;mean=1");
-  for (const char* bad : {"", "ignore_index=;mean=1", "ignore_index=1.5;mean=1",
-                          "ignore_index=-100", "ignore_index=-100;mean=2",
-                          "ignore_index=-100;mean=1;", "ord=2;vectorized=1"})
+  for (const char* bad :
+       {"", "ignore_index=;mean=1", "ignore_index=1.5;mean=1", "ignore_index=-100",
+        "ignore_index=-100;mean=2", "ignore_index=-100;mean=1;", "ord=2;vectorized=1"})
     EXPECT_FALSE(parse_aten_nll_loss_config(bad).has_value()) << bad;
 }
 
-hlo::Module nll_call(TensorType x, TensorType target, std::optional<TensorType> weight,
-                     DType out, const std::string& config) {
+hlo::Module nll_call(TensorType x, TensorType target, std::optional<TensorType> weight, DType out,
+                     const std::string& config) {
   hlo::Builder b;
   std::vector<hlo::Value> in{b.param(x), b.param(target)};
   if (weight) in.push_back(b.param(*weight));
@@ -61,12 +62,12 @@ TEST(AtenNllLossShapeTest, ReadsTheShapeAndRejectsOtherOperands) {
 
 TEST(AtenNllLossShapeTest, IsPricedAsAPassOverThePickedValues) {
   const std::string config = aten_nll_loss_config({-100, false});
-  const auto small = compile(nll_call(TensorType(DType::kF32, {64, 1000}),
-                                      TensorType(DType::kI64, {64}), std::nullopt, DType::kF32,
-                                      config));
-  const auto large = compile(nll_call(TensorType(DType::kF32, {4096, 1000}),
-                                      TensorType(DType::kI64, {4096}), std::nullopt, DType::kF32,
-                                      config));
+  const auto small =
+      compile(nll_call(TensorType(DType::kF32, {64, 1000}), TensorType(DType::kI64, {64}),
+                       std::nullopt, DType::kF32, config));
+  const auto large =
+      compile(nll_call(TensorType(DType::kF32, {4096, 1000}), TensorType(DType::kI64, {4096}),
+                       std::nullopt, DType::kF32, config));
   ASSERT_EQ(small.kernels.size(), 1u);
   EXPECT_GT(small.kernels[0].cost.time_s, 0);
   EXPECT_GT(large.kernels[0].cost.time_s, small.kernels[0].cost.time_s);

@@ -35,9 +35,9 @@ std::vector<HostTensor> loss(DType d, const std::vector<double>& picked,
     operands.push_back(b.param(wt));
     in.push_back(HostTensor::from_doubles(wt, *weight));
   }
-  const hlo::Module m = b.finish(b.custom_call(
-      std::string(compiler::kAtenNllLossTarget), operands,
-      {TensorType(d, {}), TensorType(d, {})}, compiler::aten_nll_loss_config({-100, mean})));
+  const hlo::Module m = b.finish(b.custom_call(std::string(compiler::kAtenNllLossTarget), operands,
+                                               {TensorType(d, {}), TensorType(d, {})},
+                                               compiler::aten_nll_loss_config({-100, mean})));
   return run(m, in);
 }
 
@@ -64,8 +64,8 @@ TEST(AtenNllLossTest, IgnoredSamplesAndClassWeights) {
   EXPECT_EQ(mean[1].get(0), 3.0);  // the samples not ignored
   EXPECT_EQ(mean[0].get(0), 13.0f / 3.0f);
   // Weights 0.5 and 2: loss 1 * 0.5 + 4 * 2 + 8 * 2 over total weight 4.5.
-  const auto weighted = loss(DType::kF32, picked, {0, -100, 1, 1}, 2, true,
-                             std::vector<double>{0.5, 2.0});
+  const auto weighted =
+      loss(DType::kF32, picked, {0, -100, 1, 1}, 2, true, std::vector<double>{0.5, 2.0});
   EXPECT_EQ(weighted[1].get(0), 4.5);
   EXPECT_EQ(weighted[0].get(0), 24.5f / 4.5f);
 }
