@@ -3,7 +3,9 @@
 vectorized Welford cascade (RowwiseMoments) and the output as its kernel rounds it
 (compiler/aten_layer_norm.h). The output, the saved mean and rstd, and models built on it
 (HF GPT-2's blocks) match; row lengths cover the scalar tail, one chunk, chunk stacks of several
-levels and long rows; 1 and 2 threads."""
+levels and long rows; 1 and 2 threads. The gradients come from ATen's own backward kernel
+(compiler/aten_layer_norm_backward.h), split over the threads torch.set_num_threads gives, as
+the CPU splits its weight and bias sums; HF GPT-2 then trains to the CPU's parameters."""
 
 from __future__ import annotations
 
@@ -78,3 +80,61 @@ def test_gpt2_blocks_with_eager_attention_are_the_cpus():
         got = dev(ids.to("neuron"), output_hidden_states=True).hidden_states
     for i, (a, b) in enumerate(zip(got, want)):
         assert bits_equal(a.cpu(), b), i
+
+
+@pytest.mark.parametrize("n", [1, 7, 128, 768, 3000])
+@pytest.mark.parametrize("rows", [1, 5, 64, 1000])
+def test_layer_norm_gradients_are_the_cpus(n, rows, threads):
+    g = torch.Generator().manual_seed(n + rows)
+    x = torch.randn(rows, n, generator=g) * 3 + 2
+    w = torch.randn(n, generator=g)
+    b = torch.randn(n, generator=g)
+    dy = torch.randn(rows, n, generator=g)
+    for with_weight, with_bias in ((True, True), (True, False), (False, True), (False, False)):
+        grads = []
+        for device in ("cpu", "neuron"):
+            leaves = [t.detach().to(device).requires_grad_() for t in (x, w, b)]
+            y = F.layer_norm(
+                leaves[0],
+                (n,),
+                leaves[1] if with_weight else None,
+                leaves[2] if with_bias else None,
+            )
+            y.backward(dy.to(device))
+            grads.append([None if t.grad is None else t.grad.cpu() for t in leaves])
+        for got, want in zip(grads[1], grads[0]):
+            assert (got is None) == (want is None)
+            assert got is None or bits_equal(got, want), (with_weight, with_bias)
+
+
+def test_hf_gpt2_trains_to_the_cpus_parameters():
+    """Three AdamW steps of HF GPT-2 (dropout off): every parameter the CPU's bits, the
+    attention, GELU, layer norm and loss gradients all ATen's."""
+    transformers = pytest.importorskip("transformers")
+    import copy
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        vocab_size=500,
+        n_positions=64,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        attn_implementation="sdpa",
+    )
+    cpu = transformers.GPT2LMHeadModel(cfg)
+    dev = copy.deepcopy(cpu).to("neuron")
+    ids = torch.randint(0, 500, (2, 48), generator=torch.Generator().manual_seed(1))
+    for model, device in ((cpu, "cpu"), (dev, "neuron")):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for _ in range(3):
+            model(ids.to(device), labels=ids.to(device)).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    for (name, a), b in zip(cpu.named_parameters(), dev.parameters()):
+        assert bits_equal(b.detach().cpu(), a.detach()), name

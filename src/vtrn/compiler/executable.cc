@@ -10,6 +10,7 @@
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
+#include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
@@ -188,6 +189,13 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     // ATen's layer norm: the moments (about 4 operations an element) and the output (3).
     const AtenLayerNormShape a = aten_layer_norm_shape(b, root);
     w.vector_ops = 7.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
+    return model.estimate(w);
+  }
+  if (is_aten_layer_norm_backward(root)) {
+    // ATen's layer norm backward: two row sums, the input gradient and the weight and bias
+    // column sums (about 8 operations an element).
+    const AtenLayerNormBackwardShape a = aten_layer_norm_backward_shape(b, root);
+    w.vector_ops = 8.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
     return model.estimate(w);
   }
   if (is_aten_nll_loss(root)) {

@@ -15,12 +15,14 @@
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
+#include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/aten_gelu.h"
+#include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/kernels_addmm.h"
@@ -80,6 +82,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
       {std::string(compiler::kAtenNormTarget), kernels::aten_norm},
       {std::string(compiler::kAtenNllLossTarget), aten_nll_loss::call},
+      {std::string(compiler::kAtenLayerNormBackwardTarget), aten_layer_norm_backward::call},
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},
       {std::string(compiler::kAtenGeluBackwardTarget), aten_gelu::backward_call},

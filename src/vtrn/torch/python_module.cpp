@@ -21,6 +21,7 @@
 #include "vtrn/runtime/executor.h"
 #include "vtrn/torch/aten_attention.h"
 #include "vtrn/torch/aten_gelu.h"
+#include "vtrn/torch/aten_layer_norm.h"
 #include "vtrn/torch/aten_mkl.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
@@ -61,6 +62,8 @@ PYBIND11_MODULE(_C, m) {
   adapter::install_aten_gelu();
   // So does float32 attention's output (runtime/aten_attention.h).
   adapter::install_aten_attention();
+  // And float32 layer norm's gradients (runtime/aten_layer_norm_backward.h).
+  adapter::install_aten_layer_norm();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

@@ -16,6 +16,7 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 #include "vtrn/cost/kernel_cost.h"
 #include "vtrn/hw/runtime.h"
@@ -190,6 +191,16 @@ c10::StreamId& current_stream_id(c10::DeviceIndex device) {
   return tls_current_streams[device];
 }
 
+// One thread budget with ATen: the executor follows torch.set_num_threads (and, through
+// torch's default, OMP_NUM_THREADS) as the thread queueing the op sees it, but not while that
+// thread runs an autograd graph: the engine runs a neuron backward on its own device thread,
+// whose OpenMP count is the one it started with, while the CPU's backward runs on the calling
+// thread, with its count. During a backward the budget stays what the forward's thread set.
+void follow_torch_threads() {
+  if (torch::autograd::get_current_graph_task_id() == -1)
+    runtime::set_executor_threads(at::get_num_threads());
+}
+
 [[noreturn]] void raise_queued_error(const runtime::QueuedOpError& e) {
   TORCH_CHECK(false, e.what(),
               " (the error surfaced at this synchronization point; set "
@@ -249,7 +260,7 @@ runtime::Stream* begin_kernel(c10::DeviceIndex device, const char* op,
   runtime::Stream& stream = runtime_stream(current_stream(device));  // flushes AEE's groups
   advance_clock(device, op, modeled);
   if (shapes_only()) return nullptr;  // the clock moved; the bytes are not computed
-  runtime::set_executor_threads(at::get_num_threads());
+  follow_torch_threads();
   return &stream;
 }
 
@@ -305,9 +316,7 @@ void host_wait_stream(const c10::Stream& stream) {
 }
 
 void enqueue(c10::DeviceIndex device, const char* op, std::function<void()> work) {
-  // One thread budget with ATen: the executor follows torch.set_num_threads (and, through
-  // torch's default, OMP_NUM_THREADS).
-  runtime::set_executor_threads(at::get_num_threads());
+  follow_torch_threads();
   runtime::Stream& stream = runtime_stream(current_stream(device));
   stream.enqueue(op, std::move(work));
   if (launch_blocking()) {

@@ -8,8 +8,10 @@
 // The saved mean and rstd have the input's type, or float32 when a bfloat16/float16 input has
 // float32 parameters (the CPU kernel's "mixed type"). A float32 layer norm with float32
 // parameters is instead one `custom_call @vtrn.aten_layer_norm`, computed in ATen's order
-// (compiler/aten_layer_norm.h), so its output, mean and rstd are the CPU's bits.
+// (compiler/aten_layer_norm.h), so its output, mean and rstd are the CPU's bits; its backward
+// one `custom_call @vtrn.aten_layer_norm_backward` (compiler/aten_layer_norm_backward.h).
 #include "vtrn/compiler/aten_layer_norm.h"
+#include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -90,6 +92,26 @@ std::vector<Value> aten_layer_norm(Lowerer& L, Value input, std::int64_t m, std:
   return {L.b.reshape(r[0], L.shape(input)), L.b.reshape(r[1], stat), L.b.reshape(r[2], stat)};
 }
 
+/// native_layer_norm_backward of float32 rows [m, k] (its arguments: grad_out, input, ..., mean,
+/// rstd, weight?, bias?) with float32 parameters, as ATen's CPU kernel computes it
+/// (compiler/aten_layer_norm_backward.h); the gradients |mask| asks for.
+std::vector<Value> aten_layer_norm_backward(Lowerer& L, std::int64_t m, std::int64_t k,
+                                            const Dims& mask) {
+  const compiler::AtenLayerNormBackwardConfig config{L.has(5), L.has(6)};
+  std::vector<Value> operands{L.b.reshape(L.tensor(0), {m, k}), L.b.reshape(L.tensor(1), {m, k}),
+                              L.b.reshape(L.tensor(3), {m}), L.b.reshape(L.tensor(4), {m})};
+  if (config.gamma) operands.push_back(L.b.reshape(L.tensor(5), {k}));
+  const std::vector<Value> r = L.b.custom_call(
+      std::string(compiler::kAtenLayerNormBackwardTarget), std::move(operands),
+      {TensorType(DType::kF32, {m, k}), TensorType(DType::kF32, {k}), TensorType(DType::kF32, {k})},
+      compiler::aten_layer_norm_backward_config(config));
+  std::vector<Value> out(3, kUnchanged);
+  if (mask[0]) out[0] = L.b.reshape(r[0], L.shape(L.tensor(1)));
+  if (mask[1] && config.gamma) out[1] = L.b.reshape(r[1], L.shape(L.tensor(5)));
+  if (mask[2] && config.beta) out[2] = L.b.reshape(r[2], L.shape(L.tensor(6)));
+  return out;
+}
+
 /// Batch norm's view of |input| [N, C, *]: [N, C, HW].
 Dims channel_view(Lowerer& L, Value input) {
   const Dims s = L.shape(input);
@@ -143,6 +165,12 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const auto [m, k] = normalized_rows(L, input, normalized, "layer_norm");
         const Dims mask = L.ints(7);
         if (mask.size() != 3) throw Unsupported("layer_norm output_mask");
+        const bool f32_params = (!L.has(5) || L.dtype(L.tensor(5)) == DType::kF32) &&
+                                (!L.has(6) || L.dtype(L.tensor(6)) == DType::kF32);
+        if (d == DType::kF32 && f32_params && L.dtype(L.tensor(0)) == DType::kF32 &&
+            L.dtype(L.tensor(3)) == DType::kF32 && L.dtype(L.tensor(4)) == DType::kF32 && m > 0 &&
+            k > 0)
+          return aten_layer_norm_backward(L, m, k, mask);
         Value x = L.b.reshape(L.convert(input, DType::kF32), {m, k});
         Value dy = L.b.reshape(L.convert(L.tensor(0), DType::kF32), {m, k});
         Value mean = L.b.reshape(L.convert(L.tensor(3), DType::kF32), {m, 1});
