@@ -151,8 +151,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
                                        const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                        const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                        const std::optional<at::Tensor>&, bool, double)>();
+  // No mask arrives undefined, or (as openreg's tests pass it) as an empty tensor.
   std::optional<at::Tensor> bias;
-  if (attn_bias.defined()) bias = attn_bias;
+  if (attn_bias.defined() && attn_bias.numel() > 0) bias = attn_bias;
   auto [dq, dk, dv] =
       backward.call(grad_out, q, k, v, out, saved, bias, is_causal, softmax_scale(q, scale));
   return {dq, dk, dv, at::Tensor()};
