@@ -1,10 +1,9 @@
 #include "vtrn/compiler/attention_through_memory.h"
 
 #include <cmath>
-#include <map>
 #include <string>
 
-#include "vtrn/compiler/executable.h"
+#include "vtrn/compiler/ops_cost.h"
 
 namespace vtrn::compiler {
 
@@ -207,24 +206,7 @@ cost::KernelCost attention_call_cost(const hlo::Block& block, const hlo::Op& op,
     if (bias) bias_value = b.param(*bias);
     results = attention_through_memory(b, q, k, v, bias_value, *config);
   }
-  const Executable exe = compile(b.finish(results), CompileOptions{}, model);
-  cost::KernelCost sum;
-  std::map<cost::Engine, double> bound;  // time of the kernels each engine bounds
-  for (const Kernel& kernel : exe.kernels) {
-    const cost::KernelCost& kc = kernel.cost;
-    sum.flops += kc.flops;
-    sum.tensor_s += kc.tensor_s;
-    sum.vector_s += kc.vector_s;
-    sum.scalar_s += kc.scalar_s;
-    sum.dma_s += kc.dma_s;
-    sum.fixed_s += kc.fixed_s;
-    sum.time_s += kc.time_s;
-    if (kc.time_s > 0) bound[kc.engine] += kc.time_s;
-  }
-  double most = -1;
-  for (const auto& [engine, t] : bound)
-    if (t > most) most = t, sum.engine = engine;
-  return sum;
+  return cost_as_ops(b.finish(results), model);
 }
 
 }  // namespace vtrn::compiler
