@@ -8,6 +8,7 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
@@ -191,6 +192,8 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     w.vector_ops = 7.0 * static_cast<double>(a.rows) * static_cast<double>(a.n);
     return model.estimate(w);
   }
+  // ATen's 2-D convolution: what its convolution and bias add cost (aten_conv2d.h).
+  if (is_aten_conv2d(root)) return aten_conv2d_cost(b, root, model);
   if (is_aten_layer_norm_backward(root)) {
     // ATen's layer norm backward: two row sums, the input gradient and the weight and bias
     // column sums (about 8 operations an element).

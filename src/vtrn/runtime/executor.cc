@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "vtrn/compiler/aten_addmm.h"
+#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
@@ -21,6 +22,7 @@
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
+#include "vtrn/runtime/aten_conv2d.h"
 #include "vtrn/runtime/aten_gelu.h"
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
@@ -82,6 +84,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenAddmmTarget), kernels::aten_addmm},
       {std::string(compiler::kAtenNormTarget), kernels::aten_norm},
       {std::string(compiler::kAtenNllLossTarget), aten_nll_loss::call},
+      {std::string(compiler::kAtenConv2dTarget), aten_conv2d::call},
       {std::string(compiler::kAtenLayerNormBackwardTarget), aten_layer_norm_backward::call},
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},

@@ -20,6 +20,7 @@
 #include "vtrn/runtime/compile_cache.h"
 #include "vtrn/runtime/executor.h"
 #include "vtrn/torch/aten_attention.h"
+#include "vtrn/torch/aten_conv2d.h"
 #include "vtrn/torch/aten_gelu.h"
 #include "vtrn/torch/aten_layer_norm.h"
 #include "vtrn/torch/aten_mkl.h"
@@ -64,6 +65,8 @@ PYBIND11_MODULE(_C, m) {
   adapter::install_aten_attention();
   // And float32 layer norm's gradients (runtime/aten_layer_norm_backward.h).
   adapter::install_aten_layer_norm();
+  // And float32 2-D convolutions (runtime/aten_conv2d.h).
+  adapter::install_aten_conv2d();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

@@ -13,6 +13,7 @@
 //  * a transposed convolution (transposed = true, w [C, O/g, *K]) is the input gradient of the
 //    ordinary convolution with the same attributes, its backward the ordinary forward and the
 //    weight gradient with x and dy exchanged.
+#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/hlo/convolution.h"
 #include "vtrn/torch/lowering/families.h"
 
@@ -143,6 +144,32 @@ Value conv_weight_grad(Lowerer& L, Value x, Value dy, const ConvParams& p, const
   return L.b.convolution(x, dy, a);
 }
 
+/// A float32 2-D convolution and its bias (argument 2) as ATen's CPU convolution computes them
+/// (compiler/aten_conv2d.h).
+Value aten_conv2d(Lowerer& L, Value x, Value w, const ConvParams& p) {
+  compiler::AtenConv2dConfig config;
+  for (int i = 0; i < 2; ++i) {
+    config.stride[i] = p.stride[i];
+    config.padding[i] = p.padding[i];
+    config.dilation[i] = p.dilation[i];
+  }
+  config.groups = p.groups;
+  config.bias = L.has(2);
+  const Dims xs = L.shape(x), ws = L.shape(w);
+  if (ws[0] % p.groups != 0 || xs[1] != ws[1] * p.groups)
+    throw Unsupported("convolution groups that do not divide the channels");
+  std::vector<Value> operands{x, w};
+  if (config.bias) operands.push_back(L.tensor(2));
+  const auto out = compiler::aten_conv2d_output_size(config, L.b.type(x), L.b.type(w));
+  if (out[0] <= 0 || out[1] <= 0)
+    throw Unsupported(
+        "a convolution window larger than its padded input (PyTorch's CPU kernel "
+        "reports it)");
+  return L.b.custom_call(std::string(compiler::kAtenConv2dTarget), std::move(operands),
+                         {hlo::TensorType(DType::kF32, {xs[0], ws[0], out[0], out[1]})},
+                         compiler::aten_conv2d_config(config))[0];
+}
+
 Dims spatial_of(const Dims& shape) { return Dims(shape.begin() + 2, shape.end()); }
 
 void check_operands(Lowerer& L, Value x, Value w) {
@@ -162,6 +189,9 @@ void add_conv_lowerings(std::vector<OpLowering>& r) {
         check_operands(L, x, w);
         const DType d = L.dtype(x), c = opmath(d);
         const ConvParams p = params(L, 3, L.rank(w));
+        if (!p.transposed && d == DType::kF32 && L.rank(x) == 4 &&
+            (!L.has(2) || (L.dtype(L.tensor(2)) == DType::kF32 && L.rank(L.tensor(2)) == 1)))
+          return {aten_conv2d(L, x, w, p)};
         Value xc = L.convert(x, c), wc = L.convert(w, c);
         Value y;
         if (!p.transposed) {

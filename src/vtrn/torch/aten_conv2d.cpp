@@ -1,0 +1,43 @@
+// Installs ATen's CPU convolution into the runtime (runtime/aten_conv2d.h). at::convolution is
+// a composite op (there is no at::cpu:: entry): it runs through the dispatcher on CPU tensors
+// over the executor's buffers, below autograd, on the stream's worker thread.
+#include "vtrn/torch/aten_conv2d.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/from_blob.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "vtrn/runtime/aten_conv2d.h"
+
+namespace vtrn::torch_adapter {
+namespace {
+
+at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
+  return at::from_blob(const_cast<float*>(p), sizes, at::TensorOptions().dtype(at::kFloat));
+}
+
+void conv2d(const runtime::aten_conv2d::Call& c) {
+  // ATen picks oneDNN or its own kernel by the thread count among other things: the budget's,
+  // as the CPU's caller sees it.
+  if (at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  const at::AutoDispatchBelowAutograd below_autograd;
+  const std::array<std::int64_t, 1> bias_shape{c.w_dims[0]};
+  std::optional<at::Tensor> bias;
+  if (c.bias != nullptr) bias = wrap(c.bias, bias_shape);
+  const std::array<std::int64_t, 2> no_output_padding{0, 0};
+  const at::Tensor y =
+      at::convolution(wrap(c.x, c.x_dims), wrap(c.weight, c.w_dims), bias, c.stride, c.padding,
+                      c.dilation, /*transposed=*/false, no_output_padding, c.groups);
+  wrap(c.y, y.sizes()).copy_(y);
+}
+
+}  // namespace
+
+void install_aten_conv2d() { runtime::aten_conv2d::install(&conv2d); }
+
+}  // namespace vtrn::torch_adapter
