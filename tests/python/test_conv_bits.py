@@ -3,7 +3,8 @@
 kernels or its im2col and gemm, whichever the CPU would pick at the thread budget) with the bias
 inside it (compiler/aten_conv2d.h). Strides, padding, dilation, groups, 1x1 windows (where the
 CPU adds the bias inside the product), with and without bias, 1 and 2 threads; and HF ViT's
-hidden states. The gradients are still vtrn's (test_conv.py checks them within rounding)."""
+hidden states. The gradients come from ATen's convolution_backward
+(`custom_call @vtrn.aten_conv2d_backward`), so HF ViT trains to the CPU's parameters."""
 
 from __future__ import annotations
 
@@ -47,6 +48,26 @@ def test_conv2d_is_the_cpus(case, with_bias, threads):
     assert bits_equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_gradients_are_the_cpus(case, threads):
+    n, c, h, w, o, kh, kw, stride, padding, dilation, groups = case
+    g = torch.Generator().manual_seed(h + o + 1)
+    tensors = (
+        torch.randn(n, c, h, w, generator=g),
+        torch.randn(o, c // groups, kh, kw, generator=g),
+        torch.randn(o, generator=g),
+    )
+    kwargs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    grads = []
+    for device in ("cpu", "neuron"):
+        leaves = [t.detach().to(device).requires_grad_() for t in tensors]
+        y = F.conv2d(*leaves, **kwargs)
+        y.backward(torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(device))
+        grads.append([t.grad.cpu() for t in leaves])
+    for got, want in zip(grads[1], grads[0]):
+        assert bits_equal(got, want)
+
+
 def test_a_window_larger_than_the_input_raises_the_cpus_error():
     x, w = torch.randn(1, 2, 3, 3), torch.randn(4, 2, 5, 5)
     with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input size"):
@@ -75,3 +96,33 @@ def test_hf_vit_hidden_states_are_the_cpus():
         want = cpu(pixels).last_hidden_state
         got = dev(pixels.to("neuron")).last_hidden_state
     assert bits_equal(got.cpu(), want)
+
+
+def test_hf_vit_trains_to_the_cpus_parameters():
+    transformers = pytest.importorskip("transformers")
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    cfg = transformers.ViTConfig(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        image_size=32,
+        patch_size=8,
+        num_labels=10,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        attn_implementation="sdpa",
+    )
+    cpu = transformers.ViTForImageClassification(cfg)
+    dev = copy.deepcopy(cpu).to("neuron")
+    pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    labels = torch.tensor([1, 7, 3, 3])
+    for model, device in ((cpu, "cpu"), (dev, "neuron")):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for _ in range(3):
+            model(pixel_values=pixels.to(device), labels=labels.to(device)).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    for (name, a), b in zip(cpu.named_parameters(), dev.parameters()):
+        assert bits_equal(b.detach().cpu(), a.detach()), name

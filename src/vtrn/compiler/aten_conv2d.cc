@@ -129,4 +129,79 @@ cost::KernelCost aten_conv2d_cost(const hlo::Block& block, const hlo::Op& op,
   return cost_as_ops(b.finish({aten_conv2d_ops(b, x, w, bias, c)}), model);
 }
 
+std::string aten_conv2d_backward_config(const AtenConv2dBackwardConfig& config) {
+  std::string text = aten_conv2d_config(config.forward) + ";grads=";
+  for (bool g : config.grads) text += g ? "1" : "0";
+  return text;
+}
+
+std::optional<AtenConv2dBackwardConfig> parse_aten_conv2d_backward_config(std::string_view text) {
+  constexpr std::string_view kGrads = ";grads=";
+  const std::size_t at = text.rfind(kGrads);
+  if (at == std::string_view::npos || text.size() != at + kGrads.size() + 3) return std::nullopt;
+  AtenConv2dBackwardConfig c;
+  const std::optional<AtenConv2dConfig> forward = parse_aten_conv2d_config(text.substr(0, at));
+  if (!forward) return std::nullopt;
+  c.forward = *forward;
+  for (int i = 0; i < 3; ++i) {
+    const char g = text[at + kGrads.size() + static_cast<std::size_t>(i)];
+    if (g != '0' && g != '1') return std::nullopt;
+    c.grads[static_cast<std::size_t>(i)] = g == '1';
+  }
+  return c;
+}
+
+bool is_aten_conv2d_backward(const hlo::Op& op) {
+  return op.kind == hlo::OpKind::kCustomCall && op.call_target_name == kAtenConv2dBackwardTarget;
+}
+
+AtenConv2dBackwardConfig aten_conv2d_backward_checked(const hlo::Block& b, const hlo::Op& op) {
+  const std::string what = "custom_call @" + std::string(kAtenConv2dBackwardTarget);
+  const std::optional<AtenConv2dBackwardConfig> config =
+      parse_aten_conv2d_backward_config(op.backend_config);
+  if (!config)
+    throw hlo::Error(what + " has a malformed backend_config \"" + op.backend_config +
+                     "\"; expected the forward's, then \";grads=<0|1><0|1><0|1>\"");
+  bool ok = op.operands.size() == 3 && op.results.size() == 3;
+  if (ok) {
+    const hlo::TensorType& dy = b.type(op.operands[0]);
+    const hlo::TensorType& x = b.type(op.operands[1]);
+    const hlo::TensorType& w = b.type(op.operands[2]);
+    const AtenConv2dConfig& f = config->forward;
+    ok = x.dtype == hlo::DType::kF32 && w.dtype == hlo::DType::kF32 && x.rank() == 4 &&
+         w.rank() == 4 && w.dims[0] % f.groups == 0 && x.dims[1] == w.dims[1] * f.groups;
+    if (ok) {
+      const auto out = aten_conv2d_output_size(f, x, w);
+      ok = dy == hlo::TensorType(hlo::DType::kF32, {x.dims[0], w.dims[0], out[0], out[1]}) &&
+           b.type(op.results[0]) == x && b.type(op.results[1]) == w &&
+           b.type(op.results[2]) == hlo::TensorType(hlo::DType::kF32, {w.dims[0]});
+    }
+  }
+  if (!ok)
+    throw hlo::Error(what + " with " + op.backend_config +
+                     " needs float32 dy [N, O, OH, OW], x [N, C, H, W] and w [O, C / groups, KH, "
+                     "KW] of the forward's shapes, and gives dx, dw and db [O]; got " +
+                     call_types(b, op));
+  return *config;
+}
+
+cost::KernelCost aten_conv2d_backward_cost(const hlo::Block& block, const hlo::Op& op,
+                                           const cost::CostModel& model) {
+  const AtenConv2dBackwardConfig c = aten_conv2d_backward_checked(block, op);
+  hlo::Builder b("aten_conv2d_backward");
+  const hlo::Value dy = b.param(block.type(op.operands[0]));
+  const hlo::Value x = b.param(block.type(op.operands[1])), w = b.param(block.type(op.operands[2]));
+  std::vector<hlo::Value> results;
+  AtenConv2dConfig forward = c.forward;
+  forward.bias = false;
+  for (int i = 0; i < 2; ++i)
+    if (c.grads[static_cast<std::size_t>(i)])
+      results.push_back(aten_conv2d_ops(b, x, w, std::nullopt, forward));
+  if (c.grads[2])
+    results.push_back(
+        b.reduce(dy, b.scalar(hlo::DType::kF32, 0), {0, 2, 3}, hlo::ReduceKind::kAdd));
+  if (results.empty()) return {};
+  return cost_as_ops(b.finish(results), model);
+}
+
 }  // namespace vtrn::compiler

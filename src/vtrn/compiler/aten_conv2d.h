@@ -12,6 +12,16 @@
 // The torch layer installs ATen's convolution (runtime/aten_conv2d.h); without it (the C++
 // tests, `vtrn hlo --run`) the executor runs aten_conv2d_ops(), the stablehlo.convolution and
 // bias add the call stands for, which the compiler also prices it as.
+//
+// Its backward, `custom_call @vtrn.aten_conv2d_backward`, runs ATen's convolution_backward:
+//
+//   (dy [N, O, OH, OW], x [N, C, H, W], w [O, C / groups, KH, KW]) -> (dx, dw, db [O])
+//
+// backend_config the forward's, then ";grads=<dx><dw><db>" (each 0 or 1): the gradients
+// wanted; the others are zeros. Without the installed kernel the executor sums them directly in
+// float64. The compiler prices it as two convolutions of the forward's size (the input gradient
+// is a transposed convolution, the weight gradient a correlation, each with the forward's
+// FLOPs) and the bias gradient's reduction.
 #pragma once
 
 #include <array>
@@ -57,5 +67,23 @@ hlo::Value aten_conv2d_ops(hlo::Builder& b, hlo::Value x, hlo::Value w,
 /// The call's modeled cost: its ops' (compiler/ops_cost.h).
 cost::KernelCost aten_conv2d_cost(const hlo::Block& b, const hlo::Op& op,
                                   const cost::CostModel& model);
+
+inline constexpr std::string_view kAtenConv2dBackwardTarget = "vtrn.aten_conv2d_backward";
+
+struct AtenConv2dBackwardConfig {
+  AtenConv2dConfig forward;                     ///< its bias flag unused
+  std::array<bool, 3> grads{true, true, true};  ///< dx, dw, db
+};
+
+std::string aten_conv2d_backward_config(const AtenConv2dBackwardConfig& config);
+std::optional<AtenConv2dBackwardConfig> parse_aten_conv2d_backward_config(std::string_view text);
+
+bool is_aten_conv2d_backward(const hlo::Op& op);
+/// The call's config; throws hlo::Error naming what is wrong when its backend_config, operands
+/// or results do not fit the form above.
+AtenConv2dBackwardConfig aten_conv2d_backward_checked(const hlo::Block& b, const hlo::Op& op);
+/// The backward call's modeled cost, as above.
+cost::KernelCost aten_conv2d_backward_cost(const hlo::Block& b, const hlo::Op& op,
+                                           const cost::CostModel& model);
 
 }  // namespace vtrn::compiler

@@ -70,5 +70,34 @@ TEST(AtenConv2dTest, ACallThatIsNotTheKernelsFailsToCompile) {
   EXPECT_THROW(compile(conv(true, x, TensorType(DType::kF32, {6, 1, 3, 3}), c)), hlo::Error);
 }
 
+TEST(AtenConv2dTest, TheBackwardConfigRoundTripsAndTheCallIsPriced) {
+  AtenConv2dBackwardConfig c;
+  c.forward.stride = {2, 2};
+  c.grads = {false, true, true};
+  EXPECT_EQ(aten_conv2d_backward_config(c),
+            "stride=2,2;padding=0,0;dilation=1,1;groups=1;bias=0;grads=011");
+  const auto back = parse_aten_conv2d_backward_config(aten_conv2d_backward_config(c));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->grads, c.grads);
+  EXPECT_EQ(back->forward.stride, c.forward.stride);
+  for (const char* bad : {"stride=1,1;padding=0,0;dilation=1,1;groups=1;bias=0",
+                          "stride=1,1;padding=0,0;dilation=1,1;groups=1;bias=0;grads=01",
+                          "stride=1,1;padding=0,0;dilation=1,1;groups=1;bias=0;grads=012"})
+    EXPECT_FALSE(parse_aten_conv2d_backward_config(bad).has_value()) << bad;
+  const TensorType x(DType::kF32, {4, 8, 16, 16}), w(DType::kF32, {12, 8, 3, 3});
+  const auto out = aten_conv2d_output_size(c.forward, x, w);
+  const TensorType dy(DType::kF32, {4, 12, out[0], out[1]}), db(DType::kF32, {12});
+  auto backward = [&](const TensorType& dy_type) {
+    hlo::Builder b;
+    const hlo::Value g = b.param(dy_type), xv = b.param(x), wv = b.param(w);
+    return compile(b.finish(b.custom_call(std::string(kAtenConv2dBackwardTarget), {g, xv, wv},
+                                          {x, w, db}, aten_conv2d_backward_config(c))));
+  };
+  const Executable call = backward(dy);
+  ASSERT_EQ(call.kernels.size(), 1u);
+  EXPECT_GT(call.kernels[0].cost.flops, 0);
+  EXPECT_THROW(backward(TensorType(DType::kF32, {4, 12, 16, 16})), hlo::Error);
+}
+
 }  // namespace
 }  // namespace vtrn::compiler

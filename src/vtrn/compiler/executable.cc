@@ -194,6 +194,7 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
   }
   // ATen's 2-D convolution: what its convolution and bias add cost (aten_conv2d.h).
   if (is_aten_conv2d(root)) return aten_conv2d_cost(b, root, model);
+  if (is_aten_conv2d_backward(root)) return aten_conv2d_backward_cost(b, root, model);
   if (is_aten_layer_norm_backward(root)) {
     // ATen's layer norm backward: two row sums, the input gradient and the weight and bias
     // column sums (about 8 operations an element).

@@ -24,11 +24,26 @@ struct Call {
 
 using Kernel = void (*)(const Call& call);
 
-/// Installs |kernel| (nullptr uninstalls). Safe against concurrent calls.
-void install(Kernel kernel);
-Kernel installed();
+/// One backward: dy [n, o, oh, ow] and the forward's x and weight (bias unused) to the gradients
+/// |grads| asks for (dx of x's shape, dw of the weight's, db [o]); the others are left alone.
+struct BackwardCall {
+  Call forward;  ///< its y the gradient dy, as a const pointer
+  std::array<bool, 3> grads{true, true, true};
+  float *dx = nullptr, *dw = nullptr, *db = nullptr;
+};
 
-/// The custom call's kernel.
+using BackwardKernel = void (*)(const BackwardCall& call);
+
+/// Installs |kernel| and |backward| (nullptr uninstalls). Safe against concurrent calls.
+void install(Kernel kernel, BackwardKernel backward = nullptr);
+Kernel installed();
+BackwardKernel installed_backward();
+
+/// The backward without an installed kernel: the gradients summed directly, in float64.
+void direct_backward(const BackwardCall& call);
+
+/// The custom calls' kernels.
 void call(const CustomCallArgs& args);
+void backward_call(const CustomCallArgs& args);
 
 }  // namespace vtrn::runtime::aten_conv2d

@@ -78,5 +78,53 @@ TEST(AtenConv2dCallTest, AnInstalledKernelGetsTheBuffersAndAttributes) {
   aten_conv2d::install(nullptr);
 }
 
+// The gradients are adjoints of the convolution, which is linear in x and in w: for any v,
+// <dy, conv(v, w)> = <dx, v> and <dy, conv(x, v)> = <dw, v>; and db sums dy.
+TEST(AtenConv2dCallTest, WithoutAnInstalledKernelTheBackwardGivesTheAdjoints) {
+  aten_conv2d::install(nullptr, nullptr);
+  compiler::AtenConv2dConfig f;
+  f.stride = {2, 1}, f.padding = {1, 2}, f.dilation = {1, 2}, f.groups = 2;
+  const TensorType xt(DType::kF32, {2, 4, 7, 6}), wt(DType::kF32, {6, 2, 3, 2});
+  const auto out = compiler::aten_conv2d_output_size(f, xt, wt);
+  const TensorType yt(DType::kF32, {2, 6, out[0], out[1]}), bt(DType::kF32, {6});
+  auto random = [](const TensorType& t, unsigned seed) {
+    return HostTensor::from_doubles(t, random_values(t.num_elements(), -1, 1, seed, DType::kF32));
+  };
+  const HostTensor x = random(xt, 4), w = random(wt, 5), dy = random(yt, 6), vx = random(xt, 7),
+                   vw = random(wt, 8);
+  compiler::AtenConv2dBackwardConfig c;
+  c.forward = f;
+  Builder b;
+  const hlo::Value dyv = b.param(yt), xv = b.param(xt), wv = b.param(wt);
+  const auto grads =
+      run(b.finish(b.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dyv, xv, wv},
+                                 {xt, wt, bt}, compiler::aten_conv2d_backward_config(c))),
+          {dy, x, w});
+  auto dot = [](const HostTensor& a, const HostTensor& b) {
+    double s = 0;
+    for (std::int64_t i = 0; i < a.type.num_elements(); ++i) s += a.get(i) * b.get(i);
+    return s;
+  };
+  EXPECT_NEAR(dot(dy, run(conv_call(xt, wt, f), {vx, w})[0]), dot(grads[0], vx), 1e-4);
+  EXPECT_NEAR(dot(dy, run(conv_call(xt, wt, f), {x, vw})[0]), dot(grads[1], vw), 1e-4);
+  for (std::int64_t o = 0; o < 6; ++o) {
+    double sum = 0;
+    for (std::int64_t n = 0; n < 2; ++n)
+      for (std::int64_t k = 0; k < out[0] * out[1]; ++k)
+        sum += dy.get((n * 6 + o) * out[0] * out[1] + k);
+    EXPECT_NEAR(grads[2].get(o), sum, 1e-5);
+  }
+  // A gradient the mask leaves out is zeros.
+  c.grads = {false, true, false};
+  Builder b2;
+  const hlo::Value dy2 = b2.param(yt), x2 = b2.param(xt), w2 = b2.param(wt);
+  const auto some =
+      run(b2.finish(b2.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dy2, x2, w2},
+                                   {xt, wt, bt}, compiler::aten_conv2d_backward_config(c))),
+          {dy, x, w});
+  for (std::int64_t i = 0; i < xt.num_elements(); ++i) ASSERT_EQ(some[0].get(i), 0.0);
+  EXPECT_EQ(some[1].get(3), grads[1].get(3));
+}
+
 }  // namespace
 }  // namespace vtrn::runtime

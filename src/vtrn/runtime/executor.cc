@@ -85,6 +85,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenNormTarget), kernels::aten_norm},
       {std::string(compiler::kAtenNllLossTarget), aten_nll_loss::call},
       {std::string(compiler::kAtenConv2dTarget), aten_conv2d::call},
+      {std::string(compiler::kAtenConv2dBackwardTarget), aten_conv2d::backward_call},
       {std::string(compiler::kAtenLayerNormBackwardTarget), aten_layer_norm_backward::call},
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},

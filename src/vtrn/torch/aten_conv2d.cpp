@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/from_blob.h>
 
 #include <array>
@@ -36,8 +37,29 @@ void conv2d(const runtime::aten_conv2d::Call& c) {
   wrap(c.y, y.sizes()).copy_(y);
 }
 
+void conv2d_backward(const runtime::aten_conv2d::BackwardCall& b) {
+  const runtime::aten_conv2d::Call& c = b.forward;
+  if (at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  const at::AutoDispatchBelowAutograd below_autograd;
+  const std::array<std::int64_t, 1> bias_shape{c.w_dims[0]};
+  const std::array<std::int64_t, 2> no_output_padding{0, 0};
+  const at::Tensor x = wrap(c.x, c.x_dims);
+  const std::int64_t oh =
+      (c.x_dims[2] + 2 * c.padding[0] - c.dilation[0] * (c.w_dims[2] - 1) - 1) / c.stride[0] + 1;
+  const std::int64_t ow =
+      (c.x_dims[3] + 2 * c.padding[1] - c.dilation[1] * (c.w_dims[3] - 1) - 1) / c.stride[1] + 1;
+  const std::array<std::int64_t, 4> dy_shape{c.x_dims[0], c.w_dims[0], oh, ow};
+  auto [dx, dw, db] = at::convolution_backward(
+      wrap(c.y, dy_shape), x, wrap(c.weight, c.w_dims),
+      b.grads[2] ? at::OptionalIntArrayRef(bias_shape) : at::OptionalIntArrayRef(), c.stride,
+      c.padding, c.dilation, /*transposed=*/false, no_output_padding, c.groups, b.grads);
+  if (b.grads[0]) wrap(b.dx, c.x_dims).copy_(dx);
+  if (b.grads[1]) wrap(b.dw, c.w_dims).copy_(dw);
+  if (b.grads[2]) wrap(b.db, bias_shape).copy_(db);
+}
+
 }  // namespace
 
-void install_aten_conv2d() { runtime::aten_conv2d::install(&conv2d); }
+void install_aten_conv2d() { runtime::aten_conv2d::install(&conv2d, &conv2d_backward); }
 
 }  // namespace vtrn::torch_adapter

@@ -144,9 +144,8 @@ Value conv_weight_grad(Lowerer& L, Value x, Value dy, const ConvParams& p, const
   return L.b.convolution(x, dy, a);
 }
 
-/// A float32 2-D convolution and its bias (argument 2) as ATen's CPU convolution computes them
-/// (compiler/aten_conv2d.h).
-Value aten_conv2d(Lowerer& L, Value x, Value w, const ConvParams& p) {
+compiler::AtenConv2dConfig conv2d_config(Lowerer& L, Value x, Value w, const ConvParams& p,
+                                         bool bias) {
   compiler::AtenConv2dConfig config;
   for (int i = 0; i < 2; ++i) {
     config.stride[i] = p.stride[i];
@@ -154,20 +153,50 @@ Value aten_conv2d(Lowerer& L, Value x, Value w, const ConvParams& p) {
     config.dilation[i] = p.dilation[i];
   }
   config.groups = p.groups;
-  config.bias = L.has(2);
+  config.bias = bias;
   const Dims xs = L.shape(x), ws = L.shape(w);
   if (ws[0] % p.groups != 0 || xs[1] != ws[1] * p.groups)
     throw Unsupported("convolution groups that do not divide the channels");
-  std::vector<Value> operands{x, w};
-  if (config.bias) operands.push_back(L.tensor(2));
   const auto out = compiler::aten_conv2d_output_size(config, L.b.type(x), L.b.type(w));
   if (out[0] <= 0 || out[1] <= 0)
     throw Unsupported(
         "a convolution window larger than its padded input (PyTorch's CPU kernel "
         "reports it)");
+  return config;
+}
+
+/// The float32 output type of the 2-D convolution of |x| with |w|.
+hlo::TensorType aten_conv2d_output_type(Lowerer& L, Value x, Value w, const ConvParams& p) {
+  const auto out =
+      compiler::aten_conv2d_output_size(conv2d_config(L, x, w, p, false), L.b.type(x), L.b.type(w));
+  return hlo::TensorType(DType::kF32, {L.shape(x)[0], L.shape(w)[0], out[0], out[1]});
+}
+
+/// A float32 2-D convolution and its bias (argument 2) as ATen's CPU convolution computes them
+/// (compiler/aten_conv2d.h).
+Value aten_conv2d(Lowerer& L, Value x, Value w, const ConvParams& p) {
+  const compiler::AtenConv2dConfig config = conv2d_config(L, x, w, p, L.has(2));
+  std::vector<Value> operands{x, w};
+  if (config.bias) operands.push_back(L.tensor(2));
   return L.b.custom_call(std::string(compiler::kAtenConv2dTarget), std::move(operands),
-                         {hlo::TensorType(DType::kF32, {xs[0], ws[0], out[0], out[1]})},
+                         {aten_conv2d_output_type(L, x, w, p)},
                          compiler::aten_conv2d_config(config))[0];
+}
+
+/// Its gradients, the ones |mask| asks for, as ATen's convolution_backward computes them.
+std::vector<Value> aten_conv2d_backward(Lowerer& L, Value dy, Value x, Value w, const ConvParams& p,
+                                        const Dims& mask) {
+  compiler::AtenConv2dBackwardConfig config;
+  config.forward = conv2d_config(L, x, w, p, false);
+  for (std::size_t i = 0; i < 3; ++i) config.grads[i] = mask[i] != 0;
+  const std::vector<Value> r =
+      L.b.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dy, x, w},
+                      {L.b.type(x), L.b.type(w), hlo::TensorType(DType::kF32, {L.shape(w)[0]})},
+                      compiler::aten_conv2d_backward_config(config));
+  std::vector<Value> out(3, kUnchanged);
+  for (std::size_t i = 0; i < 3; ++i)
+    if (mask[i]) out[i] = r[i];
+  return out;
 }
 
 Dims spatial_of(const Dims& shape) { return Dims(shape.begin() + 2, shape.end()); }
@@ -224,6 +253,9 @@ void add_conv_lowerings(std::vector<OpLowering>& r) {
         const ConvParams p = params(L, 3, L.rank(w));
         const Dims mask = L.ints(9);
         if (mask.size() != 3) throw Unsupported("convolution output_mask");
+        if (!p.transposed && d == DType::kF32 && L.rank(x) == 4 &&
+            L.b.type(dy) == aten_conv2d_output_type(L, x, w, p))
+          return aten_conv2d_backward(L, dy, x, w, p, mask);
         Value dyc = L.convert(dy, c), xc = L.convert(x, c), wc = L.convert(w, c);
         std::vector<Value> out(3, kUnchanged);
         if (mask[0])
