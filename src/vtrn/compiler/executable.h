@@ -26,7 +26,7 @@
 namespace vtrn::compiler {
 
 /// Bumped whenever the compiler's output for a given input may change. Part of the cache key.
-inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.16";
+inline constexpr const char* kCompilerVersion = "vtrn-compiler 0.1.17";
 inline constexpr std::uint32_t kFormatVersion = 1;
 
 struct CompileOptions {
