@@ -29,6 +29,22 @@ def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
 
 
+def assert_trains_to_cpu_parameters(cpu_model, inputs: dict, steps: int = 3):
+    """Trains |cpu_model| and a copy of it on `neuron` for |steps| AdamW steps on |inputs| (the
+    model's keyword arguments, labels included) and asserts every parameter is the CPU's bits."""
+    import copy
+
+    dev_model = copy.deepcopy(cpu_model).to("neuron")
+    for model, device in ((cpu_model, "cpu"), (dev_model, "neuron")):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for _ in range(steps):
+            model(**{k: v.to(device) for k, v in inputs.items()}).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    for (name, a), b in zip(cpu_model.named_parameters(), dev_model.parameters()):
+        assert bits_equal(b.detach().cpu(), a.detach()), name
+
+
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
 def threads(request):
     """Runs the test with torch.set_num_threads(1), then (2)."""

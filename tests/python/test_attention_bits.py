@@ -13,7 +13,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import bits_equal
+from conftest import assert_trains_to_cpu_parameters, bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
@@ -54,8 +54,7 @@ def test_masks_and_grouped_query_attention_are_the_cpus(threads):
         assert bits_equal(got.cpu(), want), mask.dtype
 
 
-def test_hf_llama_logits_are_the_cpus():
-    transformers = pytest.importorskip("transformers")
+def llama(transformers):
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(
@@ -68,11 +67,24 @@ def test_hf_llama_logits_are_the_cpus():
         max_position_embeddings=128,
         attn_implementation="sdpa",
     )
-    cpu = transformers.LlamaForCausalLM(cfg).eval()
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def test_hf_llama_logits_are_the_cpus():
+    transformers = pytest.importorskip("transformers")
+    cpu = llama(transformers).eval()
     dev = copy.deepcopy(cpu).to("neuron")
     ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         assert bits_equal(dev(ids.to("neuron")).logits.cpu(), cpu(ids).logits)
+
+
+def test_hf_llama_trains_to_the_cpus_parameters():
+    """Three AdamW steps: the attention gradients (ATen's flash backward from the saved
+    logsumexp), the loss and every other gradient are the CPU's bits."""
+    transformers = pytest.importorskip("transformers")
+    ids = torch.randint(0, 1000, (2, 64), generator=torch.Generator().manual_seed(1))
+    assert_trains_to_cpu_parameters(llama(transformers), {"input_ids": ids, "labels": ids})
 
 
 def gradients(q, k, v, g, device, **kwargs):

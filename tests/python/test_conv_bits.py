@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import bits_equal
+from conftest import assert_trains_to_cpu_parameters, bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
@@ -76,11 +76,10 @@ def test_a_window_larger_than_the_input_raises_the_cpus_error():
         F.conv2d(x.to("neuron"), w.to("neuron")).cpu()
 
 
-def test_hf_vit_hidden_states_are_the_cpus():
-    transformers = pytest.importorskip("transformers")
+def vit_config(transformers, **extra):
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    cfg = transformers.ViTConfig(
+    return transformers.ViTConfig(
         hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
@@ -88,8 +87,13 @@ def test_hf_vit_hidden_states_are_the_cpus():
         image_size=32,
         patch_size=8,
         attn_implementation="sdpa",
+        **extra,
     )
-    cpu = transformers.ViTModel(cfg).eval()
+
+
+def test_hf_vit_hidden_states_are_the_cpus():
+    transformers = pytest.importorskip("transformers")
+    cpu = transformers.ViTModel(vit_config(transformers)).eval()
     dev = copy.deepcopy(cpu).to("neuron")
     pixels = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -100,29 +104,11 @@ def test_hf_vit_hidden_states_are_the_cpus():
 
 def test_hf_vit_trains_to_the_cpus_parameters():
     transformers = pytest.importorskip("transformers")
-    warnings.filterwarnings("ignore")
-    torch.manual_seed(0)
-    cfg = transformers.ViTConfig(
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        image_size=32,
-        patch_size=8,
-        num_labels=10,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        attn_implementation="sdpa",
+    cfg = vit_config(
+        transformers, num_labels=10, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
     )
-    cpu = transformers.ViTForImageClassification(cfg)
-    dev = copy.deepcopy(cpu).to("neuron")
     pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(2))
-    labels = torch.tensor([1, 7, 3, 3])
-    for model, device in ((cpu, "cpu"), (dev, "neuron")):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        for _ in range(3):
-            model(pixel_values=pixels.to(device), labels=labels.to(device)).loss.backward()
-            opt.step()
-            opt.zero_grad()
-    for (name, a), b in zip(cpu.named_parameters(), dev.parameters()):
-        assert bits_equal(b.detach().cpu(), a.detach()), name
+    assert_trains_to_cpu_parameters(
+        transformers.ViTForImageClassification(cfg),
+        {"pixel_values": pixels, "labels": torch.tensor([1, 7, 3, 3])},
+    )

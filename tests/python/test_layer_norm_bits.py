@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import bits_equal
+from conftest import assert_trains_to_cpu_parameters, bits_equal
 
 import vtrn  # noqa: F401 - registers the device
 
@@ -111,7 +111,6 @@ def test_hf_gpt2_trains_to_the_cpus_parameters():
     """Three AdamW steps of HF GPT-2 (dropout off): every parameter the CPU's bits, the
     attention, GELU, layer norm and loss gradients all ATen's."""
     transformers = pytest.importorskip("transformers")
-    import copy
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -127,14 +126,7 @@ def test_hf_gpt2_trains_to_the_cpus_parameters():
         attn_pdrop=0.0,
         attn_implementation="sdpa",
     )
-    cpu = transformers.GPT2LMHeadModel(cfg)
-    dev = copy.deepcopy(cpu).to("neuron")
     ids = torch.randint(0, 500, (2, 48), generator=torch.Generator().manual_seed(1))
-    for model, device in ((cpu, "cpu"), (dev, "neuron")):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        for _ in range(3):
-            model(ids.to(device), labels=ids.to(device)).loss.backward()
-            opt.step()
-            opt.zero_grad()
-    for (name, a), b in zip(cpu.named_parameters(), dev.parameters()):
-        assert bits_equal(b.detach().cpu(), a.detach()), name
+    assert_trains_to_cpu_parameters(
+        transformers.GPT2LMHeadModel(cfg), {"input_ids": ids, "labels": ids}
+    )

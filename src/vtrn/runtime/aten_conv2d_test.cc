@@ -94,12 +94,15 @@ TEST(AtenConv2dCallTest, WithoutAnInstalledKernelTheBackwardGivesTheAdjoints) {
                    vw = random(wt, 8);
   compiler::AtenConv2dBackwardConfig c;
   c.forward = f;
-  Builder b;
-  const hlo::Value dyv = b.param(yt), xv = b.param(xt), wv = b.param(wt);
-  const auto grads =
-      run(b.finish(b.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dyv, xv, wv},
-                                 {xt, wt, bt}, compiler::aten_conv2d_backward_config(c))),
-          {dy, x, w});
+  auto backward = [&] {
+    Builder b;
+    const hlo::Value dyv = b.param(yt), xv = b.param(xt), wv = b.param(wt);
+    return run(
+        b.finish(b.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dyv, xv, wv},
+                               {xt, wt, bt}, compiler::aten_conv2d_backward_config(c))),
+        {dy, x, w});
+  };
+  const auto grads = backward();
   auto dot = [](const HostTensor& a, const HostTensor& b) {
     double s = 0;
     for (std::int64_t i = 0; i < a.type.num_elements(); ++i) s += a.get(i) * b.get(i);
@@ -116,12 +119,7 @@ TEST(AtenConv2dCallTest, WithoutAnInstalledKernelTheBackwardGivesTheAdjoints) {
   }
   // A gradient the mask leaves out is zeros.
   c.grads = {false, true, false};
-  Builder b2;
-  const hlo::Value dy2 = b2.param(yt), x2 = b2.param(xt), w2 = b2.param(wt);
-  const auto some =
-      run(b2.finish(b2.custom_call(std::string(compiler::kAtenConv2dBackwardTarget), {dy2, x2, w2},
-                                   {xt, wt, bt}, compiler::aten_conv2d_backward_config(c))),
-          {dy, x, w});
+  const auto some = backward();
   for (std::int64_t i = 0; i < xt.num_elements(); ++i) ASSERT_EQ(some[0].get(i), 0.0);
   EXPECT_EQ(some[1].get(3), grads[1].get(3));
 }
