@@ -387,6 +387,21 @@ VTRN_CLONES float softmax_row(float* __restrict row, std::int64_t visible, std::
   return lse;
 }
 
+// One row of probabilities given its logsumexp (ATen's flash forward gave it): p[j] =
+// exp(score * scale + bias[j * bias_step] - lse) for the |visible| keys of row[0, visible), zero
+// past them and for a row with no visible key (lse -inf). The same probabilities as
+// softmax_row's within rounding, as the flash backward recomputes them.
+VTRN_CLONES void probabilities_from_logsumexp(float* __restrict row, std::int64_t visible,
+                                              float scale, const float* __restrict bias,
+                                              std::int64_t bias_step, float lse,
+                                              float* __restrict p, std::int64_t len) {
+  if (lse == -std::numeric_limits<float>::infinity()) visible = 0;
+  for (std::int64_t j = 0; j < visible; ++j)
+    row[j] = (bias != nullptr ? row[j] * scale + bias[j * bias_step] : row[j] * scale) - lse;
+  vecmath::apply(vecmath::Fn::kExp, row, p, visible);
+  std::fill(p + visible, p + len, 0.0f);
+}
+
 // One row of attention_backward_through_memory's softmax backward, over the keys of its tile:
 // ds[j] = p[j] (ds[j] - delta) scale with delta = sum_j p[j] ds[j] (|ds| holds dP on entry).
 // The keys past the tile have zero probabilities, so zero gradients.
@@ -449,13 +464,21 @@ void attention_forward(const CustomCallArgs& a) {
             const std::int64_t head = h0 + r / m;
             float* scores = s.data() + r * keys;
             const std::int64_t row = head * L + i;
+            if (aten_output) {  // exp(score - logsumexp): no max, sum or division pass
+              const float lse = aten_lse[static_cast<std::size_t>(row)];
+              probabilities_from_logsumexp(scores, visible, scale,
+                                           bias.rows == nullptr ? nullptr : bias.row(d, head, i),
+                                           bias.step, lse, saved.row(row), S);
+              saved.set_logsumexp(row, lse);
+              continue;
+            }
             const float lse =
                 bias.rows == nullptr
                     ? softmax_row<false>(scores, visible, keys, scale, nullptr, 0, saved.row(row),
                                          S)
                     : softmax_row<true>(scores, visible, keys, scale, bias.row(d, head, i),
                                         bias.step, saved.row(row), S);
-            saved.set_logsumexp(row, aten_output ? aten_lse[static_cast<std::size_t>(row)] : lse);
+            saved.set_logsumexp(row, lse);
           }
         });
         if (aten_output) continue;
