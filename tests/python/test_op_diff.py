@@ -1,0 +1,49 @@
+"""scripts/op_diff.py, the op-by-op comparison of `neuron` against the CPU: it finds no
+difference in CPU-exact ops, names an op that differs (float64, which the device computes in
+float32 as Trainium does), and its command line trains a tiny HF model with every op the CPU's
+bits."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import warnings
+
+import torch
+
+import vtrn  # noqa: F401 - registers the device
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "op_diff.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import op_diff  # noqa: E402
+
+
+def test_exact_ops_compare_equal():
+    x = torch.randn(64, 33).to("neuron")
+    stats = op_diff.compare_ops(lambda: (torch.relu(x) * 2 + 1).sum(1))
+    assert {
+        "relu.default[0] (64, 33) torch.float32",
+        "sum.dim_IntList[0] (64,) torch.float32",
+    } <= set(stats)
+    assert all(s.calls >= 1 and s.differing_calls == 0 for s in stats.values()), stats
+
+
+def test_an_op_that_differs_is_named():
+    warnings.filterwarnings("ignore", message=".*float64")
+    x = torch.linspace(-3, 3, 1000, dtype=torch.float64).to("neuron")
+    stats = op_diff.compare_ops(lambda: torch.exp(x))
+    s = stats["exp.default[0] (1000,) torch.float64"]
+    assert s.differing_calls == 1 and 0 < s.max_abs_diff < 1e-5 and s.min_equal_fraction < 1
+
+
+def test_the_command_line_trains_a_tiny_model_with_the_cpus_bits():
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "gpt2"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ", 0 differ" in done.stdout
+    unknown = subprocess.run(
+        [sys.executable, str(SCRIPT), "gpt5"], capture_output=True, text=True, timeout=120
+    )
+    assert unknown.returncode == 2 and "unknown model 'gpt5'" in unknown.stderr
