@@ -111,16 +111,17 @@ def test_a_budget_of_one_thread_adds_no_thread(how):
     assert seen["after_two"] > seen["after"], seen
 
 
-# CPU time the process spends while it sleeps right after a convolution (OpenBLAS's sgemm on
-# two threads, on every CPU): OpenBLAS's pool threads spin 2^28 cycles for the next call unless
-# OPENBLAS_THREAD_TIMEOUT says otherwise, and vtrn sets it unless the user has.
+# CPU time the process spends while it sleeps right after a transposed convolution (vtrn's own
+# kernel: OpenBLAS's sgemm on two threads, on every CPU; a plain float32 conv2d runs ATen's):
+# OpenBLAS's pool threads spin 2^28 cycles for the next call unless OPENBLAS_THREAD_TIMEOUT says
+# otherwise, and vtrn sets it unless the user has.
 SPIN_SCRIPT = """
 import os, time, torch, vtrn
 torch.set_num_threads(2)
 x = torch.randn(4, 64, 32, 32, device="neuron")
 w = torch.randn(64, 64, 3, 3, device="neuron")
 for _ in range(3):
-    torch.nn.functional.conv2d(x, w).sum().item()
+    torch.nn.functional.conv_transpose2d(x, w).sum().item()
 start = time.process_time()
 time.sleep(0.1)
 print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), time.process_time() - start)
