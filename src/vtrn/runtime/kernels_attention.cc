@@ -280,6 +280,20 @@ std::optional<bool> bf16_operands(const CustomCallArgs& a, std::size_t first, st
   return t == hlo::DType::kBF16;
 }
 
+// The attention's shape, causal flag, scale and mask (none without |bias|) into a call of
+// ATen's kernels (runtime/aten_attention.h).
+template <typename AtenCall>
+void describe(const Dims& d, const Bias* bias, const hlo::TensorType* bias_type, AtenCall& c) {
+  c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
+  c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
+  c.causal = d.causal;
+  c.scale = d.scale;
+  if (bias != nullptr && bias->rows != nullptr) {
+    c.mask = bias->rows;
+    bias->dims_into(*bias_type, c.mask_dims);
+  }
+}
+
 // ATen's flash backward (runtime/aten_attention.h) for a backward call whose first four
 // operands are grad_output, query, key and value (float32 or bfloat16, one type), given the
 // forward's |out| (of that type) and float32 |logsumexp| [B, H, L], and its mask if any: writes
@@ -297,14 +311,7 @@ bool aten_flash_attention_backward(const Dims& d, const CustomCallArgs& a, const
   c.grad_out = a.inputs[0], c.q = a.inputs[1], c.k = a.inputs[2], c.v = a.inputs[3];
   c.out = out;
   c.logsumexp = logsumexp;
-  c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
-  c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
-  c.causal = d.causal;
-  c.scale = d.scale;
-  if (bias != nullptr && bias->rows != nullptr) {
-    c.mask = bias->rows;
-    bias->dims_into(*bias_type, c.mask_dims);
-  }
+  describe(d, bias, bias_type, c);
   c.grad_q = a.outputs[0], c.grad_k = a.outputs[1], c.grad_v = a.outputs[2];
   kernel(c);
   return true;
@@ -323,14 +330,7 @@ bool aten_flash_attention(const Dims& d, const CustomCallArgs& a, std::size_t fi
   aten_attention::Call c;
   c.bf16 = *bf16;
   c.q = a.inputs[first], c.k = a.inputs[first + 1], c.v = a.inputs[first + 2];
-  c.batch = d.batch, c.heads = d.heads, c.kv_heads = d.kv_heads;
-  c.q_len = d.q_len, c.kv_len = d.kv_len, c.d = d.d;
-  c.causal = d.causal;
-  c.scale = d.scale;
-  if (bias != nullptr && bias->rows != nullptr) {
-    c.mask = bias->rows;
-    bias->dims_into(*bias_type, c.mask_dims);
-  }
+  describe(d, bias, bias_type, c);
   c.out = a.outputs[0];
   c.logsumexp = logsumexp;
   kernel(c);
