@@ -18,14 +18,17 @@ namespace {
 std::atomic<Kernel> g_kernel{nullptr};
 std::atomic<BackwardKernel> g_backward{nullptr};
 
-// The attributes and shapes of a call whose x and w are inputs |x| and |x| + 1.
-Call call_of(const CustomCallArgs& a, const compiler::AtenConv2dConfig& c, std::size_t x) {
+// The attributes and shapes of a call whose x and w are inputs |x| and |x| + 1 and whose
+// convolution's output has |y|'s dims.
+Call call_of(const CustomCallArgs& a, const compiler::AtenConv2dConfig& c, std::size_t x,
+             const hlo::TensorType& y) {
   Call k;
   k.x = static_cast<const float*>(a.inputs[x]);
   k.weight = static_cast<const float*>(a.inputs[x + 1]);
   for (int i = 0; i < 4; ++i) {
     k.x_dims[i] = a.input_types[x].dims[i];
     k.w_dims[i] = a.input_types[x + 1].dims[i];
+    k.y_dims[i] = y.dims[i];
   }
   k.stride = c.stride, k.padding = c.padding, k.dilation = c.dilation;
   k.groups = c.groups;
@@ -69,9 +72,8 @@ void direct_backward(const BackwardCall& b) {
   const std::int64_t n = f.x_dims[0], c = f.x_dims[1], h = f.x_dims[2], w = f.x_dims[3];
   const std::int64_t o = f.w_dims[0], cg = f.w_dims[1], kh = f.w_dims[2], kw = f.w_dims[3];
   const std::int64_t og = o / f.groups;
-  const std::int64_t oh = (h + 2 * f.padding[0] - f.dilation[0] * (kh - 1) - 1) / f.stride[0] + 1;
-  const std::int64_t ow = (w + 2 * f.padding[1] - f.dilation[1] * (kw - 1) - 1) / f.stride[1] + 1;
-  const float* dy = f.y;
+  const std::int64_t oh = f.y_dims[2], ow = f.y_dims[3];
+  const float* dy = b.dy;
   std::vector<double> dx(b.grads[0] ? static_cast<std::size_t>(n * c * h * w) : 0);
   std::vector<double> dw(b.grads[1] ? static_cast<std::size_t>(o * cg * kh * kw) : 0);
   std::vector<double> db(b.grads[2] ? static_cast<std::size_t>(o) : 0);
@@ -110,7 +112,7 @@ void call(const CustomCallArgs& a) {
     ops_module(a, *c)->run(a.inputs, a.outputs);
     return;
   }
-  Call k = call_of(a, *c, 0);
+  Call k = call_of(a, *c, 0, a.output_types[0]);
   k.bias = c->bias ? static_cast<const float*>(a.inputs[2]) : nullptr;
   k.y = static_cast<float*>(a.outputs[0]);
   kernel(k);
@@ -123,8 +125,8 @@ void backward_call(const CustomCallArgs& a) {
     throw ExecError("custom_call @vtrn.aten_conv2d_backward has a malformed backend_config \"" +
                     a.backend_config + "\"");
   BackwardCall b;
-  b.forward = call_of(a, c->forward, 1);
-  b.forward.y = const_cast<float*>(static_cast<const float*>(a.inputs[0]));
+  b.forward = call_of(a, c->forward, 1, a.input_types[0]);
+  b.dy = static_cast<const float*>(a.inputs[0]);
   b.grads = c->grads;
   b.dx = static_cast<float*>(a.outputs[0]);
   b.dw = static_cast<float*>(a.outputs[1]);

@@ -15,7 +15,7 @@ namespace vtrn::runtime::aten_conv2d {
 /// [n, o, oh, ow]; float32, row-major.
 struct Call {
   const float *x = nullptr, *weight = nullptr, *bias = nullptr;
-  std::array<std::int64_t, 4> x_dims{}, w_dims{};
+  std::array<std::int64_t, 4> x_dims{}, w_dims{}, y_dims{};
   std::array<std::int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   std::int64_t groups = 1;
   int threads = 1;
@@ -27,7 +27,8 @@ using Kernel = void (*)(const Call& call);
 /// One backward: dy [n, o, oh, ow] and the forward's x and weight (bias unused) to the gradients
 /// |grads| asks for (dx of x's shape, dw of the weight's, db [o]); the others are left alone.
 struct BackwardCall {
-  Call forward;  ///< its y the gradient dy, as a const pointer
+  Call forward;  ///< its y unset, its y_dims dy's
+  const float* dy = nullptr;
   std::array<bool, 3> grads{true, true, true};
   float *dx = nullptr, *dw = nullptr, *db = nullptr;
 };

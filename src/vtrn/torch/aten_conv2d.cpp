@@ -34,7 +34,7 @@ void conv2d(const runtime::aten_conv2d::Call& c) {
   const at::Tensor y =
       at::convolution(wrap(c.x, c.x_dims), wrap(c.weight, c.w_dims), bias, c.stride, c.padding,
                       c.dilation, /*transposed=*/false, no_output_padding, c.groups);
-  wrap(c.y, y.sizes()).copy_(y);
+  wrap(c.y, c.y_dims).copy_(y);
 }
 
 void conv2d_backward(const runtime::aten_conv2d::BackwardCall& b) {
@@ -44,13 +44,8 @@ void conv2d_backward(const runtime::aten_conv2d::BackwardCall& b) {
   const std::array<std::int64_t, 1> bias_shape{c.w_dims[0]};
   const std::array<std::int64_t, 2> no_output_padding{0, 0};
   const at::Tensor x = wrap(c.x, c.x_dims);
-  const std::int64_t oh =
-      (c.x_dims[2] + 2 * c.padding[0] - c.dilation[0] * (c.w_dims[2] - 1) - 1) / c.stride[0] + 1;
-  const std::int64_t ow =
-      (c.x_dims[3] + 2 * c.padding[1] - c.dilation[1] * (c.w_dims[3] - 1) - 1) / c.stride[1] + 1;
-  const std::array<std::int64_t, 4> dy_shape{c.x_dims[0], c.w_dims[0], oh, ow};
   auto [dx, dw, db] = at::convolution_backward(
-      wrap(c.y, dy_shape), x, wrap(c.weight, c.w_dims),
+      wrap(b.dy, c.y_dims), x, wrap(c.weight, c.w_dims),
       b.grads[2] ? at::OptionalIntArrayRef(bias_shape) : at::OptionalIntArrayRef(), c.stride,
       c.padding, c.dilation, /*transposed=*/false, no_output_padding, c.groups, b.grads);
   if (b.grads[0]) wrap(b.dx, c.x_dims).copy_(dx);
