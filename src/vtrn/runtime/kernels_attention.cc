@@ -85,14 +85,28 @@ class F32Out {
 // scratch rounded by store()), then the float32 bits of the row's logsumexp.
 class SavedRows {
  public:
-  SavedRows(const hlo::TensorType& type, void* dst, std::int64_t len)
+  SavedRows(const hlo::TensorType& type, void* dst, std::int64_t len, bool probabilities)
       : dtype_(type.dtype),
         es_(hlo::dtype_size(type.dtype)),
         len_(len),
         stride_(len + 4 / es_),
         dst_(static_cast<std::uint8_t*>(dst)) {
-    if (dtype_ != hlo::DType::kF32)
+    if (dtype_ != hlo::DType::kF32 && probabilities)
       scratch_.assign(static_cast<std::size_t>(type.num_elements() / stride_ * len), 0.0f);
+  }
+  // Rows [0, lse.size()) without their probabilities: NaN in their place (so that nothing can
+  // take them for probabilities), then each row's logsumexp.
+  void store_logsumexp_only(const std::vector<float>& lse) {
+    std::uint8_t nan[sizeof(float)];
+    hlo::store_double(dtype_, std::numeric_limits<double>::quiet_NaN(), nan);
+    for (std::size_t r = 0; r < lse.size(); ++r) {
+      std::uint8_t* p = dst_ + static_cast<std::int64_t>(r) * stride_ * es_;
+      if (dtype_ == hlo::DType::kF32)
+        std::fill_n(reinterpret_cast<float*>(p), len_, std::numeric_limits<float>::quiet_NaN());
+      else
+        for (std::int64_t j = 0; j < len_; ++j) std::memcpy(p + j * es_, nan, es_);
+      set_logsumexp(static_cast<std::int64_t>(r), lse[r]);
+    }
   }
   float* row(std::int64_t r) {
     return dtype_ == hlo::DType::kF32 ? reinterpret_cast<float*>(dst_) + r * stride_
@@ -387,21 +401,6 @@ VTRN_CLONES float softmax_row(float* __restrict row, std::int64_t visible, std::
   return lse;
 }
 
-// One row of probabilities given its logsumexp (ATen's flash forward gave it): p[j] =
-// exp(score * scale + bias[j * bias_step] - lse) for the |visible| keys of row[0, visible), zero
-// past them and for a row with no visible key (lse -inf). The same probabilities as
-// softmax_row's within rounding, as the flash backward recomputes them.
-VTRN_CLONES void probabilities_from_logsumexp(float* __restrict row, std::int64_t visible,
-                                              float scale, const float* __restrict bias,
-                                              std::int64_t bias_step, float lse,
-                                              float* __restrict p, std::int64_t len) {
-  if (lse == -std::numeric_limits<float>::infinity()) visible = 0;
-  for (std::int64_t j = 0; j < visible; ++j)
-    row[j] = (bias != nullptr ? row[j] * scale + bias[j * bias_step] : row[j] * scale) - lse;
-  vecmath::apply(vecmath::Fn::kExp, row, p, visible);
-  std::fill(p + visible, p + len, 0.0f);
-}
-
 // One row of attention_backward_through_memory's softmax backward, over the keys of its tile:
 // ds[j] = p[j] (ds[j] - delta) scale with delta = sum_j p[j] ds[j] (|ds| holds dP on entry).
 // The keys past the tile have zero probabilities, so zero gradients.
@@ -428,19 +427,25 @@ void accumulate(float* __restrict into, const float* __restrict part, std::int64
 void attention_forward(const CustomCallArgs& a) {
   const Dims d = dims_of(a, 0, "vtrn.attention");
   std::vector<float> qc, kc, vc, kr, vr, s, aten_lse;
+  const Bias bias = a.inputs.size() > 3 ? Bias(a.input_types[3], a.inputs[3]) : Bias();
+  const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
+  // The output and logsumexp from ATen's kernel where it and ATen's flash backward are
+  // installed. That backward reads only the logsumexp, so the probabilities (the scores' product
+  // and an exp each, more work than ATen's whole forward) are not computed.
+  if (heads > 0 && L > 0 && S > 0) aten_lse.resize(static_cast<std::size_t>(heads * L));
+  const bool aten_output =
+      heads > 0 && L > 0 && S > 0 && aten_attention::installed_backward() != nullptr &&
+      aten_flash_attention(d, a, 0, &bias, a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
+                           aten_lse.data());
+  SavedRows saved(a.output_types[1], a.outputs[1], S, /*probabilities=*/!aten_output);
+  if (aten_output) {
+    saved.store_logsumexp_only(aten_lse);
+    return;
+  }
   const float* q = as_f32(a.input_types[0], a.inputs[0], qc);
   const float* k = repeat_heads(d, as_f32(a.input_types[1], a.inputs[1], kc), kr);
   const float* v = repeat_heads(d, as_f32(a.input_types[2], a.inputs[2], vc), vr);
-  const Bias bias = a.inputs.size() > 3 ? Bias(a.input_types[3], a.inputs[3]) : Bias();
-  const std::int64_t heads = d.batch * d.heads, L = d.q_len, S = d.kv_len, D = d.d;
   F32Out out(a.output_types[0], a.outputs[0], /*zeroed=*/S == 0);
-  SavedRows saved(a.output_types[1], a.outputs[1], S);
-  // The output and logsumexp from ATen's kernel where installed: the probabilities only here.
-  if (heads > 0 && L > 0 && S > 0) aten_lse.resize(static_cast<std::size_t>(heads * L));
-  const bool aten_output =
-      heads > 0 && L > 0 && S > 0 &&
-      aten_flash_attention(d, a, 0, &bias, a.inputs.size() > 3 ? &a.input_types[3] : nullptr,
-                           aten_lse.data());
   for (std::int64_t r = 0; r < heads * L && S == 0; ++r)
     saved.set_logsumexp(r, -std::numeric_limits<float>::infinity());
   if (heads > 0 && L > 0 && S > 0) {
@@ -464,14 +469,6 @@ void attention_forward(const CustomCallArgs& a) {
             const std::int64_t head = h0 + r / m;
             float* scores = s.data() + r * keys;
             const std::int64_t row = head * L + i;
-            if (aten_output) {  // exp(score - logsumexp): no max, sum or division pass
-              const float lse = aten_lse[static_cast<std::size_t>(row)];
-              probabilities_from_logsumexp(scores, visible, scale,
-                                           bias.rows == nullptr ? nullptr : bias.row(d, head, i),
-                                           bias.step, lse, saved.row(row), S);
-              saved.set_logsumexp(row, lse);
-              continue;
-            }
             const float lse =
                 bias.rows == nullptr
                     ? softmax_row<false>(scores, visible, keys, scale, nullptr, 0, saved.row(row),
@@ -481,7 +478,6 @@ void attention_forward(const CustomCallArgs& a) {
             saved.set_logsumexp(row, lse);
           }
         });
-        if (aten_output) continue;
         // Output rows [nh, m, D] = P[.., 0 .. keys) V[h0 .., 0 .. keys), written in place.
         MatmulShape pv;
         pv.m = m, pv.n = D, pv.k = keys;
@@ -493,7 +489,7 @@ void attention_forward(const CustomCallArgs& a) {
       }
     }
   }
-  if (!aten_output) out.store();  // ATen's kernel wrote the output in its type
+  out.store();
   saved.store();
 }
 

@@ -1,10 +1,17 @@
-// Installs ATen's CPU flash attention into the runtime (runtime/aten_attention.h), called through
-// at::cpu:: on the executor's buffers: below the dispatcher, so no dispatch mode, profiler or
-// autograd graph sees it.
+// Installs ATen's CPU flash attention into the runtime (runtime/aten_attention.h), the kernels
+// called on the executor's buffers: below the dispatcher, so no dispatch mode, profiler or
+// autograd graph sees them.
 #include "vtrn/torch/aten_attention.h"
 
-#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
-#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
+// DispatchStub's call takes one kernel pointer per CPU capability torch was built with, and
+// PyTorch's x86-64 builds have AVX2 and AVX-512 kernels: the header must declare the same
+// signature as libtorch_cpu exports (DispatchStubImpl::get_call_ptr), which these select.
+#if defined(__x86_64__)
+#define HAVE_AVX512_CPU_DEFINITION
+#define HAVE_AVX2_CPU_DEFINITION
+#endif
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 
 #include <array>
@@ -30,15 +37,21 @@ std::optional<at::Tensor> mask_of(const float* mask, const std::int64_t (&dims)[
   return wrap(mask, dims).to(t);
 }
 
+// ATen's own kernels (the DispatchStubs _scaled_dot_product_flash_attention_for_cpu and its
+// backward call) write into the buffers in place: they take the [B, L, H, D] results as strided
+// views, so the [B, H, L, D] buffers are those views transposed, with no result to copy out.
 void flash_attention(const runtime::aten_attention::Call& c) {
   const at::ScalarType t = type_of(c.bf16);
-  const at::Tensor q = wrap(c.q, {c.batch, c.heads, c.q_len, c.d}, t);
-  const at::Tensor k = wrap(c.k, {c.batch, c.kv_heads, c.kv_len, c.d}, t);
-  const at::Tensor v = wrap(c.v, {c.batch, c.kv_heads, c.kv_len, c.d}, t);
-  auto [out, logsumexp] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(
-      q, k, v, /*dropout_p=*/0.0, c.causal, mask_of(c.mask, c.mask_dims, t), c.scale);
-  wrap(c.out, {c.batch, c.heads, c.q_len, c.d}, t).copy_(out);
-  if (c.logsumexp != nullptr) wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).copy_(logsumexp);
+  const at::Tensor out = wrap(c.out, {c.batch, c.heads, c.q_len, c.d}, t).transpose(1, 2);
+  const at::Tensor logsumexp =
+      c.logsumexp != nullptr
+          ? wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).transpose(1, 2)
+          : at::empty({c.batch, c.q_len, c.heads}, at::TensorOptions().dtype(at::kFloat));
+  at::native::flash_attention_kernel(
+      at::kCPU, out, logsumexp, wrap(c.q, {c.batch, c.heads, c.q_len, c.d}, t),
+      wrap(c.k, {c.batch, c.kv_heads, c.kv_len, c.d}, t),
+      wrap(c.v, {c.batch, c.kv_heads, c.kv_len, c.d}, t), /*dropout_p=*/0.0, c.causal,
+      mask_of(c.mask, c.mask_dims, t), c.scale);
 }
 
 void flash_attention_backward(const runtime::aten_attention::BackwardCall& c) {
@@ -46,14 +59,19 @@ void flash_attention_backward(const runtime::aten_attention::BackwardCall& c) {
   const std::array<int64_t, 4> q_shape{c.batch, c.heads, c.q_len, c.d};
   const std::array<int64_t, 4> kv_shape{c.batch, c.kv_heads, c.kv_len, c.d};
   const at::ScalarType t = type_of(c.bf16);
-  auto [dq, dk, dv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
-      wrap(c.grad_out, q_shape, t), wrap(c.q, q_shape, t), wrap(c.k, kv_shape, t),
-      wrap(c.v, kv_shape, t), wrap(c.out, q_shape, t),
-      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}), /*dropout_p=*/0.0, c.causal,
-      mask_of(c.mask, c.mask_dims, t), c.scale);
-  wrap(c.grad_q, q_shape, t).copy_(dq);
-  wrap(c.grad_k, kv_shape, t).copy_(dk);
-  wrap(c.grad_v, kv_shape, t).copy_(dv);
+  // The backward kernel takes every operand as [B, L, H, D] and sums into zeroed gradients.
+  const auto in = [&](const void* p, const std::array<int64_t, 4>& shape) {
+    return wrap(p, shape, t).transpose(1, 2);
+  };
+  const auto gradient = [&](void* p, const std::array<int64_t, 4>& shape) {
+    return wrap(p, shape, t).zero_().transpose(1, 2);
+  };
+  at::native::flash_attention_backward_kernel(
+      at::kCPU, gradient(c.grad_q, q_shape), gradient(c.grad_k, kv_shape),
+      gradient(c.grad_v, kv_shape), in(c.grad_out, q_shape), in(c.q, q_shape),
+      in(c.k, kv_shape), in(c.v, kv_shape), in(c.out, q_shape),
+      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).transpose(1, 2), /*dropout_p=*/0.0,
+      c.causal, mask_of(c.mask, c.mask_dims, t), c.scale);
 }
 
 }  // namespace
