@@ -7,12 +7,15 @@
 namespace vtrn::compiler {
 
 bool is_aten_gelu(const hlo::Op& op) {
-  return op.kind == hlo::OpKind::kCustomCall &&
-         (op.call_target_name == kAtenGeluTarget || op.call_target_name == kAtenGeluBackwardTarget);
+  if (op.kind != hlo::OpKind::kCustomCall) return false;
+  const std::string& t = op.call_target_name;
+  return t == kAtenGeluTarget || t == kAtenGeluBackwardTarget || t == kAtenGeluTanhTarget ||
+         t == kAtenGeluTanhBackwardTarget;
 }
 
 std::int64_t aten_gelu_elements(const hlo::Block& b, const hlo::Op& op) {
-  const bool backward = op.call_target_name == kAtenGeluBackwardTarget;
+  const bool backward = op.call_target_name == kAtenGeluBackwardTarget ||
+                        op.call_target_name == kAtenGeluTanhBackwardTarget;
   const std::string what = "custom_call @" + op.call_target_name;
   const std::size_t operands = backward ? 2 : 1;
   bool ok = op.operands.size() == operands && op.results.size() == 1;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "vtrn/compiler/aten_gelu.h"
@@ -16,14 +17,15 @@ namespace {
 
 using namespace test;
 
-hlo::Module gelu_module(bool backward, std::int64_t n) {
+hlo::Module gelu_module(bool backward, std::int64_t n, bool tanh = false) {
   Builder b;
   const TensorType t(DType::kF32, {n});
   std::vector<hlo::Value> operands{b.param(t)};
   if (backward) operands.push_back(b.param(t));
-  return b.finish(b.custom_call(
-      std::string(backward ? compiler::kAtenGeluBackwardTarget : compiler::kAtenGeluTarget),
-      operands, {t}, ""));
+  const std::string_view target =
+      tanh ? (backward ? compiler::kAtenGeluTanhBackwardTarget : compiler::kAtenGeluTanhTarget)
+           : (backward ? compiler::kAtenGeluBackwardTarget : compiler::kAtenGeluTarget);
+  return b.finish(b.custom_call(std::string(target), operands, {t}, ""));
 }
 
 TEST(AtenGeluTest, WithoutAnInstalledKernelTheScalarFormulaRuns) {
@@ -44,28 +46,57 @@ TEST(AtenGeluTest, WithoutAnInstalledKernelTheScalarFormulaRuns) {
   }
 }
 
-// An installed pair gets the call's whole buffers: here a stand-in that writes n - i.
+// The tanh approximation's fallback, against its formula in float64: 0.5 x (1 + tanh(u)),
+// u = sqrt(2 / pi) (x + 0.044715 x^3), and its derivative.
+TEST(AtenGeluTest, WithoutAnInstalledKernelTheTanhFormulaRuns) {
+  aten_gelu::install(nullptr, nullptr);
+  const std::int64_t n = 101;
+  const TensorType t(DType::kF32, {n});
+  const HostTensor x = HostTensor::from_doubles(t, random_values(n, -4, 4, 6, DType::kF32));
+  const HostTensor g = HostTensor::from_doubles(t, random_values(n, -1, 1, 7, DType::kF32));
+  const std::vector<HostTensor> y = run(gelu_module(false, n, /*tanh=*/true), {x});
+  const std::vector<HostTensor> dx = run(gelu_module(true, n, /*tanh=*/true), {g, x});
+  const double beta = std::sqrt(2 / M_PI), kappa = 0.044715;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = x.get(i), th = std::tanh(beta * (v + kappa * v * v * v));
+    EXPECT_NEAR(y[0].get(i), 0.5 * v * (1 + th), 1e-6) << v;
+    const double slope =
+        0.5 * (1 + th) + 0.5 * v * (1 - th * th) * beta * (1 + 3 * kappa * v * v);
+    EXPECT_NEAR(dx[0].get(i), g.get(i) * slope, 1e-6) << v;
+  }
+}
+
+// An installed pair gets the call's whole buffers and the approximation: here a stand-in that
+// writes n - i.
 TEST(AtenGeluTest, AnInstalledKernelGetsTheWholeTensor) {
   static std::int64_t seen = 0;
+  static aten_gelu::Approximation seen_approximation = aten_gelu::Approximation::kNone;
   aten_gelu::install(
-      [](std::int64_t n, const float*, float* y) {
+      [](aten_gelu::Approximation a, std::int64_t n, const float*, float* y) {
         seen = n;
+        seen_approximation = a;
         for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(n - i);
       },
-      [](std::int64_t n, const float*, const float*, float* dx) {
+      [](aten_gelu::Approximation a, std::int64_t n, const float*, const float*, float* dx) {
         seen = -n;
+        seen_approximation = a;
         for (std::int64_t i = 0; i < n; ++i) dx[i] = static_cast<float>(i);
       });
   const std::int64_t n = 37;
   const TensorType t(DType::kF32, {n});
   const HostTensor x = HostTensor::from_doubles(t, random_values(n, -1, 1, 5, DType::kF32));
-  const std::vector<HostTensor> y = run(gelu_module(false, n), {x});
-  EXPECT_EQ(seen, n);
-  const std::vector<HostTensor> dx = run(gelu_module(true, n), {x, x});
-  EXPECT_EQ(seen, -n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    EXPECT_EQ(y[0].get(i), static_cast<double>(n - i));
-    EXPECT_EQ(dx[0].get(i), static_cast<double>(i));
+  for (const bool tanh : {false, true}) {
+    const auto want = tanh ? aten_gelu::Approximation::kTanh : aten_gelu::Approximation::kNone;
+    const std::vector<HostTensor> y = run(gelu_module(false, n, tanh), {x});
+    EXPECT_EQ(seen, n);
+    EXPECT_EQ(seen_approximation, want);
+    const std::vector<HostTensor> dx = run(gelu_module(true, n, tanh), {x, x});
+    EXPECT_EQ(seen, -n);
+    EXPECT_EQ(seen_approximation, want);
+    for (std::int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(y[0].get(i), static_cast<double>(n - i));
+      EXPECT_EQ(dx[0].get(i), static_cast<double>(i));
+    }
   }
   aten_gelu::install(nullptr, nullptr);
 }

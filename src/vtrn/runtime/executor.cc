@@ -90,6 +90,8 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},
       {std::string(compiler::kAtenGeluBackwardTarget), aten_gelu::backward_call},
+      {std::string(compiler::kAtenGeluTanhTarget), aten_gelu::tanh_forward_call},
+      {std::string(compiler::kAtenGeluTanhBackwardTarget), aten_gelu::tanh_backward_call},
       {std::string(compiler::kAttentionTarget), kernels::attention_forward},
       {std::string(compiler::kAttentionBackwardTarget), kernels::attention_backward},
       {std::string(compiler::kFlashAttentionTarget), kernels::flash_attention_forward},

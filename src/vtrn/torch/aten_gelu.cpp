@@ -1,6 +1,7 @@
 // Installs ATen's own CPU GELU kernels into the runtime (runtime/aten_gelu.h): the executor's
 // `custom_call @vtrn.aten_gelu` then runs exactly what torch.nn.functional.gelu runs on a
-// contiguous CPU tensor (oneDNN's gelu_erf in torch's build), so it gives the CPU's bits.
+// contiguous CPU tensor (oneDNN's gelu_erf in torch's build; ATen's vector loop for the tanh
+// approximation), so it gives the CPU's bits.
 // at::cpu:: calls the CPU kernel directly, without the dispatcher: no dispatch mode or
 // profiler sees these calls, and no autograd graph records them.
 #include "vtrn/torch/aten_gelu.h"
@@ -18,14 +19,19 @@ at::Tensor wrap(const float* p, std::int64_t n) {
   return at::from_blob(const_cast<float*>(p), {n}, at::TensorOptions().dtype(at::kFloat));
 }
 
-void forward(std::int64_t n, const float* x, float* y) {
-  at::Tensor out = wrap(y, n);
-  at::cpu::gelu_out(out, wrap(x, n), "none");
+const char* approximate(runtime::aten_gelu::Approximation a) {
+  return a == runtime::aten_gelu::Approximation::kTanh ? "tanh" : "none";
 }
 
-void backward(std::int64_t n, const float* dy, const float* x, float* dx) {
+void forward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* x, float* y) {
+  at::Tensor out = wrap(y, n);
+  at::cpu::gelu_out(out, wrap(x, n), approximate(a));
+}
+
+void backward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* dy,
+              const float* x, float* dx) {
   at::Tensor out = wrap(dx, n);
-  at::cpu::gelu_backward_out(out, wrap(dy, n), wrap(x, n), "none");
+  at::cpu::gelu_backward_out(out, wrap(dy, n), wrap(x, n), approximate(a));
 }
 
 }  // namespace

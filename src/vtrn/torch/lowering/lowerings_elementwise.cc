@@ -168,14 +168,15 @@ Value erf(Lowerer& L, Value x) {
   return L.b.select(L.b.compare(Comparison::kLT, x, k(0.0)), L.b.neg(y), y);
 }
 
-/// torch's exact GELU of float32 (x), or its gradient (dy, x), by ATen's own kernel
-/// (compiler/aten_gelu.h).
-Value aten_gelu(Lowerer& L, std::vector<Value> operands) {
+/// torch's GELU of float32 (x), or its gradient (dy, x), exact or |tanh|-approximated, by
+/// ATen's own kernel (compiler/aten_gelu.h).
+Value aten_gelu(Lowerer& L, std::vector<Value> operands, bool tanh) {
   const bool backward = operands.size() == 2;
   const TensorType t = L.b.type(operands.back());
-  return L.b.custom_call(
-      std::string(backward ? compiler::kAtenGeluBackwardTarget : compiler::kAtenGeluTarget),
-      std::move(operands), {t}, "")[0];
+  const std::string_view target =
+      tanh ? (backward ? compiler::kAtenGeluTanhBackwardTarget : compiler::kAtenGeluTanhTarget)
+           : (backward ? compiler::kAtenGeluBackwardTarget : compiler::kAtenGeluTarget);
+  return L.b.custom_call(std::string(target), std::move(operands), {t}, "")[0];
 }
 
 constexpr double kSqrt1_2 = 0.70710678118654752440;  // 1/sqrt(2)
@@ -200,8 +201,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           [](Lowerer& L) -> std::vector<Value> {
             const DType d = L.dtype(L.tensor(0));
             L.require_claimed(d);
-            if (d == DType::kF32 && !tanh_gelu(L, 1) && L.out_dtype(0, d) == DType::kF32)
-              return {aten_gelu(L, {L.tensor(0)})};
+            if (d == DType::kF32 && L.out_dtype(0, d) == DType::kF32)
+              return {aten_gelu(L, {L.tensor(0)}, tanh_gelu(L, 1))};
             Value x = L.convert(L.tensor(0), opmath(d));
             auto k = [&](double v) { return L.full_like(x, v); };
             Value y;
@@ -227,8 +228,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             L.require_claimed(common);
             auto v = L.broadcast({L.promoted(0, common), L.promoted(1, common)});
             Value g = v[0], x = v[1];
-            if (common == DType::kF32 && !tanh_gelu(L, 2) && L.out_dtype(0, common) == DType::kF32)
-              return {aten_gelu(L, {g, x})};
+            if (common == DType::kF32 && L.out_dtype(0, common) == DType::kF32)
+              return {aten_gelu(L, {g, x}, tanh_gelu(L, 2))};
             auto k = [&](double val) { return L.full_like(x, val); };
             Value dinput;
             if (tanh_gelu(L, 2)) {
@@ -283,8 +284,9 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
             true));
   // pow(self, exponent): the exponent is static, because the CPU kernel special-cases it
   // (x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x)) and rounds the exponent to a half type; bfloat16
-  // also rounds the intermediate product x*x. float16 takes std::pow for +-0.5 rather than
-  // sqrt. (Checked element by element against torch 2.13.)
+  // also rounds the intermediate product x*x. float32's 0.5 runs torch.sqrt's own kernel (MKL's
+  // VML, which on some CPUs is not correctly rounded). float16 takes std::pow for +-0.5 rather
+  // than sqrt. (Checked element by element against torch 2.13.)
   OpLowering pow_scalar = entry(
       floats(),
       [](Lowerer& L) -> std::vector<Value> {
@@ -315,6 +317,8 @@ void add_elementwise_lowerings(std::vector<OpLowering>& r) {
           y = L.b.mul(round(L.b.mul(x, x)), x);
         else if (common == DType::kF16 && (e == 0.5 || e == -0.5))
           y = L.b.binary(OpKind::kPower, x, L.full_like(x, e));  // std::pow: pow(-inf, 0.5) = inf
+        else if (e == 0.5 && common == DType::kF32)
+          y = L.b.vml_unary(OpKind::kSqrt, x);  // torch.sqrt's kernel: MKL's, not always exact
         else if (e == 0.5)
           y = L.convert(L.b.unary(OpKind::kSqrt, L.convert(x, DType::kF64)), c);
         else if (e == -0.5)
