@@ -11,6 +11,7 @@ import sys
 import warnings
 
 import torch
+import torch.nn.functional as F
 
 import vtrn  # noqa: F401 - registers the device
 
@@ -35,6 +36,34 @@ def test_an_op_that_differs_is_named():
     stats = op_diff.compare_ops(lambda: torch.exp(x))
     s = stats["exp.default[0] (1000,) torch.float64"]
     assert s.differing_calls == 1 and 0 < s.max_abs_diff < 1e-5 and s.min_equal_fraction < 1
+
+
+def test_attention_is_compared_with_the_cpus_flash_kernels():
+    """PyTorch sends neuron's attention to the device's own (PrivateUse1) kernel, which the CPU
+    has no replay for: the comparison replays it through the CPU's flash attention."""
+    q, k, v = (torch.randn(2, 4, 9, 8).to("neuron").requires_grad_() for _ in range(3))
+    stats = op_diff.compare_ops(
+        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    )
+    attention = {key: s for key, s in stats.items() if "fused_attention_overrideable" in key}
+    assert len(attention) == 4, stats  # the output, and the three gradients
+    assert all(s.calls == 1 and s.differing_calls == 0 for s in attention.values()), attention
+
+
+def test_in_place_ops_integers_and_written_arguments_are_compared():
+    x = torch.arange(12.0).reshape(3, 4).to("neuron")
+    params = [torch.ones(5).to("neuron"), torch.ones(2, 3).to("neuron")]
+    stats = op_diff.compare_ops(
+        lambda: (
+            x.add_(1),  # replayed on the input as it was before the op
+            torch.argmax(x, 1),
+            torch._foreach_mul_(params, 0.5),  # returns nothing: its writes are compared
+        )
+    )
+    assert stats["add_.Tensor[0] (3, 4) torch.float32"].differing_calls == 0
+    assert stats["argmax.default[0] (3,) torch.int64"].calls == 1
+    written = stats["_foreach_mul_.Scalar<writes self.1> (2, 3) torch.float32"]
+    assert written.calls == 1 and written.differing_calls == 0
 
 
 def test_the_command_line_trains_a_tiny_model_with_the_cpus_bits():
