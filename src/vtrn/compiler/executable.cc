@@ -9,6 +9,7 @@
 
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_conv2d.h"
+#include "vtrn/compiler/aten_batch_norm.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
@@ -195,6 +196,14 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
   // ATen's 2-D convolution: what its convolution and bias add cost (aten_conv2d.h).
   if (is_aten_conv2d(root)) return aten_conv2d_cost(b, root, model);
   if (is_aten_conv2d_backward(root)) return aten_conv2d_backward_cost(b, root, model);
+  if (is_aten_batch_norm(root)) {
+    // ATen's batch norm: the channel sums and the output (about 5 operations an element), or
+    // the backward's two sums and the input gradient (about 7).
+    const AtenBatchNormShape a = aten_batch_norm_shape(b, root);
+    w.vector_ops = (a.backward ? 7.0 : 5.0) * static_cast<double>(a.batch) *
+                   static_cast<double>(a.channels) * static_cast<double>(a.per_channel);
+    return model.estimate(w);
+  }
   if (is_aten_layer_norm_backward(root)) {
     // ATen's layer norm backward: two row sums, the input gradient and the weight and bias
     // column sums (about 8 operations an element).

@@ -14,6 +14,7 @@
 
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_conv2d.h"
+#include "vtrn/compiler/aten_batch_norm.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
@@ -23,6 +24,7 @@
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/aten_conv2d.h"
+#include "vtrn/runtime/aten_batch_norm.h"
 #include "vtrn/runtime/aten_gelu.h"
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
@@ -88,6 +90,8 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenConv2dBackwardTarget), aten_conv2d::backward_call},
       {std::string(compiler::kAtenLayerNormBackwardTarget), aten_layer_norm_backward::call},
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
+      {std::string(compiler::kAtenBatchNormTarget), aten_batch_norm::call},
+      {std::string(compiler::kAtenBatchNormBackwardTarget), aten_batch_norm::backward_call},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},
       {std::string(compiler::kAtenGeluBackwardTarget), aten_gelu::backward_call},
       {std::string(compiler::kAtenGeluTanhTarget), aten_gelu::tanh_forward_call},

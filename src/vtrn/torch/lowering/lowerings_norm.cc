@@ -10,6 +10,7 @@
 // parameters is instead one `custom_call @vtrn.aten_layer_norm`, computed in ATen's order
 // (compiler/aten_layer_norm.h), so its output, mean and rstd are the CPU's bits; its backward
 // one `custom_call @vtrn.aten_layer_norm_backward` (compiler/aten_layer_norm_backward.h).
+#include "vtrn/compiler/aten_batch_norm.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/torch/lowering/families.h"
@@ -110,6 +111,31 @@ std::vector<Value> aten_layer_norm_backward(Lowerer& L, std::int64_t m, std::int
   if (mask[1] && config.gamma) out[1] = L.b.reshape(r[1], L.shape(L.tensor(5)));
   if (mask[2] && config.beta) out[2] = L.b.reshape(r[2], L.shape(L.tensor(6)));
   return out;
+}
+
+/// Whether tensor argument |i| is absent or float32.
+bool absent_or_f32(Lowerer& L, int i) { return !L.has(i) || L.dtype(L.tensor(i)) == DType::kF32; }
+
+/// vtrn::batch_norm of float32 through ATen's kernel (compiler/aten_batch_norm.h).
+std::vector<Value> aten_batch_norm(Lowerer& L) {
+  compiler::AtenBatchNormConfig c;
+  c.training = L.flag(5);
+  c.momentum = L.real(6);
+  c.eps = L.real(7);
+  c.weight = L.has(1);
+  c.bias = L.has(2);
+  c.running = L.has(3);
+  std::vector<Value> operands{L.tensor(0)};
+  for (int i = 1; i <= 4; ++i)
+    if (L.has(i)) operands.push_back(L.tensor(i));
+  const TensorType x = L.b.type(L.tensor(0));
+  const TensorType vector(DType::kF32, {x.dims[1]});
+  std::vector<TensorType> results{x, vector, vector};
+  if (c.running) results.insert(results.end(), {vector, vector});
+  const std::vector<Value> r =
+      L.b.custom_call(std::string(compiler::kAtenBatchNormTarget), std::move(operands), results,
+                      compiler::aten_batch_norm_config(c, /*backward=*/false));
+  return {r[0], r[1], r[2], c.running ? r[3] : kUnchanged, c.running ? r[4] : kUnchanged};
 }
 
 /// Batch norm's view of |input| [N, C, *]: [N, C, HW].
@@ -263,11 +289,16 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
   // values (batch_norm.cpp writes the new running statistics into the old). Training uses the
   // batch's statistics over N and the spatial dims (the running variance takes the unbiased
   // one); evaluation the running ones.
+  // float32 runs ATen's kernel (compiler/aten_batch_norm.h), which rounds as the CPU does.
   add(r, {"vtrn::batch_norm"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
         Value input = L.tensor(0);
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims view = channel_view(L, input);
+        if (d == DType::kF32 && absent_or_f32(L, 1) && absent_or_f32(L, 2) &&
+            absent_or_f32(L, 3) && absent_or_f32(L, 4) && L.has(3) == L.has(4) &&
+            (L.flag(5) || L.has(3)))
+          return aten_batch_norm(L);
         const bool training = L.flag(5);
         const double momentum = L.real(6), eps = L.real(7);
         const std::int64_t n = view[0] * view[2];
@@ -336,6 +367,27 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
       invstd = L.b.div(vec(1.0),
                        L.b.unary(hlo::OpKind::kSqrt,
                                  L.b.add(L.convert(L.tensor(4), DType::kF32), vec(L.real(8)))));
+    }
+    if (d == DType::kF32 && L.dtype(L.tensor(0)) == DType::kF32 && absent_or_f32(L, 2) &&
+        L.dtype(train ? L.tensor(5) : L.tensor(3)) == DType::kF32 &&
+        L.dtype(train ? L.tensor(6) : L.tensor(4)) == DType::kF32) {
+      // ATen's kernel (compiler/aten_batch_norm.h), which rounds as the CPU does.
+      compiler::AtenBatchNormConfig c;
+      c.training = train;
+      c.eps = L.real(8);
+      c.weight = L.has(2);
+      std::vector<Value> operands{L.tensor(0), input};
+      if (c.weight) operands.push_back(L.tensor(2));
+      operands.push_back(train ? L.tensor(5) : L.tensor(3));
+      operands.push_back(train ? L.tensor(6) : L.tensor(4));
+      const TensorType vector(DType::kF32, cv);
+      const std::vector<Value> r = L.b.custom_call(
+          std::string(compiler::kAtenBatchNormBackwardTarget), std::move(operands),
+          {L.b.type(input), vector, vector}, compiler::aten_batch_norm_config(c, /*backward=*/true));
+      std::vector<Value> out(3, kUnchanged);
+      for (std::size_t i = 0; i < 3; ++i)
+        if (mask[i]) out[i] = r[i];
+      return out;
     }
     Value x = L.b.reshape(L.convert(input, DType::kF32), view);
     Value dy = L.b.reshape(L.convert(L.tensor(0), DType::kF32), view);
