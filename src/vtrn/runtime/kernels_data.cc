@@ -363,7 +363,16 @@ void sort(const hlo::Block& b, const hlo::Op& op, const std::vector<const std::u
                     : static_cast<std::uint64_t>(a.i) < static_cast<std::uint64_t>(c.i);
       return desc ? a.i > c.i : a.i < c.i;
     };
-    std::stable_sort(perm.begin(), perm.end(), less);
+    // An unstable sort orders equal keys as ATen's CPU sort does (where they land is observable:
+    // the indices, and whatever they route, such as an MoE's tokens): std::sort (introsort) of
+    // each line with the same comparison, whose moves do not depend on what the keys carry.
+    // ATen hands a 1-D ascending integer sort of GRAIN_SIZE (32768) elements or more to
+    // fbgemm's radix sort, which is stable.
+    const bool radix = t.rank() == 1 && !fl && kd != DType::kPred && !desc && len >= 32768;
+    if (op.is_stable || radix)
+      std::stable_sort(perm.begin(), perm.end(), less);
+    else
+      std::sort(perm.begin(), perm.end(), less);
     for (std::size_t o = 0; o < in.size(); ++o) {
       const int es = hlo::dtype_size(b.type(op.operands[o]).dtype);
       std::vector<std::uint8_t> tmp(static_cast<std::size_t>(len * es));

@@ -141,14 +141,17 @@ LowerFn scan(OpKind kind) {
 }
 
 /// Sorts |x| along |dim| with the indices; returns {values, indices}.
-std::vector<Value> sort_with_indices(Lowerer& L, Value x, std::int64_t dim, bool descending) {
-  Value key = L.dtype(x) == DType::kPred ? L.convert(x, DType::kU8) : x;
+std::vector<Value> sort_with_indices(Lowerer& L, Value x, std::int64_t dim, bool descending,
+                                     bool stable) {
+  // (A bool key stays bool: the executor sorts a 1-D ascending integer one of 32768 elements or
+  // more stably, as ATen's radix sort does, and ATen's bool sort is no radix sort.)
   Value idx = L.b.iota(TensorType(DType::kI64, L.shape(x)), dim);
-  std::vector<Value> sorted = L.b.sort({key, idx}, dim, 0, descending, true);
-  return {L.convert(sorted[0], L.dtype(x)), sorted[1]};
+  std::vector<Value> sorted = L.b.sort({x, idx}, dim, 0, descending, stable);
+  return {sorted[0], sorted[1]};
 }
 
-/// sort(self, dim, descending) / sort.stable(self, *, stable, dim, descending).
+/// sort(self, dim, descending) / sort.stable(self, *, stable, dim, descending). Unstable unless
+/// stable=True: the executor then orders equal keys as the CPU's sort does.
 LowerFn sort_op(bool with_stable) {
   return [with_stable](Lowerer& L) -> std::vector<Value> {
     Value x = L.tensor(0);
@@ -159,7 +162,8 @@ LowerFn sort_op(bool with_stable) {
       return {L.convert(x, L.out_dtype(0, d)),
               L.convert(L.constant(0, DType::kI64), L.out_dtype(1, DType::kI64))};
     const std::int64_t dim = L.wrap_dim(L.integer(dim_arg), L.rank(x));
-    auto r = sort_with_indices(L, x, dim, L.flag(desc_arg));
+    const bool stable = with_stable && L.has(1) && L.flag(1);
+    auto r = sort_with_indices(L, x, dim, L.flag(desc_arg), stable);
     return {L.convert(r[0], L.out_dtype(0, d)), L.convert(r[1], L.out_dtype(1, DType::kI64))};
   };
 }
@@ -180,7 +184,7 @@ std::vector<Value> topk(Lowerer& L) {
   if (r == 0)
     return {L.convert(x, L.out_dtype(0, d)),
             L.convert(L.constant(0, DType::kI64), L.out_dtype(1, DType::kI64))};
-  auto sorted = sort_with_indices(L, x, dim, L.flag(3));
+  auto sorted = sort_with_indices(L, x, dim, L.flag(3), /*stable=*/true);
   std::vector<std::int64_t> start(static_cast<std::size_t>(r), 0), limit = L.shape(x);
   limit[static_cast<std::size_t>(dim)] = k;
   return {L.convert(L.b.slice(sorted[0], start, limit), L.out_dtype(0, d)),
