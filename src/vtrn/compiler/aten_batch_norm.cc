@@ -58,8 +58,9 @@ std::optional<AtenBatchNormConfig> parse_aten_batch_norm_config(std::string_view
 }
 
 bool is_aten_batch_norm(const hlo::Op& op) {
-  return op.kind == hlo::OpKind::kCustomCall && (op.call_target_name == kAtenBatchNormTarget ||
-                                                 op.call_target_name == kAtenBatchNormBackwardTarget);
+  return op.kind == hlo::OpKind::kCustomCall &&
+         (op.call_target_name == kAtenBatchNormTarget ||
+          op.call_target_name == kAtenBatchNormBackwardTarget);
 }
 
 AtenBatchNormShape aten_batch_norm_shape(const hlo::Block& b, const hlo::Op& op) {

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "vtrn/compiler/aten_addmm.h"
-#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_batch_norm.h"
+#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"

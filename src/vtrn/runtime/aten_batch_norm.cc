@@ -80,9 +80,8 @@ void formula(const Call& c) {
     c.invstd[ch] = static_cast<float>(invstd);
     const double w = c.weight != nullptr ? c.weight[ch] : 1.0;
     const double b = c.bias != nullptr ? c.bias[ch] : 0.0;
-    l.each(ch, [&](std::int64_t i) {
-      c.y[i] = static_cast<float>((c.x[i] - mean) * invstd * w + b);
-    });
+    l.each(ch,
+           [&](std::int64_t i) { c.y[i] = static_cast<float>((c.x[i] - mean) * invstd * w + b); });
   }
 }
 
@@ -102,8 +101,7 @@ void backward_formula(const BackwardCall& c) {
     c.dbias[ch] = static_cast<float>(sum_dy);
     l.each(ch, [&](std::int64_t i) {
       const double xhat = (c.x[i] - mean) * invstd;
-      const double g =
-          c.training ? c.dy[i] - sum_dy / n - xhat * sum_dy_xhat / n : double{c.dy[i]};
+      const double g = c.training ? c.dy[i] - sum_dy / n - xhat * sum_dy_xhat / n : double{c.dy[i]};
       c.dx[i] = static_cast<float>(g * invstd * w);
     });
   }

@@ -38,12 +38,12 @@ std::vector<HostTensor> backward(const std::vector<HostTensor>& in, bool trainin
   std::vector<hlo::Value> operands;
   for (const HostTensor& t : in) operands.push_back(b.param(t.type));
   const TensorType vector(DType::kF32, {kC});
-  return run(
-      b.finish(b.custom_call(std::string(compiler::kAtenBatchNormBackwardTarget), operands,
-                             {in[0].type, vector, vector},
-                             compiler::aten_batch_norm_config({training, 0, kEps, true, false, false},
-                                                              /*backward=*/true))),
-      in);
+  return run(b.finish(b.custom_call(
+                 std::string(compiler::kAtenBatchNormBackwardTarget), operands,
+                 {in[0].type, vector, vector},
+                 compiler::aten_batch_norm_config({training, 0, kEps, true, false, false},
+                                                  /*backward=*/true))),
+             in);
 }
 
 struct Inputs {
@@ -80,7 +80,8 @@ TEST(AtenBatchNormTest, WithoutAnInstalledKernelTheFormulaRuns) {
       const double invstd = 1 / std::sqrt(var + kEps);
       EXPECT_NEAR(got[1].get(c), mean, 1e-6);
       EXPECT_NEAR(got[2].get(c), invstd, 1e-5);
-      const double new_mean = training ? 0.75 * in.running_mean[c] + 0.25 * mean : in.running_mean[c];
+      const double new_mean =
+          training ? 0.75 * in.running_mean[c] + 0.25 * mean : in.running_mean[c];
       const double new_var =
           training ? 0.75 * in.running_var[c] + 0.25 * var * n / (n - 1) : in.running_var[c];
       EXPECT_NEAR(got[3].get(c), new_mean, 1e-6);
@@ -88,8 +89,7 @@ TEST(AtenBatchNormTest, WithoutAnInstalledKernelTheFormulaRuns) {
       for (std::int64_t k = 0; k < kN; ++k)
         for (std::int64_t i = 0; i < kHW; ++i) {
           const std::int64_t at = (k * kC + c) * kHW + i;
-          EXPECT_NEAR(got[0].get(at), (in.x[at] - mean) * invstd * in.weight[c] + in.bias[c],
-                      1e-5);
+          EXPECT_NEAR(got[0].get(at), (in.x[at] - mean) * invstd * in.weight[c] + in.bias[c], 1e-5);
         }
     }
   }
@@ -123,9 +123,9 @@ TEST(AtenBatchNormTest, WithoutAnInstalledKernelTheBackwardIsTheForwardsDerivati
         training ? std::vector<HostTensor>{fw[1], fw[2]}
                  : std::vector<HostTensor>{in.host(in.vt, in.running_mean),
                                            in.host(in.vt, in.running_var)};
-    const std::vector<HostTensor> got = backward(
-        {in.host(in.xt, in.dy), in.host(in.xt, in.x), in.host(in.vt, in.weight), stats[0], stats[1]},
-        training);
+    const std::vector<HostTensor> got = backward({in.host(in.xt, in.dy), in.host(in.xt, in.x),
+                                                  in.host(in.vt, in.weight), stats[0], stats[1]},
+                                                 training);
     for (std::size_t i = 0; i < in.x.size(); ++i) {
       std::vector<double> up = in.x, down = in.x;
       up[i] += 1e-4, down[i] -= 1e-4;

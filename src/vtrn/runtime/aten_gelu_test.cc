@@ -60,8 +60,7 @@ TEST(AtenGeluTest, WithoutAnInstalledKernelTheTanhFormulaRuns) {
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = x.get(i), th = std::tanh(beta * (v + kappa * v * v * v));
     EXPECT_NEAR(y[0].get(i), 0.5 * v * (1 + th), 1e-6) << v;
-    const double slope =
-        0.5 * (1 + th) + 0.5 * v * (1 - th * th) * beta * (1 + 3 * kappa * v * v);
+    const double slope = 0.5 * (1 + th) + 0.5 * v * (1 - th * th) * beta * (1 + 3 * kappa * v * v);
     EXPECT_NEAR(dx[0].get(i), g.get(i) * slope, 1e-6) << v;
   }
 }

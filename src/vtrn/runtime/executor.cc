@@ -13,8 +13,8 @@
 #include <unordered_map>
 
 #include "vtrn/compiler/aten_addmm.h"
-#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_batch_norm.h"
+#include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
@@ -23,8 +23,8 @@
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/nki/registry.h"
-#include "vtrn/runtime/aten_conv2d.h"
 #include "vtrn/runtime/aten_batch_norm.h"
+#include "vtrn/runtime/aten_conv2d.h"
 #include "vtrn/runtime/aten_gelu.h"
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"

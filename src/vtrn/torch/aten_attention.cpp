@@ -68,10 +68,10 @@ void flash_attention_backward(const runtime::aten_attention::BackwardCall& c) {
   };
   at::native::flash_attention_backward_kernel(
       at::kCPU, gradient(c.grad_q, q_shape), gradient(c.grad_k, kv_shape),
-      gradient(c.grad_v, kv_shape), in(c.grad_out, q_shape), in(c.q, q_shape),
-      in(c.k, kv_shape), in(c.v, kv_shape), in(c.out, q_shape),
-      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).transpose(1, 2), /*dropout_p=*/0.0,
-      c.causal, mask_of(c.mask, c.mask_dims, t), c.scale);
+      gradient(c.grad_v, kv_shape), in(c.grad_out, q_shape), in(c.q, q_shape), in(c.k, kv_shape),
+      in(c.v, kv_shape), in(c.out, q_shape),
+      wrap(c.logsumexp, {c.batch, c.heads, c.q_len}).transpose(1, 2), /*dropout_p=*/0.0, c.causal,
+      mask_of(c.mask, c.mask_dims, t), c.scale);
 }
 
 }  // namespace

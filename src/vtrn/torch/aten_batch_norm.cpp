@@ -38,9 +38,9 @@ void batch_norm(const runtime::aten_batch_norm::Call& c) {
   // The running statistics are updated in place, as the CPU's kernel updates the module's.
   std::optional<at::Tensor> running_mean = vector(c.running_mean, channels);
   std::optional<at::Tensor> running_var = vector(c.running_var, channels);
-  auto [y, mean, invstd] = at::cpu::native_batch_norm(
-      wrap(c.x, c.dims), vector(c.weight, channels), vector(c.bias, channels), running_mean,
-      running_var, c.training, c.momentum, c.eps);
+  auto [y, mean, invstd] = at::cpu::native_batch_norm(wrap(c.x, c.dims), vector(c.weight, channels),
+                                                      vector(c.bias, channels), running_mean,
+                                                      running_var, c.training, c.momentum, c.eps);
   wrap(c.y, c.dims).copy_(y);
   if (c.training) {
     wrap(c.mean, channels).copy_(mean);
@@ -61,8 +61,8 @@ void batch_norm_backward(const runtime::aten_batch_norm::BackwardCall& c) {
   else
     running_mean = a, running_var = b;
   auto [dx, dweight, dbias] = at::cpu::native_batch_norm_backward(
-      wrap(c.dy, c.dims), wrap(c.x, c.dims), vector(c.weight, channels), running_mean,
-      running_var, save_mean, save_invstd, c.training, c.eps, {true, true, true});
+      wrap(c.dy, c.dims), wrap(c.x, c.dims), vector(c.weight, channels), running_mean, running_var,
+      save_mean, save_invstd, c.training, c.eps, {true, true, true});
   wrap(c.dx, c.dims).copy_(dx);
   wrap(c.dweight, channels).copy_(dweight);
   wrap(c.dbias, channels).copy_(dbias);

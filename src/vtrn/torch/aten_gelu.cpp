@@ -28,8 +28,8 @@ void forward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* x
   at::cpu::gelu_out(out, wrap(x, n), approximate(a));
 }
 
-void backward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* dy,
-              const float* x, float* dx) {
+void backward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* dy, const float* x,
+              float* dx) {
   at::Tensor out = wrap(dx, n);
   at::cpu::gelu_backward_out(out, wrap(dy, n), wrap(x, n), approximate(a));
 }

@@ -295,9 +295,8 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const DType d = L.dtype(input);
         L.require_claimed(d);
         const Dims view = channel_view(L, input);
-        if (d == DType::kF32 && absent_or_f32(L, 1) && absent_or_f32(L, 2) &&
-            absent_or_f32(L, 3) && absent_or_f32(L, 4) && L.has(3) == L.has(4) &&
-            (L.flag(5) || L.has(3)))
+        if (d == DType::kF32 && absent_or_f32(L, 1) && absent_or_f32(L, 2) && absent_or_f32(L, 3) &&
+            absent_or_f32(L, 4) && L.has(3) == L.has(4) && (L.flag(5) || L.has(3)))
           return aten_batch_norm(L);
         const bool training = L.flag(5);
         const double momentum = L.real(6), eps = L.real(7);
@@ -381,9 +380,10 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
       operands.push_back(train ? L.tensor(5) : L.tensor(3));
       operands.push_back(train ? L.tensor(6) : L.tensor(4));
       const TensorType vector(DType::kF32, cv);
-      const std::vector<Value> r = L.b.custom_call(
-          std::string(compiler::kAtenBatchNormBackwardTarget), std::move(operands),
-          {L.b.type(input), vector, vector}, compiler::aten_batch_norm_config(c, /*backward=*/true));
+      const std::vector<Value> r =
+          L.b.custom_call(std::string(compiler::kAtenBatchNormBackwardTarget), std::move(operands),
+                          {L.b.type(input), vector, vector},
+                          compiler::aten_batch_norm_config(c, /*backward=*/true));
       std::vector<Value> out(3, kUnchanged);
       for (std::size_t i = 0; i < 3; ++i)
         if (mask[i]) out[i] = r[i];
