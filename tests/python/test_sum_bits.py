@@ -129,6 +129,35 @@ def test_the_norm_weights_gradient_is_the_cpus(threads):
     assert bits_equal(compiled(grad.to("neuron"), x.to("neuron")).cpu(), want)
 
 
+# (logical shape, storage order, reduced dims, keepdim): a transposed view summed, each case
+# with its kept dims in memory in their own order.
+STRIDED = [
+    ((2, 32, 4, 16), (0, 2, 1, 3), (0, 1, 2), True),  # Qwen3's query norm weight's gradient
+    ((8, 128, 8, 32), (0, 2, 1, 3), (0, 1, 2), True),
+    ((2, 128, 32), (0, 2, 1), (1,), False),
+    ((2, 128, 32), (0, 2, 1), (0,), True),
+    ((64, 33), (1, 0), (0,), False),
+    ((64, 33), (1, 0), (0, 1), False),
+    ((8, 8, 128, 32), (0, 2, 1, 3), (1, 3), False),
+]
+
+
+@pytest.mark.parametrize("shape, order, dims, keepdim", STRIDED)
+def test_sums_of_a_transposed_view_add_in_its_storage_order(shape, order, dims, keepdim, threads):
+    """The CPU's loop over a strided tensor follows memory: summed in row-major order instead,
+    12% of Qwen3's norm weight gradient elements were the CPU's. The result's strides are the
+    CPU's too."""
+    g = torch.Generator().manual_seed(len(shape) * 100 + len(dims))
+    base = torch.randn([shape[d] for d in order], generator=g) * 3 + 1
+    x = base.permute([order.index(d) for d in range(len(order))])
+    assert x.shape == shape and not x.is_contiguous()
+    for op in (torch.sum, torch.mean):
+        want = op(x, dims, keepdim=keepdim)
+        got = op(x.to("neuron"), dims, keepdim=keepdim)
+        assert bits_equal(got.cpu(), want), op
+        assert got.stride() == want.stride(), op
+
+
 def test_the_correctly_rounded_sum_is_not_the_cpus():
     """The float64 sum rounded once differs from ATen's float32 sum on these rows, so the tests
     above can tell an accurate sum in another order from ATen's."""

@@ -34,6 +34,7 @@
 #include "vtrn/torch/eager/pending_group.h"
 #include "vtrn/torch/eager/schema.h"
 #include "vtrn/torch/eager/signature_cache.h"
+#include "vtrn/torch/eager/storage_order.h"
 #include "vtrn/torch/fallback.h"
 #include "vtrn/torch/grouped_mm_checks.h"
 #include "vtrn/torch/mask_kernels.h"
@@ -183,7 +184,8 @@ class LoweredKernel final : public c10::OperatorKernel {
         qualified_name_(entry->name.find("::") == std::string::npos ? "aten::" + entry->name
                                                                     : entry->name),
         mask_indices_(mask_indices_of(entry->name)),
-        grouped_mm_(entry->name == "_grouped_mm") {}
+        grouped_mm_(entry->name == "_grouped_mm"),
+        reduction_(entry->name == "sum.dim_IntList" || entry->name == "mean.dim") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(schema_once_, [&] {
@@ -195,6 +197,7 @@ class LoweredKernel final : public c10::OperatorKernel {
       expand_boolean_indices(*stack, first, mask_indices_ == MaskIndices::kPut);
     if (grouped_mm_) check_grouped_mm(*stack, first);
     if (entry_->elementwise && !info_.returns_list && run_in_storage_order(stack, first)) return;
+    if (reduction_ && run_reduction_in_storage_order(stack, first)) return;
     thread_local WordKey key;
     key.clear();
     key.push_back(reinterpret_cast<intptr_t>(entry_));
@@ -220,64 +223,6 @@ class LoweredKernel final : public c10::OperatorKernel {
     cpu_fallback(op, stack);
   }
 
-  // The permutation that lists the dims of every tensor argument of the call from the
-  // outermost in memory to the innermost, when they all have the same sizes and strides, laid
-  // out densely in another order than row-major (a transposed q in attention); empty
-  // otherwise. 0-d tensors (scalars) are left out. Sizes of 1 make the order ambiguous: such
-  // calls take the ordinary path. Read-only inputs may also be broadcast against that layout
-  // (a rotary table [seq, d] times a transposed [b, h, seq, d]): |broadcasts| says whether one
-  // is, and |full| is the tensor whose layout names the permutation.
-  c10::SmallVector<int64_t, 6> shared_permutation(const torch::jit::Stack& stack, size_t first,
-                                                  const at::Tensor*& full, bool& broadcasts) const {
-    full = nullptr;
-    broadcasts = false;
-    auto tensor_arg = [&](size_t i) -> const at::Tensor* {
-      const Slot slot = info_.slots[i];
-      if (slot != Slot::kTensor && slot != Slot::kOut) return nullptr;
-      const c10::IValue& v = stack[first + i];
-      if (!v.isTensor() || !v.toTensor().defined() || v.toTensor().dim() == 0) return nullptr;
-      return &v.toTensor();
-    };
-    for (size_t i = 0; i < info_.num_args; ++i) {
-      const Slot slot = info_.slots[i];
-      if (slot == Slot::kTensorList || slot == Slot::kOptionalTensorList || slot == Slot::kOutList)
-        return {};
-      const at::Tensor* t = tensor_arg(i);
-      if (t != nullptr && (full == nullptr || t->dim() > full->dim() ||
-                           (t->dim() == full->dim() && t->numel() > full->numel())))
-        full = t;
-    }
-    if (full == nullptr || full->dim() < 2 || full->is_contiguous()) return {};
-    const int64_t rank = full->dim();
-    for (size_t i = 0; i < info_.num_args; ++i) {
-      const at::Tensor* t = tensor_arg(i);
-      if (t == nullptr || t == full) continue;
-      if (t->sizes() == full->sizes() && t->strides() == full->strides()) continue;
-      // A broadcast operand: read-only, each of its dims (aligned to the right) of the full
-      // size or 1, and not the full shape itself.
-      if (info_.mutable_input[i] || info_.slots[i] == Slot::kOut || t->sizes() == full->sizes())
-        return {};
-      for (int64_t d = 1; d <= t->dim(); ++d) {
-        const int64_t n = t->size(-d);
-        if (n != 1 && n != full->size(rank - d)) return {};
-      }
-      broadcasts = true;
-    }
-    c10::SmallVector<int64_t, 6> perm(static_cast<size_t>(rank));
-    for (int64_t d = 0; d < rank; ++d) {
-      if (full->size(d) < 2) return {};
-      perm[static_cast<size_t>(d)] = d;
-    }
-    std::sort(perm.begin(), perm.end(),
-              [&](int64_t a, int64_t b) { return full->stride(a) > full->stride(b); });
-    int64_t expect = 1;
-    for (size_t k = perm.size(); k-- > 0;) {
-      if (full->stride(perm[k]) != expect) return {};
-      expect *= full->size(perm[k]);
-    }
-    return perm;
-  }
-
   // An elementwise call whose tensors share one dense layout other than row-major runs over
   // them in memory order: each is passed as its dense view in that order (a permute), so the
   // executable reads and writes them in place, and a fresh result is returned permuted back,
@@ -287,7 +232,7 @@ class LoweredKernel final : public c10::OperatorKernel {
   bool run_in_storage_order(torch::jit::Stack* stack, size_t first) {
     const at::Tensor* full = nullptr;
     bool broadcasts = false;
-    const c10::SmallVector<int64_t, 6> perm = shared_permutation(*stack, first, full, broadcasts);
+    const Permutation perm = elementwise_storage_order(info_, *stack, first, full, broadcasts);
     if (perm.empty()) return false;
     // With a broadcast operand, TensorIterator may lay the result out after another operand
     // than |full|: the path is taken only where the CPU's result has |full|'s strides.
@@ -295,9 +240,8 @@ class LoweredKernel final : public c10::OperatorKernel {
                                                           full->sizes())) != full->strides())
       return false;
     const int64_t rank = full->dim();
-    c10::SmallVector<c10::IValue, 4> original(
-        stack->begin() + static_cast<ptrdiff_t>(first),
-        stack->begin() + static_cast<ptrdiff_t>(first + info_.num_args));
+    const Arguments original(stack->begin() + static_cast<ptrdiff_t>(first),
+                             stack->begin() + static_cast<ptrdiff_t>(first + info_.num_args));
     for (size_t i = 0; i < info_.num_args; ++i) {
       c10::IValue& v = (*stack)[first + i];
       if ((info_.slots[i] == Slot::kTensor || info_.slots[i] == Slot::kOut) && v.isTensor() &&
@@ -307,6 +251,55 @@ class LoweredKernel final : public c10::OperatorKernel {
         v = t.permute(perm);
       }
     }
+    return run_permuted(stack, first, perm, original);
+  }
+
+  // sum and mean over a tensor laid out densely in another order than row-major add in the
+  // order the CPU's loop does (eager/storage_order.h): the tensor is passed as its dense view in
+  // memory order (a permute) and the dims renumbered, and a kept-dims result is permuted back.
+  // (Qwen3's query and key norms' weight gradients sum a transposed product: summed in row-major
+  // order, 12% of the elements were the CPU's.) False, the stack as it was, otherwise.
+  bool run_reduction_in_storage_order(torch::jit::Stack* stack, size_t first) {
+    c10::IValue& self = (*stack)[first];
+    c10::IValue& dim_arg = (*stack)[first + 1];
+    if (!self.isTensor() || !self.toTensor().defined()) return false;
+    const at::Tensor x = self.toTensor();
+    std::optional<c10::IntArrayRef> dims;
+    std::vector<int64_t> dim_list;
+    if (!dim_arg.isNone()) {
+      dim_list = dim_arg.toIntVector();
+      dims = dim_list;
+    }
+    const Permutation perm = reduction_storage_order(x, dims);
+    if (perm.empty()) return false;
+    const Arguments original(stack->begin() + static_cast<ptrdiff_t>(first),
+                             stack->begin() + static_cast<ptrdiff_t>(first + info_.num_args));
+    self = x.permute(perm);
+    if (dims && !dim_list.empty()) {
+      for (int64_t& d : dim_list) {
+        const int64_t wrapped = c10::maybe_wrap_dim(d, x.dim());
+        d = std::find(perm.begin(), perm.end(), wrapped) - perm.begin();
+      }
+      dim_arg = c10::IValue(dim_list);
+    }
+    if (!run_permuted(stack, first, perm, original)) return false;
+    // The CPU's result is row-major. A kept-dims one came back permuted: its kept dims are in
+    // order (reduction_storage_order), so only its size-1 dims' strides are not the CPU's.
+    c10::IValue& result = stack->back();
+    if (result.isTensor() && result.toTensor().dim() == x.dim() &&
+        result.toTensor().is_contiguous())
+      result = result.toTensor().as_strided(result.toTensor().sizes(),
+                                            row_major(result.toTensor().sizes()));
+    return true;
+  }
+
+  using Arguments = c10::SmallVector<c10::IValue, 4>;
+
+  // Runs the call whose arguments the stack holds permuted by |perm| (|original| as they came),
+  // and permutes each fresh result of the full rank back, so that it has the CPU's strides. False,
+  // the stack restored to |original|, when the call takes the ordinary path after all.
+  bool run_permuted(torch::jit::Stack* stack, size_t first, const Permutation& perm,
+                    const Arguments& original) {
     thread_local WordKey key;
     key.clear();
     key.push_back(reinterpret_cast<intptr_t>(entry_));
@@ -327,7 +320,7 @@ class LoweredKernel final : public c10::OperatorKernel {
       return false;
     }
     run(stack, first, compiled, device);
-    c10::SmallVector<int64_t, 6> inverse(perm.size());
+    Permutation inverse(perm.size());
     for (size_t k = 0; k < perm.size(); ++k) inverse[static_cast<size_t>(perm[k])] = k;
     const size_t returns = stack->size() - info_.num_returns;
     for (size_t r = 0; r < info_.num_returns; ++r) {
@@ -777,6 +770,7 @@ class LoweredKernel final : public c10::OperatorKernel {
   std::string qualified_name_;
   MaskIndices mask_indices_;
   bool grouped_mm_;  // PyTorch's and TorchNeuron's argument checks first (grouped_mm_checks.h)
+  bool reduction_;   // sum or mean over dims: summed in the input's storage order
   std::once_flag schema_once_;
   SchemaInfo info_;
   bool writes_arguments_ = false;
