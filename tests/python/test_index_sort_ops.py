@@ -309,6 +309,22 @@ def test_an_unstable_sort_orders_ties_as_the_cpus(clean_tracking, dtype, n):
         check_native(lambda t: torch.sort(t, dim=0, descending=True), m.t().contiguous())
 
 
+def test_an_unstable_sort_of_an_expanded_line_keeps_the_order(clean_tracking):
+    """The CPU's sort returns the indices in order along a stride-0 dim without sorting (its
+    std::sort would move the equal keys, as it does for the same keys laid out densely): such a
+    call runs the CPU's kernel."""
+    row = torch.randn(1, 40)
+    views = (
+        (lambda d: torch.zeros(1, device=d).expand(100), 0),
+        (lambda d: row.to(d).expand(8, 40), 0),
+        (lambda d: row.to(d).t().expand(40, 8), 1),
+    )
+    for make, dim in views:
+        want, got = torch.sort(make("cpu"), dim=dim), torch.sort(make("neuron"), dim=dim)
+        assert torch.equal(got.values.cpu(), want.values)
+        assert torch.equal(got.indices.cpu(), want.indices)
+
+
 def test_sort_with_nan_matches_the_cpu(clean_tracking):
     x = torch.tensor([3.0, float("nan"), -1.0, float("nan"), 2.0])
     check_native(lambda t: torch.sort(t), x)

@@ -12,6 +12,8 @@
 // Each row of |saved| is the row's S probabilities followed by its float32 logsumexp, its bits
 // in the c = 4 / sizeof(dtype) elements after them (attention_saved_type()): what the backward
 // reads, and the logsumexp lets the host take ATen's flash backward (runtime/aten_attention.h).
+// With ATen's kernels installed the host writes only the logsumexp (NaN in the probabilities'
+// place), which is all that backward reads; the module and its price are the same.
 //
 // and its backward, attention_backward_through_memory(), as `custom_call
 // @vtrn.attention_backward`:

@@ -46,7 +46,9 @@ struct BackwardCall {
 
 using BackwardKernel = void (*)(const BackwardCall& call);
 
-/// Installs |kernel| and |backward| (nullptr uninstalls). Safe against concurrent calls.
+/// Installs |kernel| and |backward| (nullptr uninstalls). Safe against concurrent calls. The
+/// through-memory attention takes its output from |kernel| only with |backward| installed too
+/// (it then saves the logsumexp alone); the flash call takes it from |kernel| alone.
 void install(Kernel kernel, BackwardKernel backward = nullptr);
 /// The installed kernels, or nullptr.
 Kernel installed();

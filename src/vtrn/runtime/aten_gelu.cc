@@ -60,8 +60,9 @@ bool installed() { return g_forward.load() != nullptr && g_backward.load() != nu
 
 void scalar_forward(Approximation a, std::int64_t n, const float* x, float* y) {
   if (a == Approximation::kTanh) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float inner = kTanhBeta * (x[i] + kKappa * x[i] * x[i] * x[i]);
+    for (std::int64_t i = 0; i < n; ++i) {  // ATen's scalar expressions, in its order
+      const float x_cube = x[i] * x[i] * x[i];
+      const float inner = kTanhBeta * (x[i] + kKappa * x_cube);
       y[i] = 0.5f * x[i] * (1.0f + std::tanh(inner));
     }
     return;
@@ -71,12 +72,15 @@ void scalar_forward(Approximation a, std::int64_t n, const float* x, float* y) {
 
 void scalar_backward(Approximation a, std::int64_t n, const float* dy, const float* x, float* dx) {
   if (a == Approximation::kTanh) {
-    for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t i = 0; i < n; ++i) {  // ATen's scalar expressions, in its order
       const float x_sq = x[i] * x[i];
-      const float t = std::tanh(kTanhBeta * (x[i] + kKappa * x_sq * x[i]));
-      const float right_derivative =
-          0.5f * x[i] * (1.0f - t * t) * kTanhBeta * (1.0f + 3.0f * kKappa * x_sq);
-      dx[i] = dy[i] * (0.5f * (1.0f + t) + right_derivative);
+      const float x_cube = x_sq * x[i];
+      const float t = std::tanh(kTanhBeta * (x[i] + kKappa * x_cube));
+      const float left = 0.5f * x[i];
+      const float left_derivative = 0.5f * (1.0f + t);
+      const float tanh_derivative = 1.0f - t * t;
+      const float inner_derivative = kTanhBeta * (1.0f + 3.0f * kKappa * x_sq);
+      dx[i] = dy[i] * (left_derivative + left * tanh_derivative * inner_derivative);
     }
     return;
   }

@@ -7,12 +7,14 @@
 
 namespace vtrn::runtime::kernels {
 
-/// (query, key, value) -> (output, probabilities), in float32 with both rounded to their dtype;
-/// the causal mask's hidden keys are never multiplied.
+/// (query, key, value) -> (output, saved probabilities and logsumexp), in float32 with both
+/// rounded to their dtype; the causal mask's hidden keys are never multiplied. With ATen's
+/// kernels installed, the output and logsumexp are ATen's and the probabilities NaN.
 void attention_forward(const CustomCallArgs& args);
-/// (grad_output, query, key, value, probabilities) -> (grad_query, grad_key, grad_value), in
+/// (grad_output, query, key, value, saved, output) -> (grad_query, grad_key, grad_value), in
 /// float32 with each rounded to its dtype; the keys whose probabilities the causal mask zeroed
-/// are never multiplied.
+/// are never multiplied. With ATen's flash backward installed, its gradients from the saved
+/// logsumexp.
 void attention_backward(const CustomCallArgs& args);
 /// (query, key, value) -> (output, logsumexp), in float32 with the output rounded to its dtype.
 void flash_attention_forward(const CustomCallArgs& args);

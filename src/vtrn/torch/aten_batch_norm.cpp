@@ -3,7 +3,6 @@
 // mode, profiler or autograd graph sees them.
 #include "vtrn/torch/aten_batch_norm.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/native_batch_norm_backward_cpu_dispatch.h>
 #include <ATen/ops/native_batch_norm_cpu_dispatch.h>
@@ -13,6 +12,7 @@
 #include <optional>
 
 #include "vtrn/runtime/aten_batch_norm.h"
+#include "vtrn/torch/aten_thread_budget.h"
 
 namespace vtrn::torch_adapter {
 namespace {
@@ -24,12 +24,6 @@ at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
 std::optional<at::Tensor> vector(const float* p, const std::array<std::int64_t, 1>& channels) {
   if (p == nullptr) return std::nullopt;
   return wrap(p, channels);
-}
-
-// ATen splits the channels (or the batch) over at::get_num_threads(): the count
-// torch.set_num_threads gave, not the stream worker's own.
-void follow_thread_budget(int threads) {
-  if (at::get_num_threads() != threads) at::set_num_threads(threads);
 }
 
 void batch_norm(const runtime::aten_batch_norm::Call& c) {

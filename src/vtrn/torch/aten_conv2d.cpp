@@ -3,7 +3,6 @@
 // over the executor's buffers, below autograd, on the stream's worker thread.
 #include "vtrn/torch/aten_conv2d.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -14,6 +13,7 @@
 #include <optional>
 
 #include "vtrn/runtime/aten_conv2d.h"
+#include "vtrn/torch/aten_thread_budget.h"
 
 namespace vtrn::torch_adapter {
 namespace {
@@ -23,9 +23,7 @@ at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
 }
 
 void conv2d(const runtime::aten_conv2d::Call& c) {
-  // ATen picks oneDNN or its own kernel by the thread count among other things: the budget's,
-  // as the CPU's caller sees it.
-  if (at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  follow_thread_budget(c.threads);  // ATen picks oneDNN or its own kernel by the count
   const at::AutoDispatchBelowAutograd below_autograd;
   const std::array<std::int64_t, 1> bias_shape{c.w_dims[0]};
   std::optional<at::Tensor> bias;
@@ -39,7 +37,7 @@ void conv2d(const runtime::aten_conv2d::Call& c) {
 
 void conv2d_backward(const runtime::aten_conv2d::BackwardCall& b) {
   const runtime::aten_conv2d::Call& c = b.forward;
-  if (at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  follow_thread_budget(c.threads);
   const at::AutoDispatchBelowAutograd below_autograd;
   const std::array<std::int64_t, 1> bias_shape{c.w_dims[0]};
   const std::array<std::int64_t, 2> no_output_padding{0, 0};

@@ -11,6 +11,8 @@
 #include <ATen/ops/gelu_cpu_dispatch.h>
 
 #include "vtrn/runtime/aten_gelu.h"
+#include "vtrn/runtime/executor.h"
+#include "vtrn/torch/aten_thread_budget.h"
 
 namespace vtrn::torch_adapter {
 namespace {
@@ -24,12 +26,14 @@ const char* approximate(runtime::aten_gelu::Approximation a) {
 }
 
 void forward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* x, float* y) {
+  follow_thread_budget(runtime::executor_threads());  // the tanh loop's chunks end in scalar tails
   at::Tensor out = wrap(y, n);
   at::cpu::gelu_out(out, wrap(x, n), approximate(a));
 }
 
 void backward(runtime::aten_gelu::Approximation a, std::int64_t n, const float* dy, const float* x,
               float* dx) {
+  follow_thread_budget(runtime::executor_threads());
   at::Tensor out = wrap(dx, n);
   at::cpu::gelu_backward_out(out, wrap(dy, n), wrap(x, n), approximate(a));
 }

@@ -3,7 +3,6 @@
 // profiler or autograd graph sees it.
 #include "vtrn/torch/aten_layer_norm.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/native_layer_norm_backward_cpu_dispatch.h>
 
@@ -12,6 +11,7 @@
 #include <optional>
 
 #include "vtrn/runtime/aten_layer_norm_backward.h"
+#include "vtrn/torch/aten_thread_budget.h"
 
 namespace vtrn::torch_adapter {
 namespace {
@@ -21,10 +21,8 @@ at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
 }
 
 void layer_norm_backward(const runtime::aten_layer_norm_backward::Call& c) {
-  // The weight and bias gradients sum per-thread partial sums: split as the CPU splits them,
-  // over the thread count torch.set_num_threads gave (this runs on a stream's worker thread,
-  // whose OpenMP thread count is its own).
-  if (at::get_num_threads() != c.threads) at::set_num_threads(c.threads);
+  // The weight and bias gradients sum per-thread partial sums: split as the CPU splits them.
+  follow_thread_budget(c.threads);
   // (Arrays, not IntArrayRef lists: a braced list dies with its declaration's statement.)
   const std::array<std::int64_t, 2> x_shape{c.rows, c.n}, stat_shape{c.rows, 1};
   const std::array<std::int64_t, 1> column{c.n};

@@ -185,7 +185,10 @@ class LoweredKernel final : public c10::OperatorKernel {
                                                                     : entry->name),
         mask_indices_(mask_indices_of(entry->name)),
         grouped_mm_(entry->name == "_grouped_mm"),
-        reduction_(entry->name == "sum.dim_IntList" || entry->name == "mean.dim") {}
+        reduction_(entry->name == "sum.dim_IntList" || entry->name == "mean.dim"),
+        sort_dim_arg_(entry->name == "sort" || entry->name == "sort.values"                 ? 1
+                      : entry->name == "sort.stable" || entry->name == "sort.values_stable" ? 2
+                                                                                            : 0) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(schema_once_, [&] {
@@ -196,6 +199,9 @@ class LoweredKernel final : public c10::OperatorKernel {
     if (mask_indices_ != MaskIndices::kNone)
       expand_boolean_indices(*stack, first, mask_indices_ == MaskIndices::kPut);
     if (grouped_mm_) check_grouped_mm(*stack, first);
+    if (sort_dim_arg_ > 0 && (*stack)[first].isTensor() &&
+        sorts_an_expanded_line((*stack)[first].toTensor(), (*stack)[first + sort_dim_arg_].toInt()))
+      return fallback(op, stack);
     if (entry_->elementwise && !info_.returns_list && run_in_storage_order(stack, first)) return;
     if (reduction_ && run_reduction_in_storage_order(stack, first)) return;
     thread_local WordKey key;
@@ -769,8 +775,9 @@ class LoweredKernel final : public c10::OperatorKernel {
   const lowering::OpLowering* entry_;
   std::string qualified_name_;
   MaskIndices mask_indices_;
-  bool grouped_mm_;  // PyTorch's and TorchNeuron's argument checks first (grouped_mm_checks.h)
-  bool reduction_;   // sum or mean over dims: summed in the input's storage order
+  bool grouped_mm_;      // PyTorch's and TorchNeuron's argument checks first (grouped_mm_checks.h)
+  bool reduction_;       // sum or mean over dims: summed in the input's storage order
+  size_t sort_dim_arg_;  // a sort's dim argument (0: not a sort)
   std::once_flag schema_once_;
   SchemaInfo info_;
   bool writes_arguments_ = false;

@@ -79,4 +79,10 @@ Permutation reduction_storage_order(const at::Tensor& t, std::optional<c10::IntA
   return perm;
 }
 
+bool sorts_an_expanded_line(const at::Tensor& t, int64_t dim) {
+  if (t.dim() == 0) return false;
+  const int64_t d = c10::maybe_wrap_dim(dim, t.dim());
+  return t.stride(d) == 0 && t.size(d) > 1;
+}
+
 }  // namespace vtrn::torch_adapter::eager

@@ -38,4 +38,9 @@ Permutation elementwise_storage_order(const SchemaInfo& info, const torch::jit::
 /// random layouts, which also showed that kept dims in another order loop otherwise.
 Permutation reduction_storage_order(const at::Tensor& t, std::optional<c10::IntArrayRef> dims);
 
+/// Whether sorting |t| along |dim| sorts an expanded line (stride 0, two or more elements): the
+/// CPU's sort then returns the indices in order without sorting, and std::sort, which the
+/// device's unstable sort is, moves equal keys. Such a call is the CPU kernel's.
+bool sorts_an_expanded_line(const at::Tensor& t, int64_t dim);
+
 }  // namespace vtrn::torch_adapter::eager

@@ -244,7 +244,8 @@ void add_nn_lowerings(std::vector<OpLowering>& r) {
   // heads than the query (grouped-query attention). A row whose keys are all masked gets zero
   // probabilities, as the math path's _safe_softmax gives. The probabilities, in the inputs'
   // type, are what the backward reads (PyTorch's math path saves the same tensor), each row
-  // with its logsumexp after it (for ATen's flash backward on the host). The module is one call
+  // with its logsumexp after it (for ATen's flash backward on the host, which reads only that:
+  // the host then leaves NaN in the probabilities' place). The module is one call
   // of the kernel that stands for those ops, priced as they are (float64: the ops, saving the
   // probabilities alone).
   add(r, {"vtrn::sdpa_forward"}, entry(floats(), [](Lowerer& L) -> std::vector<Value> {
