@@ -191,7 +191,8 @@ def compare_ops(fn) -> dict[str, OpStats]:
     return dict(stats)
 
 
-def _models():
+def models():
+    """The tiny HF models by name: each a function giving (model, keyword inputs with labels)."""
     import transformers as t
 
     g = torch.Generator().manual_seed(1)
@@ -257,21 +258,7 @@ def _models():
             ),
             pixels,
         ),
-        "llama": lambda: (
-            t.LlamaForCausalLM(
-                t.LlamaConfig(
-                    hidden_size=64,
-                    intermediate_size=128,
-                    num_hidden_layers=2,
-                    num_attention_heads=4,
-                    num_key_value_heads=2,
-                    max_position_embeddings=64,
-                    attn_implementation="sdpa",
-                    **small,
-                )
-            ),
-            text,
-        ),
+        "llama": lambda: (t.LlamaForCausalLM(t.LlamaConfig(**decoder)), text),
         "gpt2": lambda: (
             t.GPT2LMHeadModel(
                 t.GPT2Config(
@@ -346,20 +333,20 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="store_true", help="print the models and exit")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
-    models = _models()
+    known = models()
     if args.list:
-        print(" ".join(models))
+        print(" ".join(known))
         return 0
-    if args.model not in models:
+    if args.model not in known:
         print(
-            f"op_diff: unknown model {args.model!r}; choose one of {', '.join(models)}",
+            f"op_diff: unknown model {args.model!r}; choose one of {', '.join(known)}",
             file=sys.stderr,
         )
         return 2
     import vtrn  # noqa: F401 - registers the device
 
     torch.manual_seed(0)
-    model, inputs = models[args.model]()
+    model, inputs = known[args.model]()
     model = model.to("neuron")
     inputs = {k: v.to("neuron") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
     stats = compare_ops(lambda: model(**inputs).loss.backward())

@@ -1,22 +1,18 @@
 #include "vtrn/runtime/aten_attention.h"
 
-#include <atomic>
+#include "vtrn/runtime/installed_kernels.h"
 
 namespace vtrn::runtime::aten_attention {
 namespace {
 
-std::atomic<Kernel> g_kernel{nullptr};
-std::atomic<BackwardKernel> g_backward{nullptr};
+InstalledKernels<Kernel, BackwardKernel> g_installed;
 
 }  // namespace
 
-void install(Kernel kernel, BackwardKernel backward) {
-  g_kernel.store(kernel);
-  g_backward.store(backward);
-}
+void install(Kernel kernel, BackwardKernel backward) { g_installed.install(kernel, backward); }
 
-Kernel installed() { return g_kernel.load(); }
+Kernel installed() { return g_installed.forward(); }
 
-BackwardKernel installed_backward() { return g_backward.load(); }
+BackwardKernel installed_backward() { return g_installed.backward(); }
 
 }  // namespace vtrn::runtime::aten_attention

@@ -1,18 +1,17 @@
 #include "vtrn/runtime/aten_batch_norm.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <optional>
 #include <string>
 
 #include "vtrn/compiler/aten_batch_norm.h"
+#include "vtrn/runtime/installed_kernels.h"
 
 namespace vtrn::runtime::aten_batch_norm {
 namespace {
 
-std::atomic<Kernel> g_kernel{nullptr};
-std::atomic<BackwardKernel> g_backward{nullptr};
+InstalledKernels<Kernel, BackwardKernel> g_installed;
 
 // N, C and the elements per (sample, channel) of |dims|.
 struct Layout {
@@ -45,13 +44,10 @@ const float* vector_operand(const CustomCallArgs& a, std::size_t& next, bool pre
 
 }  // namespace
 
-void install(Kernel kernel, BackwardKernel backward) {
-  g_kernel.store(kernel);
-  g_backward.store(backward);
-}
+void install(Kernel kernel, BackwardKernel backward) { g_installed.install(kernel, backward); }
 
-Kernel installed() { return g_kernel.load(); }
-BackwardKernel installed_backward() { return g_backward.load(); }
+Kernel installed() { return g_installed.forward(); }
+BackwardKernel installed_backward() { return g_installed.backward(); }
 
 void formula(const Call& c) {
   const Layout l(c.dims);

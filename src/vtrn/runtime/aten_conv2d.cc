@@ -1,7 +1,6 @@
 #include "vtrn/runtime/aten_conv2d.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,12 +10,12 @@
 
 #include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/executable.h"
+#include "vtrn/runtime/installed_kernels.h"
 
 namespace vtrn::runtime::aten_conv2d {
 namespace {
 
-std::atomic<Kernel> g_kernel{nullptr};
-std::atomic<BackwardKernel> g_backward{nullptr};
+InstalledKernels<Kernel, BackwardKernel> g_installed;
 
 // The attributes and shapes of a call whose x and w are inputs |x| and |x| + 1 and whose
 // convolution's output has |y|'s dims.
@@ -58,14 +57,11 @@ std::shared_ptr<const LoadedExecutable> ops_module(const CustomCallArgs& a,
 
 }  // namespace
 
-void install(Kernel kernel, BackwardKernel backward) {
-  g_kernel.store(kernel);
-  g_backward.store(backward);
-}
+void install(Kernel kernel, BackwardKernel backward) { g_installed.install(kernel, backward); }
 
-Kernel installed() { return g_kernel.load(); }
+Kernel installed() { return g_installed.forward(); }
 
-BackwardKernel installed_backward() { return g_backward.load(); }
+BackwardKernel installed_backward() { return g_installed.backward(); }
 
 void direct_backward(const BackwardCall& b) {
   const Call& f = b.forward;

@@ -1,17 +1,16 @@
 #include "vtrn/runtime/aten_gelu.h"
 
-#include <atomic>
 #include <cmath>
 #include <string>
 #include <string_view>
 
 #include "vtrn/compiler/aten_gelu.h"
+#include "vtrn/runtime/installed_kernels.h"
 
 namespace vtrn::runtime::aten_gelu {
 namespace {
 
-std::atomic<Forward> g_forward{nullptr};
-std::atomic<Backward> g_backward{nullptr};
+InstalledKernels<Forward, Backward> g_installed;
 
 // ATen's scalar constants: M_SQRT1_2 and M_2_SQRTPI * M_SQRT1_2 * 0.5, rounded to float; the
 // tanh approximation's M_SQRT2 * M_2_SQRTPI * 0.5 and 0.044715.
@@ -35,7 +34,7 @@ void run_forward(const CustomCallArgs& a, Approximation approximation, std::stri
   const std::int64_t n = a.output_types[0].num_elements();
   const auto* x = static_cast<const float*>(a.inputs[0]);
   auto* y = static_cast<float*>(a.outputs[0]);
-  if (const Forward f = g_forward.load()) return f(approximation, n, x, y);
+  if (const Forward f = g_installed.forward()) return f(approximation, n, x, y);
   scalar_forward(approximation, n, x, y);
 }
 
@@ -45,18 +44,15 @@ void run_backward(const CustomCallArgs& a, Approximation approximation, std::str
   const auto* dy = static_cast<const float*>(a.inputs[0]);
   const auto* x = static_cast<const float*>(a.inputs[1]);
   auto* dx = static_cast<float*>(a.outputs[0]);
-  if (const Backward f = g_backward.load()) return f(approximation, n, dy, x, dx);
+  if (const Backward f = g_installed.backward()) return f(approximation, n, dy, x, dx);
   scalar_backward(approximation, n, dy, x, dx);
 }
 
 }  // namespace
 
-void install(Forward forward, Backward backward) {
-  g_forward.store(forward);
-  g_backward.store(backward);
-}
+void install(Forward forward, Backward backward) { g_installed.install(forward, backward); }
 
-bool installed() { return g_forward.load() != nullptr && g_backward.load() != nullptr; }
+bool installed() { return g_installed.forward() != nullptr && g_installed.backward() != nullptr; }
 
 void scalar_forward(Approximation a, std::int64_t n, const float* x, float* y) {
   if (a == Approximation::kTanh) {
