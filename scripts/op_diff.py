@@ -11,9 +11,6 @@ look: later ones may only inherit its difference.
     python scripts/op_diff.py gpt2          # one training step of a tiny HF model
     python scripts/op_diff.py --list        # the models it builds (from configs, no downloads)
 
-Known to differ still: mixtral (_grouped_mm's sums in its backward, for contractions of 252 or
-more: the CPU makes one matrix product per group).
-
 Exit status 0 when no op differs, 1 when one does, 2 for a model it does not know.
 """
 

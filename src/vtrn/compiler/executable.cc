@@ -18,6 +18,7 @@
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
+#include "vtrn/compiler/grouped_mm_call.h"
 #include "vtrn/compiler/passes.h"
 #include "vtrn/hlo/parser.h"
 #include "vtrn/hlo/printer.h"
@@ -179,6 +180,16 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     w.m = a.m;
     w.n = a.n;
     w.k = a.k;
+    w.tensor_dtype = hw::TensorEngineDType::kFP32;
+    return model.estimate(w);
+  }
+  if (is_grouped_mm_call(root)) {
+    // torch._grouped_mm: one float32 product's work over the groups together.
+    const GroupedMmShape g = grouped_mm_shape(b, root);
+    w.batch = 1;
+    w.m = g.m;
+    w.n = g.n;
+    w.k = g.k;
     w.tensor_dtype = hw::TensorEngineDType::kFP32;
     return model.estimate(w);
   }

@@ -73,9 +73,18 @@ bool installed() { return g_sgemm.load(std::memory_order_acquire) != nullptr; }
 SgemmCall aten_sgemm_call(std::int64_t m, std::int64_t n, std::int64_t k, bool lhs_transposed,
                           bool rhs_transposed) {
   // addmm_impl_cpu_ with a fresh dense result [m, n] (strides n, 1).
-  View m1{{m, k}, {lhs_transposed ? 1 : k, lhs_transposed ? m : 1}, true};
-  View m2{{k, n}, {rhs_transposed ? 1 : n, rhs_transposed ? k : 1}, false};
-  const std::int64_t rsize[2] = {m, n}, rstride[2] = {n, 1};
+  const std::int64_t lhs_strides[2] = {lhs_transposed ? 1 : k, lhs_transposed ? m : 1};
+  const std::int64_t rhs_strides[2] = {rhs_transposed ? 1 : n, rhs_transposed ? k : 1};
+  const std::int64_t out_strides[2] = {n, 1};
+  return strided_sgemm_call(m, n, k, lhs_strides, rhs_strides, out_strides);
+}
+
+SgemmCall strided_sgemm_call(std::int64_t m, std::int64_t n, std::int64_t k,
+                             const std::int64_t lhs_strides[2], const std::int64_t rhs_strides[2],
+                             const std::int64_t out_strides[2]) {
+  View m1{{m, k}, {lhs_strides[0], lhs_strides[1]}, true};
+  View m2{{k, n}, {rhs_strides[0], rhs_strides[1]}, false};
+  const std::int64_t rsize[2] = {m, n}, rstride[2] = {out_strides[0], out_strides[1]};
   // The result as column-major c unless it is only row-major: then c is its transpose and the
   // operands swap (c^T = m2^T m1^T).
   const bool tc =
@@ -223,6 +232,44 @@ bool matmul(bool batched, std::int64_t batch, std::int64_t m, std::int64_t n, st
     return true;
   }
   call_sgemm(sgemm, call, batch, m, n, k, lhs, lhs_transposed, rhs, rhs_transposed, one, zero, out);
+  return true;
+}
+
+bool mm_strided(std::int64_t m, std::int64_t n, std::int64_t k, const float* lhs,
+                const std::int64_t lhs_strides[2], const float* rhs,
+                const std::int64_t rhs_strides[2], float* out, const std::int64_t out_strides[2]) {
+  const Sgemm sgemm = g_sgemm.load(std::memory_order_acquire);
+  if (sgemm == nullptr) return false;
+  if (m == 0 || n == 0) return true;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) out[i * out_strides[0] + j * out_strides[1]] = 0.0f;
+    return true;
+  }
+  const SgemmCall call = strided_sgemm_call(m, n, k, lhs_strides, rhs_strides, out_strides);
+  if (!blas_accepts(call)) return false;
+  // The operand ATen clones row-major dense first, gathered by its strides.
+  std::vector<float> copy_a, copy_b;
+  auto dense = [](const float* p, std::int64_t rows, std::int64_t cols, const std::int64_t* st,
+                  std::vector<float>& buf) -> const float* {
+    buf.resize(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) buf[i * cols + j] = p[i * st[0] + j * st[1]];
+    return buf.data();
+  };
+  const float* a = call.a_is_lhs ? lhs : rhs;
+  const float* b = call.a_is_lhs ? rhs : lhs;
+  if (call.copy_a)
+    a = call.a_is_lhs ? dense(lhs, m, k, lhs_strides, copy_a)
+                      : dense(rhs, k, n, rhs_strides, copy_a);
+  if (call.copy_b)
+    b = call.a_is_lhs ? dense(rhs, k, n, rhs_strides, copy_b)
+                      : dense(lhs, m, k, lhs_strides, copy_b);
+  const int im = static_cast<int>(call.m), in = static_cast<int>(call.n),
+            ik = static_cast<int>(call.k), lda = static_cast<int>(call.lda),
+            ldb = static_cast<int>(call.ldb), ldc = static_cast<int>(call.ldc);
+  const float one = 1.0f, zero = 0.0f;
+  sgemm(&call.transa, &call.transb, &im, &in, &ik, &one, a, &lda, b, &ldb, &zero, out, &ldc);
   return true;
 }
 

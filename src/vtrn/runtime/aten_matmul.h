@@ -41,6 +41,11 @@ struct SgemmCall {
 /// torch.mm's call (addmm_impl_cpu_).
 SgemmCall aten_sgemm_call(std::int64_t m, std::int64_t n, std::int64_t k, bool lhs_transposed,
                           bool rhs_transposed);
+/// addmm_impl_cpu_'s call for a result [m, n] = lhs [m, k] x rhs [k, n], each given by its
+/// element strides (row, column): a result that is a slice of a larger one (mm_out into it).
+SgemmCall strided_sgemm_call(std::int64_t m, std::int64_t n, std::int64_t k,
+                             const std::int64_t lhs_strides[2], const std::int64_t rhs_strides[2],
+                             const std::int64_t out_strides[2]);
 /// torch.bmm's call per batch for products of 400 multiply-adds or more (baddbmm_with_gemm_):
 /// the rhs is always sgemm's a, and nothing is copied.
 SgemmCall aten_bmm_call(std::int64_t m, std::int64_t n, std::int64_t k, bool lhs_transposed,
@@ -52,6 +57,15 @@ SgemmCall aten_bmm_call(std::int64_t m, std::int64_t n, std::int64_t k, bool lhs
 bool matmul(bool batched, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
             const float* lhs, bool lhs_transposed, const float* rhs, bool rhs_transposed,
             float* out);
+
+/// torch.mm_out's out [m, n] = lhs x rhs for operands and a result laid out by their element
+/// strides (_grouped_mm's CPU loop multiplies slices so): one sgemm call with ATen's arguments,
+/// an operand that fits neither layout first copied row-major dense as ATen clones it; k == 0
+/// gives zeros. False, |out| untouched, when no sgemm is installed or ATen would not call BLAS.
+/// The result must be row- or column-major with a leading stride (as a slice's is).
+bool mm_strided(std::int64_t m, std::int64_t n, std::int64_t k, const float* lhs,
+                const std::int64_t lhs_strides[2], const float* rhs,
+                const std::int64_t rhs_strides[2], float* out, const std::int64_t out_strides[2]);
 
 /// torch.addmm's out [m, n] = alpha * lhs x rhs + beta * out as ATen computes it for float32:
 /// |out| holds `self` expanded on entry unless |beta| is 0 (then it is not read); one sgemm

@@ -193,6 +193,48 @@ TEST_F(AtenMatmulTest, EveryLayoutGivesTheProduct) {
   }
 }
 
+// mm_out into slices (_grouped_mm's CPU loop): a row block of a wider result, a column block
+// (leading dimension the full width), a column slice of the lhs; an lhs that fits neither
+// layout is copied dense first, as ATen clones it; k == 0 gives zeros.
+TEST_F(AtenMatmulTest, StridedProductsWriteTheirSlices) {
+  am::install(column_major_sgemm);
+  const std::int64_t m = 5, n = 3, k = 4, width = 7, depth = 9;
+  const auto lv = random_values(m * depth * 2, -1, 1, 3, DType::kF32);
+  const auto rv = random_values(depth * width, -1, 1, 4, DType::kF32);
+  const std::vector<float> l(lv.begin(), lv.end()), r(rv.begin(), rv.end());
+  struct Case {
+    std::int64_t ls[2], rs[2], os[2];
+  };
+  const Case cases[] = {
+      {{depth, 1}, {width, 1}, {width, 1}},      // slices with leading strides
+      {{1, m}, {width, 1}, {n, 1}},              // a transposed lhs
+      {{2 * depth, 2}, {width, 1}, {width, 1}},  // an lhs that fits neither layout
+  };
+  for (const Case& c : cases) {
+    std::vector<float> o(static_cast<std::size_t>(m * width), -7);
+    const int before = g_sgemm_calls;
+    ASSERT_TRUE(am::mm_strided(m, n, k, l.data() + 1, c.ls, r.data() + 2, c.rs, o.data(), c.os));
+    EXPECT_EQ(g_sgemm_calls - before, 1);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          want += static_cast<double>(l[1 + i * c.ls[0] + p * c.ls[1]]) *
+                  r[2 + p * c.rs[0] + j * c.rs[1]];
+        ASSERT_NEAR(o[i * c.os[0] + j * c.os[1]], want, 1e-5) << i << "," << j;
+      }
+    if (c.os[0] == width)  // the columns past the slice are not written
+      for (std::int64_t i = 0; i < m; ++i) EXPECT_EQ(o[i * width + n], -7.0f);
+  }
+  std::vector<float> o(static_cast<std::size_t>(m * width), -7);
+  const std::int64_t dense[2] = {width, 1};
+  ASSERT_TRUE(am::mm_strided(m, n, 0, l.data(), dense, r.data(), dense, o.data(), dense));
+  EXPECT_EQ(o[0], 0.0f);
+  EXPECT_EQ(o[n], -7.0f);
+  am::install(nullptr);
+  EXPECT_FALSE(am::mm_strided(m, n, k, l.data(), dense, r.data(), dense, o.data(), dense));
+}
+
 // bmm's small products add each rounded product to a float sum in turn, not in double.
 TEST_F(AtenMatmulTest, SmallBatchedProductsAddInTurn) {
   am::install(column_major_sgemm);

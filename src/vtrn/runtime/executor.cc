@@ -22,6 +22,7 @@
 #include "vtrn/compiler/aten_norm.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
+#include "vtrn/compiler/grouped_mm_call.h"
 #include "vtrn/nki/registry.h"
 #include "vtrn/runtime/aten_batch_norm.h"
 #include "vtrn/runtime/aten_conv2d.h"
@@ -29,6 +30,7 @@
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
 #include "vtrn/runtime/executor_kernels.h"
+#include "vtrn/runtime/grouped_mm_call.h"
 #include "vtrn/runtime/kernels_addmm.h"
 #include "vtrn/runtime/kernels_attention.h"
 #include "vtrn/runtime/kernels_norm.h"
@@ -92,6 +94,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenLayerNormTarget), kernels::aten_layer_norm},
       {std::string(compiler::kAtenBatchNormTarget), aten_batch_norm::call},
       {std::string(compiler::kAtenBatchNormBackwardTarget), aten_batch_norm::backward_call},
+      {std::string(compiler::kGroupedMmTarget), grouped_mm::call},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},
       {std::string(compiler::kAtenGeluBackwardTarget), aten_gelu::backward_call},
       {std::string(compiler::kAtenGeluTanhTarget), aten_gelu::tanh_forward_call},

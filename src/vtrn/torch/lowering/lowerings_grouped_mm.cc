@@ -6,10 +6,12 @@
 //  * 2-d A [M, K] x 2-d B [K, N], offs over K: out[g] = A[:, k0:k1] @ B[k0:k1, :] (the weight
 //    gradient of the first layout);
 //  * 3-d x 3-d, no offs: a batched matmul.
-// The products are computed for every group and the group of each row (column, k) selected,
-// so values of other groups never mix in; float16/bfloat16 accumulate in float32 and round
-// once, as the CPU's mm does. Rows (columns) past offs[-1] are left uninitialized by the CPU;
+// float32 with offsets is one product per group, as the CPU's loop (compiler/grouped_mm_call.h).
+// Otherwise the products are computed for every group and the group of each row (column, k)
+// selected, so values of other groups never mix in; float16/bfloat16 accumulate in float32 and
+// round once, as the CPU's mm does. Rows (columns) past offs[-1] are left uninitialized by the CPU;
 // here they are 0. Bad arguments (ranks, dtypes, offsets, bias) take the CPU's checks.
+#include "vtrn/compiler/grouped_mm_call.h"
 #include "vtrn/torch/lowering/families.h"
 
 namespace vtrn::lowering {
@@ -44,6 +46,12 @@ Value pick(Lowerer& L, Value v, Value keep, std::int64_t dim) {
   return L.reduce(L.b.select(k, v, L.full_like(v, 0.0)), {0}, ReduceKind::kAdd, false);
 }
 
+/// float32 with offsets: one product per group, as the CPU's loop (compiler/grouped_mm_call.h).
+Value per_group(Lowerer& L, Value a, Value b, Value offs, const Dims& out) {
+  return L.b.custom_call(std::string(compiler::kGroupedMmTarget), {a, b, offs},
+                         {TensorType(DType::kF32, out)}, "")[0];
+}
+
 std::vector<Value> grouped_mm(Lowerer& L) {
   Value a = L.tensor(0), b = L.tensor(1);
   const DType d = L.dtype(a);
@@ -72,16 +80,19 @@ std::vector<Value> grouped_mm(Lowerer& L) {
     out = L.b.dot_general(ac, bc, hlo::DotDims{{0}, {0}, {2}, {1}});
   } else if (ra == 2 && rb == 3) {
     if (L.shape(offs)[0] != bs[0]) throw Unsupported("_grouped_mm group counts");
+    if (d == DType::kF32) return {per_group(L, a, b, offs, {as[0], bs[2]})};
     // [G, M, N]: every row times every group's matrix.
     Value all = L.b.dot_general(bc, ac, hlo::DotDims{{}, {}, {1}, {1}});  // [G, N, M]
     all = L.b.transpose(all, {0, 2, 1});
     out = pick(L, all, membership(L, offs, as[0]), 1);
   } else if (ra == 3 && rb == 2) {
     if (L.shape(offs)[0] != as[0]) throw Unsupported("_grouped_mm group counts");
+    if (d == DType::kF32) return {per_group(L, a, b, offs, {as[1], bs[1]})};
     Value all = L.b.dot_general(ac, bc, hlo::DotDims{{}, {}, {2}, {0}});  // [G, M, N]
     out = pick(L, all, membership(L, offs, bs[1]), 2);
   } else {
     const std::int64_t g = L.shape(offs)[0], m = as[0], k = as[1], n = bs[1];
+    if (d == DType::kF32) return {per_group(L, a, b, offs, {g, m, n})};
     Value member = membership(L, offs, k);  // [G, K]
     Value am = L.b.select(L.b.broadcast_in_dim(member, {g, m, k}, {0, 2}),
                           L.b.broadcast_in_dim(ac, {g, m, k}, {1, 2}),
