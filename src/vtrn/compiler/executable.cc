@@ -11,6 +11,7 @@
 #include "vtrn/compiler/aten_batch_norm.h"
 #include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
+#include "vtrn/compiler/aten_group_norm.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
@@ -212,6 +213,14 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     // the backward's two sums and the input gradient (about 7).
     const AtenBatchNormShape a = aten_batch_norm_shape(b, root);
     w.vector_ops = (a.backward ? 7.0 : 5.0) * static_cast<double>(a.batch) *
+                   static_cast<double>(a.channels) * static_cast<double>(a.per_channel);
+    return model.estimate(w);
+  }
+  if (is_aten_group_norm(root)) {
+    // ATen's group norm: the group moments and the output (about 5 operations an element), or
+    // the backward's sums and the input gradient (about 8).
+    const AtenGroupNormShape a = aten_group_norm_shape(b, root);
+    w.vector_ops = (a.backward ? 8.0 : 5.0) * static_cast<double>(a.batch) *
                    static_cast<double>(a.channels) * static_cast<double>(a.per_channel);
     return model.estimate(w);
   }

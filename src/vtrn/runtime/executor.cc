@@ -16,6 +16,7 @@
 #include "vtrn/compiler/aten_batch_norm.h"
 #include "vtrn/compiler/aten_conv2d.h"
 #include "vtrn/compiler/aten_gelu.h"
+#include "vtrn/compiler/aten_group_norm.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
@@ -27,6 +28,7 @@
 #include "vtrn/runtime/aten_batch_norm.h"
 #include "vtrn/runtime/aten_conv2d.h"
 #include "vtrn/runtime/aten_gelu.h"
+#include "vtrn/runtime/aten_group_norm.h"
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
 #include "vtrn/runtime/executor_kernels.h"
@@ -95,6 +97,8 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenBatchNormTarget), aten_batch_norm::call},
       {std::string(compiler::kAtenBatchNormBackwardTarget), aten_batch_norm::backward_call},
       {std::string(compiler::kGroupedMmTarget), grouped_mm::call},
+      {std::string(compiler::kAtenGroupNormTarget), aten_group_norm::call},
+      {std::string(compiler::kAtenGroupNormBackwardTarget), aten_group_norm::backward_call},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},
       {std::string(compiler::kAtenGeluBackwardTarget), aten_gelu::backward_call},
       {std::string(compiler::kAtenGeluTanhTarget), aten_gelu::tanh_forward_call},

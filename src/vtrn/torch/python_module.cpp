@@ -23,6 +23,7 @@
 #include "vtrn/torch/aten_batch_norm.h"
 #include "vtrn/torch/aten_conv2d.h"
 #include "vtrn/torch/aten_gelu.h"
+#include "vtrn/torch/aten_group_norm.h"
 #include "vtrn/torch/aten_layer_norm.h"
 #include "vtrn/torch/aten_mkl.h"
 #include "vtrn/torch/device.h"
@@ -68,8 +69,10 @@ PYBIND11_MODULE(_C, m) {
   adapter::install_aten_layer_norm();
   // And float32 2-D convolutions (runtime/aten_conv2d.h).
   adapter::install_aten_conv2d();
-  // And float32 batch norms and their gradients (runtime/aten_batch_norm.h).
+  // And float32 batch and group norms and their gradients (runtime/aten_batch_norm.h,
+  // runtime/aten_group_norm.h).
   adapter::install_aten_batch_norm();
+  adapter::install_aten_group_norm();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

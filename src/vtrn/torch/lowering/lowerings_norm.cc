@@ -11,6 +11,7 @@
 // (compiler/aten_layer_norm.h), so its output, mean and rstd are the CPU's bits; its backward
 // one `custom_call @vtrn.aten_layer_norm_backward` (compiler/aten_layer_norm_backward.h).
 #include "vtrn/compiler/aten_batch_norm.h"
+#include "vtrn/compiler/aten_group_norm.h"
 #include "vtrn/compiler/aten_layer_norm.h"
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/torch/lowering/families.h"
@@ -236,6 +237,19 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
               return e;
             }())
           throw Unsupported("group_norm sizes (PyTorch's kernel reports them)");
+        if (d == DType::kF32 && absent_or_f32(L, 1) && absent_or_f32(L, 2) && L.rank(input) >= 2 &&
+            L.shape(input)[0] == n && L.shape(input)[1] == c) {
+          // ATen's kernel (compiler/aten_group_norm.h), which rounds as the CPU does.
+          compiler::AtenGroupNormConfig config{g, L.real(7), L.has(1), L.has(2)};
+          std::vector<Value> operands{input};
+          if (L.has(1)) operands.push_back(L.tensor(1));
+          if (L.has(2)) operands.push_back(L.tensor(2));
+          const TensorType stats(DType::kF32, {n, g});
+          const std::vector<Value> r = L.b.custom_call(
+              std::string(compiler::kAtenGroupNormTarget), std::move(operands),
+              {L.b.type(input), stats, stats}, compiler::aten_group_norm_config(config, false));
+          return {r[0], r[1], r[2]};
+        }
         Value x = L.b.reshape(L.convert(input, DType::kF32), {n * g, c / g * hw});
         const RowStats st = row_stats(L, x, L.real(7));
         Value y = L.b.reshape(normalize_rows(L, x, st.mean, st.rstd), {n, c, hw});
@@ -260,6 +274,26 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         if (g < 1 || c % g != 0) throw Unsupported("group_norm sizes");
         const Dims mask = L.ints(9);
         if (mask.size() != 3) throw Unsupported("group_norm output_mask");
+        const Dims s = L.shape(input);
+        if (d == DType::kF32 && L.dtype(L.tensor(0)) == DType::kF32 && absent_or_f32(L, 4) &&
+            L.dtype(L.tensor(2)) == DType::kF32 && L.dtype(L.tensor(3)) == DType::kF32 &&
+            s.size() >= 2 && s[0] == n && s[1] == c &&
+            L.b.type(L.tensor(2)).num_elements() == n * g &&
+            L.b.type(L.tensor(3)).num_elements() == n * g) {
+          // ATen's kernel (compiler/aten_group_norm.h), which rounds as the CPU does.
+          const compiler::AtenGroupNormConfig config{g, 0.0, L.has(4), false};
+          const TensorType stats(DType::kF32, {n, g}), vector(DType::kF32, {c});
+          std::vector<Value> operands{L.tensor(0), input, L.b.reshape(L.tensor(2), {n, g}),
+                                      L.b.reshape(L.tensor(3), {n, g})};
+          if (L.has(4)) operands.push_back(L.tensor(4));
+          const std::vector<Value> r = L.b.custom_call(
+              std::string(compiler::kAtenGroupNormBackwardTarget), std::move(operands),
+              {L.b.type(input), vector, vector}, compiler::aten_group_norm_config(config, true));
+          std::vector<Value> out(3, kUnchanged);
+          for (std::size_t i = 0; i < 3; ++i)
+            if (mask[i]) out[i] = r[i];
+          return out;
+        }
         const std::int64_t rows = n * g, k = c / g * hw;
         Value x = L.b.reshape(L.convert(input, DType::kF32), {rows, k});
         Value dy = L.b.reshape(L.convert(L.tensor(0), DType::kF32), {n, c, hw});
