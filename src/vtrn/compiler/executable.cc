@@ -16,6 +16,7 @@
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/aten_norm.h"
+#include "vtrn/compiler/aten_softmax.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/collective_call.h"
 #include "vtrn/compiler/fused_attention.h"
@@ -214,6 +215,15 @@ cost::KernelCost kernel_cost(const Block& b, const Kernel& k, const cost::CostMo
     const AtenBatchNormShape a = aten_batch_norm_shape(b, root);
     w.vector_ops = (a.backward ? 7.0 : 5.0) * static_cast<double>(a.batch) *
                    static_cast<double>(a.channels) * static_cast<double>(a.per_channel);
+    return model.estimate(w);
+  }
+  if (is_aten_softmax(root)) {
+    // ATen's softmax: an exp per element (none in softmax's backward) and about three row
+    // passes of Vector-engine work.
+    const AtenSoftmaxShape a = aten_softmax_shape(b, root);
+    const double elements = static_cast<double>(a.rows) * static_cast<double>(a.n);
+    w.scalar_ops = a.config.backward && !a.config.log ? 0.0 : elements;
+    w.vector_ops = 3.0 * elements;
     return model.estimate(w);
   }
   if (is_aten_group_norm(root)) {

@@ -21,6 +21,7 @@
 #include "vtrn/compiler/aten_layer_norm_backward.h"
 #include "vtrn/compiler/aten_nll_loss.h"
 #include "vtrn/compiler/aten_norm.h"
+#include "vtrn/compiler/aten_softmax.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/compiler/grouped_mm_call.h"
@@ -31,6 +32,7 @@
 #include "vtrn/runtime/aten_group_norm.h"
 #include "vtrn/runtime/aten_layer_norm_backward.h"
 #include "vtrn/runtime/aten_nll_loss.h"
+#include "vtrn/runtime/aten_softmax.h"
 #include "vtrn/runtime/executor_kernels.h"
 #include "vtrn/runtime/grouped_mm_call.h"
 #include "vtrn/runtime/kernels_addmm.h"
@@ -97,6 +99,7 @@ std::map<std::string, CustomCallFn>& registry() {
       {std::string(compiler::kAtenBatchNormTarget), aten_batch_norm::call},
       {std::string(compiler::kAtenBatchNormBackwardTarget), aten_batch_norm::backward_call},
       {std::string(compiler::kGroupedMmTarget), grouped_mm::call},
+      {std::string(compiler::kAtenSoftmaxTarget), aten_softmax::call},
       {std::string(compiler::kAtenGroupNormTarget), aten_group_norm::call},
       {std::string(compiler::kAtenGroupNormBackwardTarget), aten_group_norm::backward_call},
       {std::string(compiler::kAtenGeluTarget), aten_gelu::forward_call},

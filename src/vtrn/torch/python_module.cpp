@@ -26,6 +26,7 @@
 #include "vtrn/torch/aten_group_norm.h"
 #include "vtrn/torch/aten_layer_norm.h"
 #include "vtrn/torch/aten_mkl.h"
+#include "vtrn/torch/aten_softmax.h"
 #include "vtrn/torch/device.h"
 #include "vtrn/torch/distributed.h"
 #include "vtrn/torch/eager/launch.h"
@@ -73,6 +74,8 @@ PYBIND11_MODULE(_C, m) {
   // runtime/aten_group_norm.h).
   adapter::install_aten_batch_norm();
   adapter::install_aten_group_norm();
+  // And float32 softmax and log_softmax over the last dim (runtime/aten_softmax.h).
+  adapter::install_aten_softmax();
   m.def(
       "_aten_mkl_functions", [aten_mkl_functions] { return aten_mkl_functions; },
       "The MKL functions of libtorch_cpu the executor computes as ATen does with: VML's "

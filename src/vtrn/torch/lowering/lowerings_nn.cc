@@ -6,6 +6,7 @@
 
 #include "vtrn/compiler/aten_addmm.h"
 #include "vtrn/compiler/aten_nll_loss.h"
+#include "vtrn/compiler/aten_softmax.h"
 #include "vtrn/compiler/attention_through_memory.h"
 #include "vtrn/compiler/fused_attention.h"
 #include "vtrn/torch/lowering/families.h"
@@ -86,6 +87,23 @@ Value broadcast_back(Lowerer& L, Value reduced_keepdim, Value like) {
   return L.broadcast_to(reduced_keepdim, L.shape(like));
 }
 
+/// float32 softmax or log_softmax over the last dim of |operands| (x, or grad_output and output
+/// for the |backward|), by ATen's kernels (compiler/aten_softmax.h); nullopt for a 0-d or empty
+/// tensor, which the formulas below take.
+std::optional<Value> aten_softmax(Lowerer& L, std::vector<Value> operands, bool log,
+                                  bool backward) {
+  const std::vector<std::int64_t> s = L.shape(operands[0]);
+  std::int64_t elements = 1;
+  for (std::int64_t d : s) elements *= d;
+  if (s.empty() || elements == 0) return std::nullopt;
+  const std::int64_t n = s.back(), rows = elements / n;
+  for (Value& v : operands) v = L.b.reshape(v, {rows, n});
+  const Value y = L.b.custom_call(std::string(compiler::kAtenSoftmaxTarget), std::move(operands),
+                                  {TensorType(DType::kF32, {rows, n})},
+                                  compiler::aten_softmax_config({log, backward}))[0];
+  return L.b.reshape(y, s);
+}
+
 /// softmax / log_softmax (self, dim, half_to_float).
 LowerFn softmax(bool log) {
   return [log](Lowerer& L) -> std::vector<Value> {
@@ -100,6 +118,8 @@ LowerFn softmax(bool log) {
     // Over the last dim the CPU's float32 kernel sums each row in vec::reduce_all's order and
     // (softmax) multiplies by the sum's reciprocal; its other kernels divide by the sum.
     const bool lastdim_f32 = in == DType::kF32 && dim == L.rank(x) - 1;
+    if (lastdim_f32 && result == DType::kF32)
+      if (const std::optional<Value> y = aten_softmax(L, {x0}, log, false)) return {*y};
     Value m = L.reduce(x, {dim}, ReduceKind::kMax, true);
     // A row of -inf has max -inf; subtracting it would give NaN where the CPU also gives NaN.
     Value shifted = L.b.sub(x, broadcast_back(L, m, x));
@@ -141,6 +161,8 @@ LowerFn softmax_backward(bool log) {
     // (log_softmax) takes SLEEF's exp on every element.
     const bool lastdim_f32 =
         grad_dtype == DType::kF32 && L.dtype(y0) == DType::kF32 && dim == L.rank(g) - 1;
+    if (lastdim_f32 && result == DType::kF32 && L.shape(g0) == L.shape(y0))
+      if (const std::optional<Value> gi = aten_softmax(L, {g0, y0}, log, true)) return {*gi};
     Value gi;
     if (log) {
       Value s = L.reduce(g, {dim}, ReduceKind::kAdd, true, false, lastdim_f32);
