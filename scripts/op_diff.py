@@ -67,7 +67,13 @@ class OpStats:
 
 def _cpu(x):
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().clone()
+        # With the device tensor's strides: the CPU's kernels take other paths for a strided
+        # view (a row slice, a transpose) than for its dense copy.
+        copy = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+        try:
+            return copy.copy_(x.detach())
+        except RuntimeError:  # an expanded view (stride 0) takes no copy
+            return x.detach().cpu().clone()
     if isinstance(x, torch.device):
         return torch.device("cpu")
     return x

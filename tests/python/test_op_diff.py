@@ -66,6 +66,17 @@ def test_in_place_ops_integers_and_written_arguments_are_compared():
     assert written.calls == 1 and written.differing_calls == 0
 
 
+def test_the_cpu_replay_keeps_the_strides():
+    """The CPU's kernels take other paths for a strided view than for its dense copy, so the
+    replay runs on a CPU tensor laid out as the device's (an expanded view is cloned dense)."""
+    base = torch.randn(2, 6, 9).to("neuron")
+    for view in (base[..., :-1], base.transpose(1, 2), base[:, 1]):
+        replay = op_diff._cpu(view)
+        assert replay.stride() == view.stride() and torch.equal(replay, view.cpu())
+    expanded = torch.randn(3, 1).to("neuron").expand(3, 4)
+    assert torch.equal(op_diff._cpu(expanded), expanded.cpu())
+
+
 def test_the_command_line_trains_a_tiny_model_with_the_cpus_bits():
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "gpt2"], capture_output=True, text=True, timeout=120
