@@ -46,3 +46,13 @@ def test_outputs_statistics_and_gradients_are_the_cpus(shape, groups, threads):
     got = torch.ops.aten.native_group_norm(x.to("neuron"), None, None, n, c, hw, groups, 1e-5)
     for a, b in zip(got, want):  # the output, mean and rstd without affine parameters
         assert bits_equal(a.cpu(), b)
+
+
+def test_a_bias_without_a_weight_gets_its_gradient():
+    """The CPU's backward raises for it ("tensor does not have a device"); neuron gives the
+    bias's gradient, the sum of the output's gradient over the batch and the spatial dims."""
+    g = torch.Generator().manual_seed(5)
+    x, dy, b = torch.randn(2, 4, 5, generator=g), torch.randn(2, 4, 5, generator=g), torch.randn(4)
+    bn = b.to("neuron").requires_grad_()
+    torch.nn.functional.group_norm(x.to("neuron"), 2, None, bn).backward(dy.to("neuron"))
+    torch.testing.assert_close(bn.grad.cpu(), dy.sum((0, 2)))

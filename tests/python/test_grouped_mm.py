@@ -81,6 +81,14 @@ def test_float32_with_offsets_is_the_cpus_bits(k, threads, clean_tracking):
     check((64, 128), (128, k), [30, 64, 100, 128], torch.float32, exact=True)
 
 
+def test_a_negative_offset_counts_from_the_end_as_the_cpus_slices_do(clean_tracking):
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(8, 16, generator=g), torch.randn(2, 16, 8, generator=g)
+    offs = torch.tensor([-2, 8], dtype=torch.int32)  # rows [0, 6) and [6, 8)
+    got = torch._grouped_mm(a.to("neuron"), b.to("neuron"), offs.to("neuron")).cpu()
+    assert torch.equal(got, torch._grouped_mm(a, b, offs))
+
+
 @DTYPES
 def test_3d_3d(dtype, clean_tracking):
     check((3, 8, 16), (3, 16, 8), None, dtype)

@@ -7,9 +7,9 @@
 //   aten_group_norm: (x [N, C, *], weight [C]?, bias [C]?) -> (y [N, C, *], mean [N, G],
 //     rstd [N, G]); backend_config "groups=<G>;eps=<number>;weight=0|1;bias=0|1"
 //   aten_group_norm_backward: (dy [N, C, *], x [N, C, *], mean [N, G], rstd [N, G],
-//     weight [C]?) -> (dx [N, C, *], dweight [C], dbias [C]; both zero without the weight,
-//     for which the CPU's kernel makes no parameter gradients); backend_config
-//     "groups=<G>;weight=0|1"
+//     weight [C]?) -> (dx [N, C, *], dweight [C], dbias [C]; both zero without the weight:
+//     ATen's kernel makes them like the weight, and the lowering takes this call without one
+//     only where no parameter gradient is asked for); backend_config "groups=<G>;weight=0|1"
 //
 // Every type float32, C a multiple of G. The torch layer installs ATen's kernels
 // (runtime/aten_group_norm.h); without them (the C++ tests, `vtrn hlo --run`) the executor

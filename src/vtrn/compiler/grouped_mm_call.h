@@ -9,9 +9,10 @@
 //   (a [M, K], b [K, N], offs [G] int32)    -> out [G, M, N]   the contraction by group
 //
 // No backend_config; the layout follows from the ranks. Group g covers [offs[g-1], offs[g])
-// (from 0), each end clamped into the dim as a slice clamps it. Rows or columns past the last
-// group are 0 (the CPU leaves them uninitialized). The compiler prices a call as one matrix
-// product over the elements (every row, column or contraction step belongs to one group).
+// (from 0), each end wrapped (negative) and clamped into the dim as a slice does it. Rows or
+// columns past the last group are 0 (the CPU leaves them uninitialized). The compiler prices a call
+// as one matrix product over the elements (every row, column or contraction step belongs to one
+// group).
 #pragma once
 
 #include <cstdint>

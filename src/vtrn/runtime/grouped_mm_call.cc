@@ -25,10 +25,11 @@ void product(std::int64_t m, std::int64_t n, std::int64_t k, const float* lhs,
 }  // namespace
 
 Range group_range(const std::int32_t* offs, std::int64_t g, std::int64_t size) {
-  const std::int64_t raw_begin = g == 0 ? 0 : offs[g - 1];
+  // at::slice: a negative end counts from the back, then both are clamped.
+  const auto wrap = [size](std::int64_t v) { return v < 0 ? v + size : v; };
   Range r;
-  r.begin = std::clamp<std::int64_t>(raw_begin, 0, size);
-  r.end = std::clamp<std::int64_t>(offs[g], r.begin, size);
+  r.begin = std::clamp<std::int64_t>(wrap(g == 0 ? 0 : offs[g - 1]), 0, size);
+  r.end = std::clamp<std::int64_t>(wrap(offs[g]), r.begin, size);
   return r;
 }
 

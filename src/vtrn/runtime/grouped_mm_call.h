@@ -11,8 +11,8 @@
 namespace vtrn::runtime::grouped_mm {
 
 /// Group g's range [begin, end) of a dim of |size| elements, as the CPU's loop slices it: from
-/// the previous group's end (0 for the first) to offs[g], each clamped into [0, size] and the
-/// end to at least the begin.
+/// the previous group's end (0 for the first) to offs[g], a negative one counted from the back
+/// (size added), each then clamped into [0, size] and the end to at least the begin.
 struct Range {
   std::int64_t begin = 0, end = 0;
 };

@@ -40,6 +40,11 @@ TEST(GroupedMmTest, SlicesClampAsTheCpusDo) {
   EXPECT_EQ(grouped_mm::group_range(offs, 2, 8).end, 8);
   EXPECT_EQ(grouped_mm::group_range(offs, 3, 8).begin, 8);
   EXPECT_EQ(grouped_mm::group_range(offs, 3, 8).end, 8);
+  const std::int32_t negative[] = {-2, 8};  // a slice's -2 is size - 2
+  EXPECT_EQ(grouped_mm::group_range(negative, 0, 8).begin, 0);
+  EXPECT_EQ(grouped_mm::group_range(negative, 0, 8).end, 6);
+  EXPECT_EQ(grouped_mm::group_range(negative, 1, 8).begin, 6);
+  EXPECT_EQ(grouped_mm::group_range(negative, 1, 8).end, 8);
 }
 
 TEST(GroupedMmTest, EachLayoutMultipliesEachGroupsSlices) {

@@ -275,9 +275,11 @@ void add_norm_lowerings(std::vector<OpLowering>& r) {
         const Dims mask = L.ints(9);
         if (mask.size() != 3) throw Unsupported("group_norm output_mask");
         const Dims s = L.shape(input);
+        // (A bias without a weight takes the formula: ATen's kernel makes its parameter gradients
+        // like the weight and gives none, and the CPU's call raises.)
         if (d == DType::kF32 && L.dtype(L.tensor(0)) == DType::kF32 && absent_or_f32(L, 4) &&
-            L.dtype(L.tensor(2)) == DType::kF32 && L.dtype(L.tensor(3)) == DType::kF32 &&
-            s.size() >= 2 && s[0] == n && s[1] == c &&
+            (L.has(4) || !mask[2]) && L.dtype(L.tensor(2)) == DType::kF32 &&
+            L.dtype(L.tensor(3)) == DType::kF32 && s.size() >= 2 && s[0] == n && s[1] == c &&
             L.b.type(L.tensor(2)).num_elements() == n * g &&
             L.b.type(L.tensor(3)).num_elements() == n * g) {
           // ATen's kernel (compiler/aten_group_norm.h), which rounds as the CPU does.
