@@ -268,7 +268,10 @@ class LoweredKernel final : public c10::OperatorKernel {
   bool run_reduction_in_storage_order(torch::jit::Stack* stack, size_t first) {
     c10::IValue& self = (*stack)[first];
     c10::IValue& dim_arg = (*stack)[first + 1];
-    if (!self.isTensor() || !self.toTensor().defined()) return false;
+    // Most sums are of row-major tensors: they take the ordinary path without reading the dims.
+    if (!self.isTensor() || !self.toTensor().defined() || self.toTensor().dim() < 2 ||
+        self.toTensor().is_contiguous())
+      return false;
     const at::Tensor x = self.toTensor();
     std::optional<c10::IntArrayRef> dims;
     std::vector<int64_t> dim_list;
